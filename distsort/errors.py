@@ -1,0 +1,42 @@
+"""One error type for everything a user can get wrong, and agreement on failure across ranks.
+
+A failure seen by one rank must stop every rank (no hang), be reported once (by the lowest rank
+that saw it) and leave no partial output. `agree` is the collective that makes that happen: every
+rank calls it after a step that can fail locally, and either all ranks go on or all raise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class DistsortError(Exception):
+    """A failure the user can act on: the message says which file or option and what to do."""
+
+
+class RemoteError(DistsortError):
+    """Raised on ranks that did not fail themselves when another rank failed; not printed."""
+
+
+def agree(comm, fn: Callable[[], T]) -> T:
+    """Run fn on every rank; if it raised DistsortError on any rank, raise on all ranks.
+
+    The failing rank with the lowest number keeps its own message; the others get RemoteError,
+    which the CLI does not print, so the user sees exactly one message.
+    """
+    error: DistsortError | None = None
+    result = None
+    try:
+        result = fn()
+    except DistsortError as exc:
+        error = exc
+    failed = comm.allgather(error is not None)
+    if any(failed):
+        first = failed.index(True)
+        if error is not None and comm.Get_rank() == first:
+            raise error
+        raise RemoteError(f"rank {first} failed")
+    return result  # type: ignore[return-value]

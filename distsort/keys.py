@@ -1,0 +1,107 @@
+"""Order-preserving key encodings: every sortable key becomes unsigned words compared as integers.
+
+Numeric keys (8-64 bit integers, float16/32/64) become one unsigned word of the same width, so the
+radix sort, the splitters and the partition only ever compare unsigned integers. Byte keys (the
+key prefix of fixed-size records, compared as memcmp) become several words, most significant first.
+
+Floats follow NumPy's rule, NaN last in both orders. The plain encoding is a bijection on the bit
+patterns (so decoding gives back the exact input bits, -0.0 and NaN payloads included): the usual
+sign-flip transform, rotated so that the negative-signed NaNs, which the flip puts at the bottom,
+land at the top beside the positive ones. In that order -0.0 sorts just before +0.0, which NumPy
+treats as equal; where ties matter (stable sorts, argsort) the *canonical* encoding is used
+instead: -0.0 becomes +0.0 and every NaN one NaN, so equal values have equal codes. That encoding
+loses bits, so its callers carry the original keys along as a payload.
+
+Descending order is the bitwise complement, rotated again so that NaN stays last.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import DistsortError
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def check_sortable(dtype: np.dtype, what: str = "keys") -> np.dtype:
+    """Return dtype if distsort can sort it as numbers, else raise a clear DistsortError."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iuf" or dtype.itemsize not in _UNSIGNED:
+        raise DistsortError(
+            f"cannot sort {what} of dtype {dtype}: distsort sorts 8-64 bit integers and "
+            "float16/32/64 (use --record-size/--key-size for byte records)"
+        )
+    return dtype
+
+
+class NumericCodec:
+    """Encode one numeric dtype to unsigned words of the same width and back."""
+
+    def __init__(self, dtype: np.dtype, descending: bool = False, canonical: bool = False):
+        self.dtype = check_sortable(dtype)
+        self.native = self.dtype.newbyteorder("=")
+        self.word = np.dtype(_UNSIGNED[self.dtype.itemsize])
+        self.bits = 8 * self.dtype.itemsize
+        self.descending = descending
+        self.is_float = self.dtype.kind == "f"
+        self.canonical = canonical and self.is_float
+        w = self.word.type
+        self._sign = w(1 << (self.bits - 1))
+        if self.is_float:
+            mant = np.finfo(self.native).nmant
+            self._nan_half = w((1 << mant) - 1)  # NaN patterns of one sign
+            self._nan_top = w(2 * ((1 << mant) - 1))  # codes the NaNs occupy at the top
+            self._qnan = np.array(np.nan, self.native).view(self.word)[()]
+        else:
+            self._nan_top = w(0)
+
+    @property
+    def lossy(self) -> bool:
+        """True if decode(encode(x)) may differ from x in its bits (-0.0, NaN payloads)."""
+        return self.canonical
+
+    def encode(self, x, xp):
+        """Keys of self.dtype (any byte order) -> unsigned codes, ascending in the wanted order."""
+        if x.dtype != self.native:
+            x = x.astype(self.native)
+        u = x.view(self.word)
+        if self.is_float:
+            if self.canonical:
+                u = xp.where(xp.isnan(x), self._qnan, u)
+                u = xp.where(u == self._sign, self.word.type(0), u)
+            u = xp.where(u >= self._sign, ~u, u | self._sign) - self._nan_half
+        elif self.dtype.kind == "i":
+            u = u ^ self._sign
+        if self.descending:
+            u = ~u - self._nan_top
+        return u
+
+    def decode(self, u, xp):
+        """Unsigned codes -> keys in the native byte order of self.dtype."""
+        if self.descending:
+            u = ~(u + self._nan_top)
+        if self.is_float:
+            u = u + self._nan_half
+            u = xp.where(u >= self._sign, u & ~self._sign, ~u)
+        elif self.dtype.kind == "i":
+            u = u ^ self._sign
+        return u.view(self.native)
+
+
+def record_key_words(records, key_size: int, xp, descending: bool = False) -> list:
+    """Byte keys (first key_size bytes of each row of an (n, record_size) uint8 array) -> words.
+
+    Eight bytes make one big-endian uint64 word; a last, shorter piece is zero-padded on the right
+    into the smallest unsigned type that holds it, which keeps memcmp order. Most significant first.
+    """
+    words = []
+    for start in range(0, key_size, 8):
+        size = min(8, key_size - start)
+        width = 1 if size == 1 else 2 if size == 2 else 4 if size <= 4 else 8
+        piece = xp.zeros((records.shape[0], width), dtype=np.uint8)
+        piece[:, :size] = records[:, start : start + size]
+        word = piece.view(np.dtype(_UNSIGNED[width]).newbyteorder(">")).reshape(-1)
+        word = word.astype(_UNSIGNED[width])
+        words.append(~word if descending else word)
+    return words
