@@ -1,0 +1,12 @@
+"""distsort: a distributed multi-GPU sample sort (MPI ranks, NCCL or MPI exchange, CuPy or NumPy).
+
+    from mpi4py import MPI
+    import distsort
+    shard = distsort.sort(local_keys)          # this rank's piece of the global sorted order
+"""
+
+from .api import argsort, sort, sort_pairs, sort_records
+from .errors import DistsortError
+
+__all__ = ["DistsortError", "argsort", "sort", "sort_pairs", "sort_records"]
+__version__ = "0.1.0"

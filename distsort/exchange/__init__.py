@@ -1,0 +1,37 @@
+"""The transport seam: an all-to-all-v of rows between ranks, over MPI (host) or NCCL (GPU).
+
+`alltoallv(send, send_counts, recv_counts)` takes an array whose first axis holds rows already
+grouped by destination rank (send_counts[j] rows for rank j, in rank order) and returns the rows
+received, grouped by source rank. Counts are in rows and 64-bit; each transport turns them into
+bytes and splits what its library cannot take in one call.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+
+class Transport(Protocol):
+    name: str
+
+    def alltoallv(self, send, send_counts: np.ndarray, recv_counts: np.ndarray):
+        """Send send[rows for j] to every rank j; return the rows received, by source rank."""
+
+
+def row_bytes(a) -> int:
+    """Bytes in one row (one element of a 1-D array, one record of a 2-D array)."""
+    return a.dtype.itemsize * (int(np.prod(a.shape[1:])) if a.ndim > 1 else 1)
+
+
+def as_bytes(a):
+    """The array as a flat uint8 buffer (a view where it is contiguous, else a contiguous copy)."""
+    return a.reshape(-1).view(np.uint8)
+
+
+def displacements(counts: np.ndarray) -> np.ndarray:
+    """Exclusive prefix sum (int64): where each peer's block starts."""
+    out = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(counts[:-1], out=out[1:])
+    return out

@@ -1,0 +1,66 @@
+"""Phase timings and sizes of one distributed sort, for the summary line and --report JSON."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+PHASES = ("sample", "partition", "exchange", "finish")
+
+
+@dataclass
+class SortReport:
+    """What one rank measured: seconds per phase, elements and bytes in and out."""
+
+    rank: int = 0
+    backend: str = ""
+    engine: str = ""
+    phases: dict[str, float] = field(default_factory=dict)
+    count_in: int = 0
+    count_out: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    global_count: int = 0
+    ranks: int = 1
+
+    @contextmanager
+    def phase(self, name: str, synchronize) -> Iterator[None]:
+        """Time a phase; synchronize() waits for queued device work at both ends."""
+        synchronize()
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            synchronize()
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - start
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.phases.values())
+
+    def as_dict(self) -> dict:
+        return {
+            "rank": self.rank, "backend": self.backend, "engine": self.engine,
+            "phases": dict(self.phases), "seconds": self.seconds,
+            "count_in": self.count_in, "count_out": self.count_out,
+            "bytes_sent": self.bytes_sent, "bytes_received": self.bytes_received,
+        }
+
+
+def summarize(reports: list[dict], global_count: int) -> dict:
+    """Combine all ranks' reports: slowest rank per phase, balance, throughput."""
+    p = len(reports)
+    phases = {k: max(r["phases"].get(k, 0.0) for r in reports) for k in PHASES}
+    seconds = max(r["seconds"] for r in reports)
+    biggest = max(r["count_out"] for r in reports)
+    return {
+        "ranks": p,
+        "keys": global_count,
+        "seconds": seconds,
+        "gkeys_per_s": global_count / seconds / 1e9 if seconds else 0.0,
+        "phases": phases,
+        "max_shard_over_mean": biggest * p / global_count if global_count else 1.0,
+        "per_rank": reports,
+    }

@@ -1,0 +1,88 @@
+"""The MPI world a sort runs in: backend choice, rank-to-GPU binding, and the transport.
+
+A rank binds to its GPU (local rank modulo the devices it can see) before anything touches CUDA,
+so every rank of a node gets its own device. The NCCL communicator for an MPI communicator is
+built once and cached: building one costs far more than an exchange.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from mpi4py import MPI
+
+from .backend import Backend, GpuBackend, gpu_count
+from .errors import DistsortError
+from .exchange import Transport
+
+BACKENDS = ("auto", "cpu", "gpu")
+
+
+@dataclass
+class Runtime:
+    comm: MPI.Comm
+    backend: Backend
+    transport: Transport
+
+    @property
+    def xp(self):
+        return self.backend.xp
+
+
+_cache: dict[tuple, Runtime] = {}
+
+
+def get_runtime(comm=None, backend: str | None = None, engine: str | None = None) -> Runtime:
+    """The runtime for comm (default COMM_WORLD) on the chosen backend ('auto', 'cpu', 'gpu')."""
+    comm = comm if comm is not None else MPI.COMM_WORLD
+    name = choose_backend(comm, backend)
+    key = (MPI._handleof(comm), name, engine)
+    if key not in _cache:
+        _cache[key] = _build(comm, name, engine)
+    return _cache[key]
+
+
+def choose_backend(comm, requested: str | None) -> str:
+    """Resolve 'auto' to 'gpu' when every rank sees a GPU, else 'cpu'; check 'gpu' is possible."""
+    requested = requested or os.environ.get("DISTSORT_BACKEND") or "auto"
+    if requested not in BACKENDS:
+        raise DistsortError(f"unknown backend {requested!r}: choose one of {', '.join(BACKENDS)}")
+    if requested == "cpu":
+        return "cpu"
+    everyone_has_gpu = comm.allreduce(gpu_count() > 0, op=MPI.LAND)
+    if requested == "gpu" and not everyone_has_gpu:
+        raise DistsortError(
+            "--backend gpu: some rank sees no CUDA GPU (is CuPy installed and a GPU visible?); "
+            "use --backend cpu"
+        )
+    return "gpu" if everyone_has_gpu else "cpu"
+
+
+def _build(comm, name: str, engine: str | None) -> Runtime:
+    if name == "cpu":
+        from .exchange.mpi import MpiTransport
+
+        return Runtime(comm, Backend(engine), MpiTransport(comm))
+    bind_gpu(comm)
+    from .exchange.nccl import NcclTransport
+
+    return Runtime(comm, GpuBackend(engine), NcclTransport(comm))
+
+
+def local_rank(comm) -> int:
+    """This rank's index among the ranks of its node."""
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return node.Get_rank()
+    finally:
+        node.Free()
+
+
+def bind_gpu(comm) -> int:
+    """Make device (local rank % visible devices) current for this process; return its index."""
+    import cupy
+
+    device = local_rank(comm) % cupy.cuda.runtime.getDeviceCount()
+    cupy.cuda.Device(device).use()
+    return device
