@@ -109,7 +109,8 @@ def _offset(comm, n: int) -> int:
 
 def _report(report: SortReport | None, rt: Runtime) -> SortReport:
     report = report if report is not None else SortReport()
-    report.rank, report.backend, report.engine = rt.comm.Get_rank(), rt.backend.name, rt.backend.engine.name
+    report.rank, report.backend = rt.comm.Get_rank(), rt.backend.name
+    report.engine = rt.backend.engine.name
     return report
 
 

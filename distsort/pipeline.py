@@ -26,7 +26,8 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     comm, sync = rt.comm, rt.backend.synchronize
     counts = comm.allgather(len(columns[0]))
     offset = sum(counts[: comm.Get_rank()])
-    report.count_in, report.global_count, report.ranks = counts[comm.Get_rank()], sum(counts), len(counts)
+    report.count_in, report.global_count = counts[comm.Get_rank()], sum(counts)
+    report.ranks = len(counts)
     if comm.Get_size() > 1 and sum(counts) > 0:
         with report.phase("sample", sync):
             sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.xp)
