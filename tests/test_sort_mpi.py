@@ -1,0 +1,202 @@
+"""The distributed sort against NumPy, run under MPI (pytest-mpi): every dtype and distribution,
+both orders, stable and not, key-value, argsort, records, balance, large-message exchange.
+
+Run as `mpiexec -n P python -m pytest --with-mpi tests/test_sort_mpi.py` for P = 1..4.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import distsort
+from distsort.exchange.mpi import MpiTransport
+
+MPI = pytest.importorskip("mpi4py.MPI")
+COMM = MPI.COMM_WORLD
+DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+          "float16", "float32", "float64"]
+DISTS = ["uniform", "normal", "zipf", "equal", "fewdistinct", "sorted", "reverse", "specials"]
+
+pytestmark = pytest.mark.mpi
+
+
+def everything(x) -> np.ndarray:
+    """All ranks' pieces concatenated in rank order (on every rank)."""
+    return np.concatenate(COMM.allgather(np.asarray(x)))
+
+
+def reference(data: np.ndarray, descending: bool) -> np.ndarray:
+    """NumPy's sorted order; descending keeps NaN last as distsort promises."""
+    ref = np.sort(data, kind="stable")
+    if not descending:
+        return ref
+    nan = np.isnan(ref) if ref.dtype.kind == "f" else np.zeros(len(ref), bool)
+    return np.concatenate([ref[~nan][::-1], ref[nan]])
+
+
+def reference_order(data: np.ndarray, descending: bool) -> np.ndarray:
+    """The stable permutation NumPy semantics give (equal keys, -0.0 == 0.0, NaNs, in input order)."""
+    if not descending:
+        return np.argsort(data, kind="stable")
+    if data.dtype.kind == "f":
+        nan = np.isnan(data)
+        key = np.where(nan, 0, -data.astype(np.float64))
+        return np.lexsort((key, nan))
+    return np.argsort(-data.astype(object), kind="stable").astype(np.int64)
+
+
+def local_data(dist: str, dtype: str, n: int, seed: int) -> np.ndarray:
+    """This rank's piece of a data set; 'sorted'/'reverse' are global orders across ranks."""
+    rng = np.random.default_rng([seed, COMM.Get_rank()])
+    dt = np.dtype(dtype)
+    if dist == "uniform":
+        x = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt)
+        return np.nan_to_num(x, nan=1.5) if dt.kind == "f" else x
+    if dist == "normal":
+        x = rng.standard_normal(n) * (100 if dt.itemsize > 1 else 30)
+    elif dist == "zipf":
+        x = np.minimum(rng.zipf(1.3, n), 120)
+    elif dist == "equal":
+        x = np.full(n, 7)
+    elif dist == "fewdistinct":
+        x = rng.integers(0, 16, n) * 3
+    elif dist in ("sorted", "reverse"):
+        start, total = COMM.exscan(n) or 0, max(COMM.allreduce(n), 1)
+        x = np.arange(start, start + n) * 100 // total  # a monotone function of global position
+        x = x if dist == "sorted" else 100 - x
+    else:  # specials: extremes, and for floats NaN, +-inf, -0.0
+        codes = rng.integers(-3, 4, n)
+        x = np.abs(codes).astype(dt)
+        if dt.kind == "f":
+            x[codes == 3], x[codes == -3], x[codes == 2] = np.nan, -np.inf, -0.0
+        else:
+            x[codes == 3], x[codes == -3] = np.iinfo(dt).max, np.iinfo(dt).min
+        return x
+    if dt.kind == "u":
+        x = np.abs(x)
+    return np.asarray(x).astype(dt)
+
+
+def assert_balanced(shard, total: int) -> None:
+    p = COMM.Get_size()
+    biggest = max(COMM.allgather(len(shard)))
+    assert biggest <= max(-(-total // p), 1.05 * total / p), (biggest, total, p)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dist", DISTS)
+def test_sort_matches_numpy(dtype, dist):
+    x = local_data(dist, dtype, 3000 + 17 * COMM.Get_rank(), seed=1)
+    for descending in (False, True):
+        shard = distsort.sort(x, descending=descending)
+        np.testing.assert_array_equal(everything(shard), reference(everything(x), descending))
+        assert shard.dtype == x.dtype
+        assert_balanced(shard, len(everything(x)))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64", "uint64"])
+@pytest.mark.parametrize("dist", ["equal", "fewdistinct", "specials", "zipf"])
+def test_stable_sort_and_argsort_keep_input_order(dtype, dist):
+    x = local_data(dist, dtype, 2500, seed=2)
+    data = everything(x)
+    for descending in (False, True):
+        order = reference_order(data, descending)
+        got = everything(distsort.argsort(x, descending=descending))
+        np.testing.assert_array_equal(got, order)
+        positions = np.arange(len(x)) + (COMM.exscan(len(x)) or 0)
+        keys, values = distsort.sort_pairs(x, positions, stable=True, descending=descending)
+        np.testing.assert_array_equal(everything(values), order)
+        assert everything(keys).tobytes() == data[order].tobytes()  # -0.0 and NaN bits kept
+
+
+@pytest.mark.parametrize("sizes", [(0,), (1,), (0, 5), (5, 0), (1, 0, 2), (0, 0, 0, 9)])
+def test_tiny_and_empty_ranks(sizes):
+    n = sizes[COMM.Get_rank() % len(sizes)]
+    x = np.arange(n, dtype=np.int32)[::-1] * (COMM.Get_rank() + 1)
+    shard = distsort.sort(x)
+    np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
+
+
+@pytest.mark.parametrize("dist", DISTS)
+def test_balance_on_the_sampled_path(dist):
+    """Large enough that splitters come from a random sample, not from every key."""
+    x = local_data(dist, "int64", 100_000 * (1 - COMM.Get_rank() % 2), seed=3)  # odd ranks empty
+    shard = distsort.sort(x, backend="cpu")
+    assert_balanced(shard, len(everything(x)))
+    np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
+
+
+def test_sampled_path_is_taken(monkeypatch):
+    import distsort.splitters as splitters
+
+    monkeypatch.setattr(splitters, "samples_per_bucket", lambda p: 50)
+    x = local_data("uniform", "uint32", 5000, seed=4)
+    shard = distsort.sort(x)
+    np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
+
+
+def test_pairs_with_record_values():
+    x = local_data("fewdistinct", "uint16", 1500, seed=5)
+    rows = np.random.default_rng(COMM.Get_rank()).integers(0, 256, (len(x), 24), dtype=np.uint8)
+    rows[:, :2] = x.view(np.uint8).reshape(-1, 2)  # each row carries its key: check they travel
+    keys, values = distsort.sort_pairs(x, rows, stable=True)
+    np.testing.assert_array_equal(values[:, :2].copy().view(np.uint16).ravel(), keys)
+    order = np.argsort(everything(x), kind="stable")
+    np.testing.assert_array_equal(everything(values), everything(rows)[order])
+
+
+@pytest.mark.parametrize("key_size", [1, 4, 10, 13])
+@pytest.mark.parametrize("descending", [False, True])
+def test_records_in_memcmp_order(key_size, descending):
+    rng = np.random.default_rng([6, COMM.Get_rank()])
+    records = rng.integers(0, 4, (700, 20), dtype=np.uint8)  # few byte values: many ties
+    out = distsort.sort_records(records, key_size, descending=descending)
+    everyone = everything(records)
+    keys = sorted(bytes(r[:key_size]) for r in everyone)
+    got = everything(out)
+    assert [bytes(r[:key_size]) for r in got] == (keys[::-1] if descending else keys)
+    assert sorted(map(bytes, got)) == sorted(map(bytes, everyone))  # a permutation
+
+
+def test_mpi_exchange_in_rounds_matches_one_call():
+    """Force the chunked path that large (> 2 GiB) messages take."""
+    p, rank = COMM.Get_size(), COMM.Get_rank()
+    rng = np.random.default_rng(rank)
+    send_counts = rng.integers(0, 50, p).astype(np.int64)
+    rows = rng.integers(0, 2**31, (int(send_counts.sum()), 3)).astype(np.int64)
+    recv_counts = np.empty_like(send_counts)
+    COMM.Alltoall(send_counts, recv_counts)
+    one = MpiTransport(COMM).alltoallv(rows, send_counts, recv_counts)
+    rounds = MpiTransport(COMM, chunk_bytes=40).alltoallv(rows, send_counts, recv_counts)
+    np.testing.assert_array_equal(one, rounds)
+    sources = np.repeat(np.arange(p), recv_counts)
+    firsts = COMM.allgather(rows)
+    for src in range(p):
+        start = int(COMM.allgather(send_counts)[src][:rank].sum())
+        expect = firsts[src][start : start + recv_counts[src]]
+        np.testing.assert_array_equal(one[sources == src], expect)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(
+    dtype=st.sampled_from(DTYPES),
+    sizes=st.lists(st.integers(0, 300), min_size=4, max_size=4),
+    distinct=st.integers(1, 1000),
+    descending=st.booleans(),
+    stable=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_property_sort_is_numpy_sort(dtype, sizes, distinct, descending, stable, seed):
+    """Same examples on every rank (derandomized), so collectives stay in step."""
+    n = sizes[COMM.Get_rank() % 4]
+    rng = np.random.default_rng([seed, COMM.Get_rank()])
+    x = rng.integers(0, distinct, n).astype(dtype)
+    if np.dtype(dtype).kind == "f" and n:
+        x[rng.random(n) < 0.1] = np.nan
+    shard = distsort.sort(x, descending=descending, stable=stable)
+    ok = np.array_equal(everything(shard), reference(everything(x), descending), equal_nan=True)
+    assert all(COMM.allgather(ok))

@@ -1,0 +1,43 @@
+"""Splitter sampling and classification on one process (no MPI needed)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from distsort.splitters import classify, local_sample, samples_per_bucket
+
+
+def test_sample_size_grows_with_ranks_and_stays_small():
+    assert samples_per_bucket(2) < samples_per_bucket(64) < 60_000
+
+
+def test_small_data_is_sampled_whole_with_global_positions():
+    words = [np.array([5, 3, 9], dtype=np.uint32)]
+    rows = local_sample(words, [4, 3], rank=1, xp=np)
+    np.testing.assert_array_equal(rows, [[5, 4], [3, 5], [9, 6]])
+
+
+def test_large_data_sample_is_proportional_to_the_share():
+    words = [np.arange(10**6, dtype=np.uint64)]
+    rows = local_sample(words, [10**6, 3 * 10**6], rank=0, xp=np, per_bucket=1000)
+    assert abs(len(rows) - 500) <= 1
+    np.testing.assert_array_equal(rows[:, 0], rows[:, 1])  # key i sits at global position i
+
+
+def test_classify_breaks_ties_by_global_position():
+    keys = np.array([1, 7, 7, 7, 7, 9], dtype=np.uint32)  # global positions 10..15
+    splitters = np.array([[7, 12], [7, 14]], dtype=np.uint64)
+    buckets = classify([keys], 10, splitters, np)
+    np.testing.assert_array_equal(buckets, [0, 0, 1, 1, 2, 2])  # a splitter opens its bucket
+
+
+def test_classify_compares_every_key_word():
+    hi = np.array([1, 1, 1, 2], dtype=np.uint64)
+    lo = np.array([3, 5, 5, 0], dtype=np.uint16)
+    splitters = np.array([[1, 5, 0], [1, 5, 102]], dtype=np.uint64)
+    buckets = classify([hi, lo], 100, splitters, np)  # positions 100..103
+    np.testing.assert_array_equal(buckets, [0, 1, 2, 2])
+
+
+def test_no_splitters_means_one_bucket():
+    assert classify([np.arange(5, dtype=np.uint8)], 0, np.zeros((0, 2), np.uint64), np).max() == 0
