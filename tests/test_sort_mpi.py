@@ -38,7 +38,7 @@ def reference(data: np.ndarray, descending: bool) -> np.ndarray:
 
 
 def reference_order(data: np.ndarray, descending: bool) -> np.ndarray:
-    """The stable permutation NumPy semantics give (equal keys, -0.0 == 0.0, NaNs, in input order)."""
+    """The stable permutation under NumPy semantics (-0.0 == 0.0, NaNs equal, ties in order)."""
     if not descending:
         return np.argsort(data, kind="stable")
     if data.dtype.kind == "f":
