@@ -1,0 +1,160 @@
+"""Rank-to-GPU binding from the launcher's environment (distsort/binding.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from distsort import binding
+
+
+@pytest.mark.parametrize(
+    "var",
+    [
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+        "SLURM_LOCALID",
+        "PMIX_LOCAL_RANK",
+        "MV2_COMM_WORLD_LOCAL_RANK",
+        "PALS_LOCAL_RANKID",
+        "FLUX_TASK_LOCAL_ID",
+        "JSM_NAMESPACE_LOCAL_RANK",
+        "DISTSORT_LOCAL_RANK",
+    ],
+)
+def test_local_rank_from_each_launcher(var):
+    assert binding.local_rank_from_env({var: "3"}) == 3
+    assert binding.local_rank_from_env({var: " 5 "}) == 5
+
+
+def test_no_launcher_no_local_rank():
+    assert binding.local_rank_from_env({}) is None
+    assert binding.local_rank_from_env({"OMPI_COMM_WORLD_LOCAL_RANK": "", "PATH": "/bin"}) is None
+
+
+def test_mpi_launcher_wins_over_inherited_slurm_localid():
+    # mpirun inside an sbatch job: every rank inherits the batch step's SLURM_LOCALID=0
+    env = {"SLURM_LOCALID": "0", "OMPI_COMM_WORLD_LOCAL_RANK": "2"}
+    assert binding.local_rank_from_env(env) == 2
+    env = {"SLURM_LOCALID": "0", "MPI_LOCALRANKID": "1"}
+    assert binding.local_rank_from_env(env) == 1
+
+
+def test_user_override_wins():
+    env = {"DISTSORT_LOCAL_RANK": "7", "OMPI_COMM_WORLD_LOCAL_RANK": "2"}
+    assert binding.local_rank_from_env(env) == 7
+
+
+@pytest.mark.parametrize("value", ["x", "-1", "1.5"])
+def test_bad_local_rank_names_the_variable(value):
+    with pytest.raises(ValueError, match="MPI_LOCALRANKID"):
+        binding.local_rank_from_env({"MPI_LOCALRANKID": value})
+
+
+@pytest.mark.parametrize(
+    ("local_rank", "count", "device"), [(0, 4, 0), (3, 4, 3), (4, 4, 0), (9, 4, 1), (5, 1, 0)]
+)
+def test_device_for_rank_wraps_around(local_rank, count, device):
+    assert binding.device_for_rank(local_rank, count) == device
+
+
+def test_device_for_rank_rejects_nonsense():
+    with pytest.raises(ValueError, match="no GPU"):
+        binding.device_for_rank(0, 0)
+    with pytest.raises(ValueError, match="non-negative"):
+        binding.device_for_rank(-1, 4)
+
+
+def test_visible_devices_from_count():
+    env = {"OMPI_COMM_WORLD_LOCAL_RANK": "5"}
+    assert binding.visible_devices_for(env, device_count=4) == "1"
+
+
+def test_visible_devices_pick_from_the_allowed_list():
+    env = {"SLURM_LOCALID": "1", "CUDA_VISIBLE_DEVICES": "4,5,6,7"}
+    assert binding.visible_devices_for(env) == "5"
+    env = {"SLURM_LOCALID": "3", "CUDA_VISIBLE_DEVICES": "GPU-aaaa, GPU-bbbb"}
+    assert binding.visible_devices_for(env, device_count=8) == "GPU-bbbb"
+
+
+def test_visible_devices_idempotent():
+    env = {"MPI_LOCALRANKID": "3", "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+    once = binding.visible_devices_for(env)
+    assert once == "3"
+    assert binding.visible_devices_for({**env, "CUDA_VISIBLE_DEVICES": once}) == "3"
+
+
+@pytest.mark.parametrize("visible", ["", "NoDevFiles", "-1", "-1,0"])
+def test_visible_devices_none_when_no_gpu_allowed(visible):
+    env = {"MPI_LOCALRANKID": "0", "CUDA_VISIBLE_DEVICES": visible}
+    assert binding.visible_devices_for(env, device_count=4) is None
+
+
+def test_visible_devices_none_without_rank_or_gpus():
+    assert binding.visible_devices_for({}, device_count=4) is None
+    assert binding.visible_devices_for({"SLURM_LOCALID": "0"}) is None
+    assert binding.visible_devices_for({"SLURM_LOCALID": "0"}, device_count=0) is None
+
+
+def test_visible_list_stops_at_invalid_entry():
+    assert binding.visible_device_list({"CUDA_VISIBLE_DEVICES": "2,3,-1,4"}) == ["2", "3"]
+    assert binding.visible_device_list({}, device_count=2) == ["0", "1"]
+
+
+def test_device_from_env():
+    assert binding.device_from_env({"OMPI_COMM_WORLD_LOCAL_RANK": "6"}, 4) == 2
+    assert binding.device_from_env({"OMPI_COMM_WORLD_LOCAL_RANK": "6"}, 1) == 0
+    assert binding.device_from_env({}, 4) is None
+    assert binding.device_from_env({"SLURM_LOCALID": "1"}, 0) is None
+    assert binding.device_from_env({"DISTSORT_DEVICE": "3", "SLURM_LOCALID": "1"}, 4) == 3
+    with pytest.raises(ValueError, match="DISTSORT_DEVICE=4"):
+        binding.device_from_env({"DISTSORT_DEVICE": "4"}, 4)
+
+
+def test_detect_device_count(tmp_path):
+    for bus_id in ("0000:07:00.0", "0000:0a:00.0"):
+        (tmp_path / bus_id).mkdir()
+    assert binding.detect_device_count({}, proc_dir=str(tmp_path)) == 2
+    assert binding.detect_device_count({}, proc_dir=str(tmp_path / "absent")) is None
+    env = {"DISTSORT_DEVICE_COUNT": "8"}
+    assert binding.detect_device_count(env, proc_dir=str(tmp_path)) == 8
+
+
+@pytest.mark.parametrize(
+    ("program", "launcher"),
+    [("mpirun", True), ("/opt/mpi/bin/mpiexec", True), ("srun", True),
+     ("/usr/sbin/sshd", True), ("python", False), ("/usr/bin/python3", False)],
+)
+def test_is_launcher(program, launcher):
+    assert binding.is_launcher(program) is launcher
+
+
+def test_launch_env_defaults_and_visible_binding():
+    env = {"OMPI_COMM_WORLD_LOCAL_RANK": "1"}
+    assert binding.launch_env(env, "visible", device_count=2) == {
+        "NCCL_NVLS_ENABLE": "0",
+        "NCCL_DEBUG": "WARN",
+        "CUDA_VISIBLE_DEVICES": "1",
+    }
+
+
+def test_launch_env_never_overrides_the_user():
+    env = {"NCCL_NVLS_ENABLE": "1", "NCCL_DEBUG": "INFO", "SLURM_LOCALID": "0"}
+    assert binding.launch_env(env, "visible") == {}
+
+
+def test_launch_env_device_mode_keeps_all_gpus_visible():
+    env = {"MPI_LOCALRANKID": "3", "CUDA_VISIBLE_DEVICES": "0,1"}
+    updates = binding.launch_env(env, "device")
+    assert updates["DISTSORT_DEVICE"] == "1"
+    assert "CUDA_VISIBLE_DEVICES" not in updates
+    assert "DISTSORT_DEVICE" not in binding.launch_env({**env, "DISTSORT_DEVICE": "0"}, "device")
+
+
+def test_launch_env_none_mode_only_defaults():
+    env = {"MPI_LOCALRANKID": "3", "CUDA_VISIBLE_DEVICES": "0,1"}
+    assert binding.launch_env(env, "none") == {"NCCL_NVLS_ENABLE": "0", "NCCL_DEBUG": "WARN"}
+
+
+def test_launch_env_rejects_unknown_mode():
+    with pytest.raises(ValueError, match="bind mode"):
+        binding.launch_env({}, "all")
