@@ -14,7 +14,12 @@ T = TypeVar("T")
 
 
 class DistsortError(Exception):
-    """A failure the user can act on: the message says which file or option and what to do."""
+    """A failure the user can act on: the message says which file or option and what to do.
+
+    `agreed` is set once every rank knows of the failure (see agree), so none is left waiting.
+    """
+
+    agreed = False
 
 
 class RemoteError(DistsortError):
@@ -36,7 +41,8 @@ def agree(comm, fn: Callable[[], T]) -> T:
     failed = comm.allgather(error is not None)
     if any(failed):
         first = failed.index(True)
-        if error is not None and comm.Get_rank() == first:
-            raise error
-        raise RemoteError(f"rank {first} failed")
+        if error is None or comm.Get_rank() != first:
+            error = RemoteError(f"rank {first} failed")
+        error.agreed = True
+        raise error
     return result  # type: ignore[return-value]

@@ -1,0 +1,148 @@
+"""Command line: `python -m distsort [run|sort|gen|check|info]`, one process per rank under mpirun.
+
+Failures follow one rule: a DistsortError that went through errors.agree is printed once, by the
+lowest rank that failed, and every rank exits with status 2; anything else that escapes on one
+rank is printed there and the whole job is aborted (status 1), so no rank waits forever.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+from mpi4py import MPI
+
+from . import commands
+from .errors import DistsortError, RemoteError
+
+EXAMPLES = """examples:
+  mpirun -n 4 python -m distsort                              # sort a generated data set
+  mpirun -n 4 python -m distsort gen in.npy --count 100000000 --dtype float32 --dist normal
+  mpirun -n 4 python -m distsort sort in.npy -o out.npy --verify
+  mpirun -n 4 python -m distsort sort in.bin -o out.bin --dtype uint64 --descending
+  mpirun -n 4 python -m distsort gen recs.dat --count 1000000 --dist gensort
+  mpirun -n 4 python -m distsort sort recs.dat -o sorted.dat --record-size 100 --key-size 10
+  mpirun -n 4 python -m distsort check in.npy out.npy
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    comm = MPI.COMM_WORLD
+    try:
+        return args.func(args, comm)
+    except RemoteError:
+        return 2
+    except DistsortError as exc:
+        print(f"distsort: error: {exc}", file=sys.stderr, flush=True)
+        if getattr(exc, "agreed", False) or comm.Get_size() == 1:
+            return 2
+        comm.Abort(2)
+    except KeyboardInterrupt:
+        print("distsort: interrupted", file=sys.stderr, flush=True)
+        comm.Abort(130)
+    except Exception:
+        print(f"distsort: internal error on rank {comm.Get_rank()}:", file=sys.stderr)
+        traceback.print_exc()
+        sys.stderr.flush()
+        comm.Abort(1)
+    return 1
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="python -m distsort", epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Distributed sample sort over MPI ranks (one GPU each, or CPUs).",
+    )
+    sub = top.add_subparsers(dest="command")
+    _run_options(top)
+    _run_options(sub.add_parser("run", help="generate, sort and validate a data set (default)"))
+    _sort_parser(sub.add_parser("sort", help="sort a file into another file"))
+    _gen_parser(sub.add_parser("gen", help="write a generated data set to a file"))
+    _check_parser(sub.add_parser("check", help="say whether OUTPUT is INPUT sorted"))
+    info = sub.add_parser("info", help="backend, GPUs, MPI and NCCL versions")
+    info.set_defaults(func=commands.info)
+    return top
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=["auto", "cpu", "gpu"], default=None,
+                   help="where to sort (default: GPUs when every rank has one)")
+    p.add_argument("--report", metavar="FILE.json", help="write per-phase, per-rank timings")
+    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+
+
+def _format_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dtype", help="element type of raw binary files (e.g. uint32, float64)")
+    p.add_argument("--record-size", type=int, help="bytes per fixed-size record")
+    p.add_argument("--key-size", type=int, help="leading bytes of a record that are its key")
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--count", type=_count, help="keys in all (default: 2^28 per GPU, 2^22 per CPU)")
+    p.add_argument("--dtype", default="uint32", help="key type (default uint32)")
+    p.add_argument("--dist", default="uniform", help="key distribution (default uniform)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=commands.run_job)
+
+
+def _sort_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input")
+    p.add_argument("-o", "--output", required=True)
+    _format_options(p)
+    _common(p)
+    p.add_argument("--descending", action="store_true")
+    p.add_argument("--stable", action="store_true", help="keep equal keys in input order")
+    p.add_argument("--argsort", action="store_true",
+                   help="write the global permutation (int64) instead of the keys")
+    p.add_argument("--values", help="file permuted along with the keys (.npy, or raw with "
+                   "--values-dtype / --values-record-size)")
+    p.add_argument("--values-dtype")
+    p.add_argument("--values-record-size", type=int)
+    p.add_argument("--values-output", help="where the permuted values go "
+                   "(default: OUTPUT with .values before its suffix)")
+    p.add_argument("--verify", action="store_true",
+                   help="check order, count and checksum before the output is published")
+    p.set_defaults(func=commands.sort_file)
+
+
+def _gen_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("output")
+    p.add_argument("--count", type=_count, required=True)
+    p.add_argument("--dtype", default="uint32")
+    p.add_argument("--dist", default="uniform")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--record-size", type=int, help="records of this size (gensort: 100)")
+    p.add_argument("--key-size", type=int, help="key bytes of each record (gensort: 10)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=commands.gen_file)
+
+
+def _check_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input")
+    p.add_argument("output")
+    _format_options(p)
+    p.add_argument("--descending", action="store_true")
+    p.set_defaults(func=commands.check)
+
+
+def _count(text: str) -> int:
+    """Counts like 1000000, 1e9, 2^28 or 4*2^30."""
+    try:
+        value = 1
+        for factor in text.replace("**", "^").split("*"):
+            base, _, power = factor.partition("^")
+            value *= int(float(base)) ** int(power) if power else int(float(base))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a count: {text!r} (try 1e9 or 2^28)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a count cannot be negative: {text}")
+    return value
+
+
+if __name__ == "__main__":
+    sys.exit(main())

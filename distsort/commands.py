@@ -1,0 +1,210 @@
+"""What each command does (the CLI in cli.py only parses). Every function is collective."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from . import api
+from .check import checksum, run_check, verify
+from .errors import DistsortError, agree
+from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
+from .io.formats import parse_dtype
+from .report import SortReport, summarize
+from .runtime import get_runtime
+
+DEFAULT_PER_RANK = {"gpu": 2**28, "cpu": 2**22}
+
+
+def run_job(args, comm) -> int:
+    """The default job: generate keys on every rank, sort them, verify, print a summary."""
+    from .gen import generate
+
+    rt = agree(comm, lambda: get_runtime(comm, args.backend))
+    dtype = agree(comm, lambda: parse_dtype(args.dtype))
+    count = args.count if args.count is not None else DEFAULT_PER_RANK[rt.backend.name] * comm.size
+    start, stop = rank_range(count, comm.Get_rank(), comm.Get_size())
+    keys = agree(comm, lambda: generate(args.dist, dtype, start, stop, args.seed, rt.xp))
+    api.sort(keys[: 1 << 16], comm, backend=rt.backend.name)  # warm-up: NCCL set-up, kernels
+    report = SortReport()
+    shard = api.sort(keys, comm, backend=rt.backend.name, report=report)
+    verdict = verify(comm, keys, shard, xp=rt.xp)
+    summary = summarize(comm.allgather(report.as_dict()), count)
+    _publish_report(args.report, comm, summary)
+    if comm.Get_rank() == 0 and not args.quiet:
+        what = f"{count} {dtype} keys ({args.dist})"
+        print(describe(summary, what, report) + f"\n  check: {verdict.message}", flush=True)
+    return 0 if verdict.ok else 1
+
+
+def describe(summary: dict, what: str, report: SortReport) -> str:
+    """A short human summary of a sort."""
+    phases = "  ".join(f"{k} {v * 1e3:.1f} ms" for k, v in summary["phases"].items() if v)
+    return (
+        f"distsort: sorted {what} on {summary['ranks']} ranks "
+        f"({report.backend}, engine {report.engine})\n"
+        f"  time {summary['seconds'] * 1e3:.1f} ms, {summary['gkeys_per_s']:.2f} G keys/s, "
+        f"largest shard {summary['max_shard_over_mean']:.4f} x n/p\n"
+        f"  phases (slowest rank): {phases}"
+    )
+
+
+def sort_file(args, comm) -> int:
+    """`sort INPUT -o OUTPUT`: each rank reads its range, sorts, writes its range of OUTPUT."""
+    fmt = agree(comm, lambda: _input_format(args))
+    source = agree(comm, lambda: open_input(args.input, fmt))
+    out_fmt = agree(comm, lambda: _output_format(args, fmt))
+    values = agree(comm, lambda: _open_values(args, source.count))
+    start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
+    report = SortReport()
+    with report.phase("read", lambda: None):
+        local = agree(comm, lambda: source.read(start, stop))
+        local_values = agree(comm, lambda: values.read(start, stop)) if values else None
+    outputs = _sort_local(args, fmt, local, local_values, comm, report)
+    if args.verify:
+        _verify(args, fmt, comm, local, local_values, outputs)
+    with report.phase("write", lambda: None):
+        _write(args, comm, out_fmt, values, outputs)
+    summary = summarize(comm.allgather(report.as_dict()), source.count)
+    _publish_report(args.report, comm, summary)
+    if comm.Get_rank() == 0 and not args.quiet:
+        print(describe(summary, f"{source.count} {fmt.describe()} from {args.input}", report)
+              + f"\n  wrote {args.output}" + ("  (verified)" if args.verify else ""), flush=True)
+    return 0
+
+
+def _input_format(args) -> FileFormat:
+    if args.argsort and args.record_size:
+        raise DistsortError("--argsort works on numeric keys, not on --record-size records")
+    if args.values and args.record_size:
+        raise DistsortError("records carry their own payload: drop --values with --record-size")
+    if args.argsort and args.values:
+        raise DistsortError("--argsort writes positions only: leave out --values")
+    if args.argsort and args.verify:
+        raise DistsortError("--verify checks sorted keys; it cannot check an --argsort output")
+    return detect_format(args.input, args.dtype, args.record_size, args.key_size)
+
+
+def _output_format(args, fmt: FileFormat) -> FileFormat:
+    if args.output == args.input:
+        raise DistsortError(f"the output {args.output} is the input: choose another output name")
+    like = FileFormat.raw(np.int64) if args.argsort else fmt
+    return output_format(args.output, like=like)
+
+
+def _open_values(args, count: int):
+    if not args.values:
+        return None
+    fmt = detect_format(args.values, args.values_dtype, args.values_record_size)
+    values = open_input(args.values, fmt)
+    if values.count != count:
+        raise DistsortError(
+            f"{args.values} holds {values.count} values but {args.input} holds {count} keys: "
+            "a values file needs exactly one value per key"
+        )
+    return values
+
+
+def _sort_local(args, fmt: FileFormat, local, local_values, comm, report) -> list:
+    """Sort this rank's piece; returns [keys or records or positions] (+ [values])."""
+    common = dict(comm=comm, descending=args.descending, backend=args.backend, report=report)
+    if fmt.kind == "records":
+        return [api.sort_records(local, fmt.key_size, **common)]
+    if args.argsort:
+        return [api.argsort(local, **common)]
+    if local_values is not None:
+        return list(api.sort_pairs(local, local_values, stable=args.stable, **common))
+    return [api.sort(local, stable=args.stable, **common)]
+
+
+def _verify(args, fmt: FileFormat, comm, local, local_values, outputs) -> None:
+    verdict = verify(comm, local, outputs[0], descending=args.descending, key_size=fmt.key_size)
+    problem = None if verdict.ok else verdict.message
+    if local_values is not None and problem is None:
+        sums = comm.allgather((checksum(local_values), checksum(outputs[1])))
+        if sum(s[0] for s in sums) % 2**64 != sum(s[1] for s in sums) % 2**64:
+            problem = "the values are not a permutation of the input values"
+    if problem:
+        def fail():
+            raise DistsortError(f"--verify failed, nothing written: {problem}")
+
+        agree(comm, fail)
+
+
+def _write(args, comm, out_fmt: FileFormat, values, outputs) -> None:
+    """Write every output under a temporary name; publish them only when all are written."""
+    paths = [(args.output, out_fmt)]
+    if values is not None:
+        target = args.values_output or _values_path(args.output)
+        paths.append((target, output_format(target, like=values.fmt)))
+    counts = comm.allgather(len(outputs[0]))
+    start, total = sum(counts[: comm.Get_rank()]), sum(counts)
+    writers = []
+    try:
+        for (path, fmt), data in zip(paths, outputs):
+            writers.append(ShardWriter(path, fmt, total, comm))
+            writers[-1].write(start, data)
+        for writer in writers:
+            writer.commit()
+    finally:
+        for writer in writers:
+            writer.abort()
+
+
+def _values_path(output: str) -> str:
+    stem, ext = os.path.splitext(output)
+    return f"{stem}.values{ext}"
+
+
+def gen_file(args, comm) -> int:
+    """`gen OUTPUT`: every rank generates and writes its own range of the data set."""
+    from .gen import gen_file as generate_file
+
+    fmt = agree(comm, lambda: _gen_format(args))
+    generate_file(comm, args.output, args.count, fmt, args.dist, args.seed)
+    if comm.Get_rank() == 0 and not args.quiet:
+        print(f"distsort: wrote {args.count} {fmt.describe()} ({args.dist}) to {args.output}")
+    return 0
+
+
+def _gen_format(args) -> FileFormat:
+    if args.dist == "gensort" or args.record_size:
+        return FileFormat.records(args.record_size or 100, args.key_size or 10)
+    return output_format(args.output, dtype=args.dtype)
+
+
+def check(args, comm) -> int:
+    """`check INPUT OUTPUT`: is OUTPUT the sorted INPUT (order, count, checksum)?"""
+    fmt = None
+    if args.dtype or args.record_size:
+        fmt = agree(comm, lambda: detect_format(args.input, args.dtype, args.record_size,
+                                                args.key_size))
+    verdict = run_check(comm, args.input, args.output, fmt, descending=args.descending)
+    if comm.Get_rank() == 0:
+        print(f"distsort check: {verdict.message}", flush=True)
+    return 0 if verdict.ok else 1
+
+
+def info(args, comm) -> int:
+    """`info`: backend, GPUs, MPI library, NCCL version."""
+    from .info import collect_info, format_info
+
+    details = collect_info(comm)
+    if comm.Get_rank() == 0:
+        print(format_info(details))
+    return 0
+
+
+def _publish_report(path: str | None, comm, summary: dict) -> None:
+    """Rank 0 writes the combined report as JSON; a failure is agreed across ranks."""
+    def write():
+        if path and comm.Get_rank() == 0:
+            try:
+                with open(path, "w") as f:
+                    json.dump(summary, f, indent=2)
+            except OSError as exc:
+                raise DistsortError(f"cannot write the report {path}: {exc.strerror}") from exc
+
+    agree(comm, write)
