@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Pass the tests: a fresh virtual environment with distsort, its test tools and the MPICH wheel,
+# then lint, the unit tests, and the MPI tests at 1, 2, 3 and 4 ranks (CPU backend; GPU tests are
+# skipped where no GPU is found).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=${DISTSORT_TEST_VENV:-.venv-test}
+rm -rf "$venv"
+python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --upgrade pip
+"$venv/bin/python" -m pip install -q -e ".[test,mpich]"
+export PATH="$PWD/$venv/bin:$PATH" DISTSORT_BACKEND=cpu
+ruff check distsort tests bench examples launch
+python -m pytest -q -p no:cacheprovider tests
+for ranks in 1 2 3 4; do
+  echo "== MPI tests on $ranks rank(s)"
+  mpiexec -n "$ranks" python -m pytest -q -p no:cacheprovider --with-mpi -m mpi tests
+done
