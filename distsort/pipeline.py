@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .local import partition as gpu_partition
 from .report import SortReport
 from .runtime import Runtime
 from .splitters import choose_splitters, classify, local_sample
@@ -33,8 +34,7 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
             sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.xp)
             splitters = choose_splitters(comm, sample)
         with report.phase("partition", sync):
-            buckets = classify(key_words(columns), offset, splitters, rt.xp)
-            columns, send_counts = partition(columns, buckets, comm.Get_size(), rt)
+            columns, send_counts = partition(rt, columns, key_words, offset, splitters)
         with report.phase("exchange", sync):
             columns = exchange(rt, columns, send_counts, report)
     with report.phase("finish", sync):
@@ -43,12 +43,26 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     return columns
 
 
-def partition(columns: list, buckets, p: int, rt: Runtime) -> tuple[list, np.ndarray]:
-    """Group the rows by destination rank (stable); return the columns and rows per rank."""
+def partition(rt: Runtime, columns: list, key_words: KeyWords, offset: int, splitters):
+    """Group the rows by destination rank, stably; return the columns and rows per rank."""
+    words, p = key_words(columns), len(splitters) + 1
+    if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
+        keyed = words[0] is columns[0]
+        grouped, dest, send_counts = gpu_partition.partition_keys(
+            words[0], offset, splitters, want_dest=len(columns) > int(keyed))
+        rest = [_scatter(c, dest, rt.xp) for c in columns[int(keyed):]]
+        return ([grouped] if keyed else []) + rest, send_counts
+    buckets = classify(words, offset, splitters, rt.xp)
     small = buckets.astype(np.uint16 if p <= 2**16 else np.uint32)
     order = rt.backend.engine.argsort(small)
     send_counts = rt.backend.to_host(rt.xp.bincount(buckets, minlength=p)).astype(np.int64)
     return [c[order] for c in columns], send_counts
+
+
+def _scatter(column, dest, xp):
+    out = xp.empty_like(column)
+    out[dest] = column
+    return out
 
 
 def exchange(rt: Runtime, columns: list, send_counts: np.ndarray, report: SortReport) -> list:

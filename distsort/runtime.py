@@ -34,9 +34,13 @@ _cache: dict[tuple, Runtime] = {}
 
 
 def get_runtime(comm=None, backend: str | None = None, engine: str | None = None) -> Runtime:
-    """The runtime for comm (default COMM_WORLD) on the chosen backend ('auto', 'cpu', 'gpu')."""
+    """The runtime for comm (default COMM_WORLD) on the chosen backend ('auto', 'cpu', 'gpu').
+
+    engine names the local sort engine (default: $DISTSORT_ENGINE, else the backend's best).
+    """
     comm = comm if comm is not None else MPI.COMM_WORLD
     name = choose_backend(comm, backend)
+    engine = engine or os.environ.get("DISTSORT_ENGINE") or None
     key = (MPI._handleof(comm), name, engine)
     if key not in _cache:
         _cache[key] = _build(comm, name, engine)

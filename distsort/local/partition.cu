@@ -1,0 +1,110 @@
+// Stable partition of one-word keys into p buckets by splitters on (key, global position).
+//
+// Why this shape: the pipeline's partition step should move every key once. It takes two passes
+// over the keys -- count (read 4 or 8 B/key) and scatter (read + write) -- so 12 B per 4-byte key
+// instead of a full sort's ~36. A tile is 256 threads x 16 keys = 4096 keys; each tile counts its
+// keys per bucket, one exclusive scan over the (bucket, tile) counts (bucket-major) gives every
+// tile's start in every bucket, and the scatter ranks keys inside the tile stably with
+// __match_any_sync (O(1) per key for any p <= 256), so equal keys keep their input order.
+// Ties with a splitter's key are broken by global position (offset + index), which spreads runs of
+// equal keys over ranks. Splitters live in shared memory; the bucket search is a binary search.
+
+#define BLOCK 256
+#define ITEMS 16
+#define WARPS (BLOCK / 32)
+#define MAX_BUCKETS 256
+
+typedef unsigned long long u64;
+
+template <typename K>
+__device__ __forceinline__ int bucket_of(K key, u64 pos, const K* sk, const u64* sp, int ns) {
+    int lo = 0, hi = ns;
+    while (lo < hi) {
+        int mid = (lo + hi) >> 1;
+        bool below = sk[mid] < key || (sk[mid] == key && sp[mid] <= pos);
+        if (below) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+template <typename K>
+__device__ void load_splitters(const K* keys, const u64* pos, int ns, K* sk, u64* sp) {
+    for (int i = threadIdx.x; i < ns; i += BLOCK) {
+        sk[i] = keys[i];
+        sp[i] = pos[i];
+    }
+}
+
+// counts[b * tiles + t] = keys of tile t that go to bucket b.
+template <typename K>
+__global__ void __launch_bounds__(BLOCK) partition_count(
+        const K* keys, long long n, u64 offset, const K* split_keys, const u64* split_pos, int ns,
+        long long* counts, long long tiles) {
+    __shared__ K sk[MAX_BUCKETS];
+    __shared__ u64 sp[MAX_BUCKETS];
+    __shared__ unsigned int hist[MAX_BUCKETS];
+    load_splitters(split_keys, split_pos, ns, sk, sp);
+    for (int b = threadIdx.x; b <= ns; b += BLOCK) hist[b] = 0;
+    __syncthreads();
+    long long base = (long long)blockIdx.x * BLOCK * ITEMS;
+    #pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        long long i = base + (long long)k * BLOCK + threadIdx.x;
+        if (i < n) atomicAdd(&hist[bucket_of(keys[i], offset + (u64)i, sk, sp, ns)], 1u);
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b <= ns; b += BLOCK) counts[(long long)b * tiles + blockIdx.x] = hist[b];
+}
+
+// Each warp owns 32 * ITEMS consecutive keys of the tile, in order; starts is the exclusive scan of
+// counts. Writes out[dest] = key and, when dest_out is given, dest_out[i] = dest for other columns.
+template <typename K>
+__global__ void __launch_bounds__(BLOCK) partition_scatter(
+        const K* keys, long long n, u64 offset, const K* split_keys, const u64* split_pos, int ns,
+        const long long* starts, long long tiles, K* out, long long* dest_out) {
+    __shared__ K sk[MAX_BUCKETS];
+    __shared__ u64 sp[MAX_BUCKETS];
+    __shared__ long long tile_start[MAX_BUCKETS];
+    __shared__ unsigned int warp_count[WARPS][MAX_BUCKETS];
+    load_splitters(split_keys, split_pos, ns, sk, sp);
+    for (int b = threadIdx.x; b <= ns; b += BLOCK) {
+        tile_start[b] = starts[(long long)b * tiles + blockIdx.x];
+        for (int w = 0; w < WARPS; ++w) warp_count[w][b] = 0;
+    }
+    __syncthreads();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned int lower = (1u << lane) - 1u;
+    const long long first = (long long)blockIdx.x * BLOCK * ITEMS + (long long)warp * 32 * ITEMS;
+    K key[ITEMS];
+    int bucket[ITEMS];
+    unsigned int rank[ITEMS];
+    #pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        long long i = first + k * 32 + lane;
+        bool valid = i < n;
+        key[k] = valid ? keys[i] : K(0);
+        bucket[k] = valid ? bucket_of(key[k], offset + (u64)i, sk, sp, ns) : -1;
+        unsigned int peers = __match_any_sync(0xffffffffu, bucket[k]);
+        rank[k] = valid ? warp_count[warp][bucket[k]] + __popc(peers & lower) : 0;
+        __syncwarp();
+        if (valid && lane == __ffs(peers) - 1) warp_count[warp][bucket[k]] += __popc(peers);
+        __syncwarp();
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b <= ns; b += BLOCK) {  // exclusive scan over warps, per bucket
+        unsigned int running = 0;
+        for (int w = 0; w < WARPS; ++w) {
+            unsigned int c = warp_count[w][b];
+            warp_count[w][b] = running;
+            running += c;
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        if (bucket[k] < 0) continue;
+        long long dest = tile_start[bucket[k]] + warp_count[warp][bucket[k]] + rank[k];
+        out[dest] = key[k];
+        if (dest_out) dest_out[first + k * 32 + lane] = dest;
+    }
+}

@@ -1,0 +1,54 @@
+"""GPU partition by splitters: the driver for partition.cu (stable, ties by global position)."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+TILE = 256 * 16  # keep in step with partition.cu: BLOCK threads x ITEMS keys per thread
+MAX_BUCKETS = 256  # and its MAX_BUCKETS
+_CTYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+
+
+@functools.cache
+def _module():
+    import cupy
+
+    with open(os.path.join(os.path.dirname(__file__), "partition.cu")) as f:
+        source = f.read()
+    names = [f"partition_{kind}<{c}>" for kind in ("count", "scatter") for c in _CTYPES.values()]
+    return cupy.RawModule(code=source, options=("-std=c++17",), name_expressions=names)
+
+
+def supports(keys, buckets: int) -> bool:
+    """True if the kernel handles these keys (one unsigned word) and this many buckets."""
+    return keys.dtype.kind == "u" and keys.dtype.itemsize in _CTYPES and buckets <= MAX_BUCKETS
+
+
+def partition_keys(keys, offset: int, splitters: np.ndarray, want_dest: bool):
+    """Group keys by bucket (stable). Returns (grouped keys, dest or None, counts per bucket).
+
+    splitters: (p-1, 2) uint64 host array of (key, global position); key i sits at global
+    position offset + i. dest[i] is where key i went, for moving other columns alike.
+    """
+    import cupy
+
+    n, buckets = len(keys), len(splitters) + 1
+    ctype = _CTYPES[keys.dtype.itemsize]
+    split_keys = cupy.asarray(splitters[:, 0].astype(keys.dtype))
+    split_pos = cupy.asarray(np.ascontiguousarray(splitters[:, 1]))
+    tiles = max((n + TILE - 1) // TILE, 1)
+    counts = cupy.zeros(buckets * tiles, dtype=np.int64)
+    args = (keys, np.int64(n), np.uint64(offset), split_keys, split_pos, np.int32(buckets - 1))
+    grid, block = (tiles,), (TILE // 16,)
+    count = _module().get_function(f"partition_count<{ctype}>")
+    count(grid, block, args + (counts, np.int64(tiles)))
+    starts = cupy.cumsum(counts) - counts
+    out = cupy.empty_like(keys)
+    dest = cupy.empty(n, dtype=np.int64) if want_dest else None
+    scatter = _module().get_function(f"partition_scatter<{ctype}>")
+    scatter(grid, block, args + (starts, np.int64(tiles), out, dest if want_dest else np.uintp(0)))
+    per_bucket = cupy.asnumpy(counts.reshape(buckets, tiles).sum(axis=1))
+    return out, dest, per_bucket.astype(np.int64)

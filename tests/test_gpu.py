@@ -1,0 +1,100 @@
+"""GPU paths against NumPy: the partition kernel, and the whole sort with CuPy arrays.
+
+`pytest -m gpu tests/test_gpu.py` on one GPU; `mpirun -n 4 python -m pytest --with-mpi -m gpu
+tests/test_gpu.py` on four (each rank binds its own GPU). Skipped where no GPU is found.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import distsort
+from distsort.splitters import classify
+
+MPI = pytest.importorskip("mpi4py.MPI")
+COMM = MPI.COMM_WORLD
+pytestmark = pytest.mark.gpu
+
+
+def splitters_for(keys: np.ndarray, buckets: int, rng) -> np.ndarray:
+    """Random (key, position) splitters drawn from the keys themselves, sorted."""
+    picks = np.sort(rng.choice(len(keys), size=buckets - 1, replace=len(keys) < buckets - 1))
+    rows = np.stack([keys[picks].astype(np.uint64), picks.astype(np.uint64) + 1000])
+    return rows.T[np.lexsort(rows[::-1])]
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64"])
+@pytest.mark.parametrize("n", [0, 1, 4095, 4097, 2**20 + 3])
+@pytest.mark.parametrize("buckets", [2, 5, 256])
+def test_partition_kernel_is_a_stable_grouping(dtype, n, buckets):
+    import cupy
+
+    from distsort.local.partition import partition_keys
+
+    rng = np.random.default_rng(n + buckets)
+    keys = rng.integers(0, 50 if n > 4 else 5, n).astype(dtype)  # many ties with splitters
+    if n == 0:
+        splitters = np.zeros((buckets - 1, 2), np.uint64)
+    else:
+        splitters = splitters_for(keys, buckets, rng)
+    grouped, dest, counts = partition_keys(cupy.asarray(keys), 1000, splitters, want_dest=True)
+    expect_bucket = classify([keys], 1000, splitters, np)
+    order = np.argsort(expect_bucket, kind="stable")
+    np.testing.assert_array_equal(cupy.asnumpy(grouped), keys[order])
+    np.testing.assert_array_equal(counts, np.bincount(expect_bucket, minlength=buckets))
+    where = np.empty(n, np.int64)
+    where[order] = np.arange(n)
+    np.testing.assert_array_equal(cupy.asnumpy(dest), where)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "uint32", "int64", "uint64",
+                                   "float16", "float32", "float64"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_cupy_arrays_matches_numpy(dtype, descending):
+    import cupy
+
+    rng = np.random.default_rng([COMM.Get_rank(), 7])
+    x = rng.integers(0, 256, 300_000 * np.dtype(dtype).itemsize, dtype=np.uint8).view(dtype)
+    shard = distsort.sort(cupy.asarray(x), descending=descending)
+    assert isinstance(shard, cupy.ndarray) and shard.dtype == x.dtype
+    everything = np.concatenate(COMM.allgather(x))
+    ref = np.sort(everything)
+    if descending:
+        nan = np.isnan(ref) if ref.dtype.kind == "f" else np.zeros(len(ref), bool)
+        ref = np.concatenate([ref[~nan][::-1], ref[nan]])
+    got = np.concatenate(COMM.allgather(cupy.asnumpy(shard)))
+    assert got.tobytes() == ref.tobytes() or np.array_equal(got, ref, equal_nan=True)
+    biggest, total = max(COMM.allgather(len(shard))), len(everything)
+    assert biggest <= max(1.05 * total / COMM.Get_size(), -(-total // COMM.Get_size()))
+
+
+@pytest.mark.parametrize("dist", ["equal", "fewdistinct", "sorted"])
+def test_gpu_pairs_stable_and_argsort(dist):
+    import cupy
+
+    n = 200_000
+    rank = COMM.Get_rank()
+    rng = np.random.default_rng(rank)
+    x = {"equal": np.full(n, 3), "fewdistinct": rng.integers(0, 9, n),
+         "sorted": np.arange(n) + rank * n}[dist].astype(np.int32)
+    start = COMM.exscan(n) or 0
+    positions = np.arange(start, start + n)
+    keys, values = distsort.sort_pairs(cupy.asarray(x), cupy.asarray(positions), stable=True)
+    order = np.argsort(np.concatenate(COMM.allgather(x)), kind="stable")
+    np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(values))), order)
+    perm = distsort.argsort(cupy.asarray(x))
+    np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(perm))), order)
+    assert max(COMM.allgather(len(keys))) <= 1.05 * n
+
+
+def test_gpu_records_in_memcmp_order():
+    import cupy
+
+    rng = np.random.default_rng(COMM.Get_rank())
+    records = rng.integers(0, 3, (50_000, 100), dtype=np.uint8)
+    out = distsort.sort_records(cupy.asarray(records), 10)
+    got = np.concatenate(COMM.allgather(cupy.asnumpy(out)))
+    everyone = np.concatenate(COMM.allgather(records))
+    order = np.lexsort([everyone[:, i] for i in range(9, -1, -1)])
+    np.testing.assert_array_equal(got[:, :10], everyone[order][:, :10])
