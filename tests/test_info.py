@@ -1,0 +1,188 @@
+"""`distsort info`: collection on a machine without CuPy, parsing of what MPI, CUDA and NCCL say."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from distsort import info
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def no_cupy(monkeypatch):
+    """Make `import cupy` fail, as on a machine without it."""
+    monkeypatch.setitem(sys.modules, "cupy", None)
+
+
+class FakeRuntime:
+    """The part of cupy.cuda.runtime that info uses, for two GPUs."""
+
+    def __init__(self, count: int = 2, fail: bool = False):
+        self.count, self.fail = count, fail
+
+    def getDeviceCount(self) -> int:  # noqa: N802 (CuPy's name)
+        if self.fail:
+            raise RuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")
+        return self.count
+
+    def runtimeGetVersion(self) -> int:  # noqa: N802
+        return 13000
+
+    def driverGetVersion(self) -> int:  # noqa: N802
+        return 13010
+
+    def getDeviceProperties(self, index: int) -> dict:  # noqa: N802
+        return {"name": b"NVIDIA H100 80GB HBM3", "totalGlobalMem": 80 * 2**30, "major": 9,
+                "minor": 0}
+
+
+def fake_cupy(runtime: FakeRuntime) -> types.SimpleNamespace:
+    return types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime))
+
+
+def test_collect_info_without_cupy(no_cupy, monkeypatch):
+    monkeypatch.setenv("DISTSORT_BACKEND", "cpu")
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    d = info.collect_info()
+    json.dumps(d)  # JSON-ready, for `info --json` or a report
+    assert d["gpus"]["devices"] == [] and "CuPy" in d["gpus"]["reason"]
+    assert d["nccl"]["version"] is None
+    assert d["packages"]["cupy"] is None and d["packages"]["numpy"]
+    assert d["backend"]["selected"] == "cpu" and d["backend"]["available"] == ["cpu"]
+    assert d["mpi"]["size"] >= 1 and d["mpi"]["cuda_aware"] in ("yes", "no", "unknown")
+    assert d["environment"]["NCCL_NVLS_ENABLE"] == "0"
+    assert d["ranks"][0]["rank"] == 0 and d["ranks"][0]["gpu"] is None
+    text = info.format_info(d)
+    for word in ("backend", "GPUs        none", "NCCL", "MPI", "CUDA-aware", "numpy", "ranks"):
+        assert word in text
+
+
+def test_gpu_info_lists_devices():
+    gpus = info.gpu_info(fake_cupy(FakeRuntime()))
+    assert gpus["cuda_runtime"] == "13.0" and gpus["cuda_driver"] == "13.1"
+    assert [g["index"] for g in gpus["devices"]] == [0, 1]
+    assert gpus["devices"][0] == {
+        "index": 0,
+        "name": "NVIDIA H100 80GB HBM3",
+        "memory_bytes": 80 * 2**30,
+        "compute_capability": "9.0",
+    }
+    lines = info._gpu_lines(gpus)
+    assert lines[0].startswith("GPUs        2") and "80.0 GiB" in lines[1]
+
+
+def test_gpu_info_without_driver():
+    gpus = info.gpu_info(fake_cupy(FakeRuntime(fail=True)))
+    assert gpus["devices"] == [] and "no CUDA-capable device" in gpus["reason"]
+    gpus = info.gpu_info(fake_cupy(FakeRuntime(count=0)))
+    assert gpus["devices"] == [] and gpus["reason"] == "CUDA sees no GPU"
+
+
+@pytest.mark.parametrize(
+    ("code", "text"), [(22703, "2.27.3"), (21903, "2.19.3"), (20901, "2.9.1"), (2708, "2.7.8")]
+)
+def test_nccl_version_string(code, text):
+    assert info.nccl_version_string(code) == text
+
+
+def test_nccl_info_from_cupy(monkeypatch):
+    cupy, cuda, nccl = (types.ModuleType(n) for n in ("cupy", "cupy.cuda", "cupy.cuda.nccl"))
+    nccl.get_version = lambda: 22304
+    cupy.cuda, cuda.nccl = cuda, nccl
+    for module in (cupy, cuda, nccl):
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    assert info.nccl_info() == {"version": "2.23.4"}
+
+
+def test_nccl_info_without_cupy(no_cupy):
+    assert info.nccl_info()["version"] is None
+
+
+def test_cuda_aware_from_mpix_query():
+    assert info.cuda_awareness("Open MPI", "", {}, query=lambda: 1)[0] == "yes"
+    aware, how = info.cuda_awareness("MPICH", "", {}, query=lambda: 0)
+    assert aware == "no" and "MPIX_Query_cuda_support" in how
+
+
+OMPI_INFO = "mca:mpi:base:param:mpi_built_with_cuda_support:value:{}\nmca:x:y:z:value:1\n"
+
+
+@pytest.mark.parametrize(("value", "aware"), [("true", "yes"), ("false", "no")])
+def test_cuda_aware_from_ompi_info(value, aware):
+    result = info.cuda_awareness(
+        "Open MPI", "Open MPI v5.0.8", {}, query=lambda: None,
+        ompi_info=lambda: OMPI_INFO.format(value),
+    )
+    assert result == (aware, "ompi_info: mpi_built_with_cuda_support")
+
+
+def test_cuda_aware_unknown_without_ompi_info():
+    result = info.cuda_awareness("Open MPI", "", {}, query=lambda: None, ompi_info=lambda: None)
+    assert result[0] == "unknown"
+
+
+def test_cuda_aware_mpich():
+    cuda = "MPICH Version: 4.2\nMPICH configure: --prefix=/x --with-cuda=/usr/local/cuda\n"
+    assert info.cuda_awareness("MPICH", cuda, {}, query=lambda: None)[0] == "yes"
+    plain = "MPICH Version: 4.2\nMPICH configure: --with-device=ch4:ofi\n"
+    assert info.cuda_awareness("MPICH", plain, {}, query=lambda: None)[0] == "unknown"
+    off = {"MPIR_CVAR_ENABLE_GPU": "0"}
+    assert info.cuda_awareness("MPICH", cuda, off, query=lambda: 1) == (
+        "no", "MPIR_CVAR_ENABLE_GPU=0"
+    )
+
+
+def test_cuda_aware_other_vendor():
+    assert info.cuda_awareness("Intel MPI", "", {}, query=lambda: None)[0] == "unknown"
+
+
+def test_ompi_built_with_cuda_parse():
+    assert info.ompi_built_with_cuda(OMPI_INFO.format("true")) is True
+    assert info.ompi_built_with_cuda(OMPI_INFO.format("false")) is False
+    assert info.ompi_built_with_cuda("mca:other:value:1") is None
+    assert info.ompi_built_with_cuda(None) is None
+
+
+def test_mpix_query_on_this_mpi():
+    pytest.importorskip("mpi4py.MPI")
+    assert info.mpix_query_cuda_support() in (0, 1, None)
+
+
+def test_rank_table_binds_like_the_runtime(monkeypatch):
+    monkeypatch.delenv("DISTSORT_DEVICE", raising=False)
+    (row,) = info.rank_table(None, device_count=4)
+    assert row["rank"] == 0 and row["local_rank"] == 0 and row["gpu"] == 0
+    monkeypatch.setenv("DISTSORT_DEVICE", "3")
+    assert info.rank_table(None, device_count=4)[0]["gpu"] == 3
+
+
+def test_info_command_runs(tmp_path):
+    env = {"PYTHONPATH": str(ROOT), "DISTSORT_BACKEND": "cpu", "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [sys.executable, "-m", "distsort", "info"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "CUDA-aware" in result.stdout and "NCCL" in result.stdout
+
+
+@pytest.mark.mpi(min_size=2)
+def test_collect_info_under_mpi():
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    d = info.collect_info(comm)
+    assert d["mpi"]["size"] == comm.Get_size()
+    assert [r["rank"] for r in d["ranks"]] == list(range(comm.Get_size()))
+    by_host: dict[str, list[int]] = {}
+    for r in d["ranks"]:
+        by_host.setdefault(r["host"], []).append(r["local_rank"])
+    for local_ranks in by_host.values():
+        assert sorted(local_ranks) == list(range(len(local_ranks)))
