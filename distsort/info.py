@@ -256,7 +256,9 @@ def _rank_row(comm, device_count: int) -> dict[str, Any]:
     env = dict(os.environ)
     try:
         if comm is not None:
-            env["DISTSORT_LOCAL_RANK"] = str(_node_rank(comm))
+            from .runtime import local_rank  # the runtime binds by this, not by variables
+
+            env["DISTSORT_LOCAL_RANK"] = str(local_rank(comm))
         local_rank = binding.local_rank_from_env(env)
         gpu = binding.device_from_env(env, device_count)
     except ValueError as exc:
@@ -267,16 +269,6 @@ def _rank_row(comm, device_count: int) -> dict[str, Any]:
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "gpu": gpu,
     }
-
-
-def _node_rank(comm) -> int:
-    from mpi4py import MPI
-
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    try:
-        return node.Get_rank()
-    finally:
-        node.Free()
 
 
 def _gib(n: int) -> str:
