@@ -99,9 +99,10 @@ def record_key_words(records, key_size: int, xp, descending: bool = False) -> li
     for start in range(0, key_size, 8):
         size = min(8, key_size - start)
         width = 1 if size == 1 else 2 if size == 2 else 4 if size <= 4 else 8
-        piece = xp.zeros((records.shape[0], width), dtype=np.uint8)
-        piece[:, :size] = records[:, start : start + size]
-        word = piece.view(np.dtype(_UNSIGNED[width]).newbyteorder(">")).reshape(-1)
-        word = word.astype(_UNSIGNED[width])
+        word_type = _UNSIGNED[width]
+        word = xp.zeros(records.shape[0], dtype=word_type)
+        for j in range(size):  # big-endian by arithmetic: CuPy has no byte-swapped views
+            byte = records[:, start + j].astype(word_type)
+            word |= byte << word_type(8 * (width - 1 - j))
         words.append(~word if descending else word)
     return words

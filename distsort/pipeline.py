@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .local import partition as gpu_partition
+from .local.order import stable_order
 from .report import SortReport
 from .runtime import Runtime
 from .splitters import choose_splitters, classify, local_sample
@@ -32,7 +33,7 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     if comm.Get_size() > 1 and sum(counts) > 0:
         with report.phase("sample", sync):
             sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.xp)
-            splitters = choose_splitters(comm, sample)
+            splitters = choose_splitters(comm, sample, lambda cols: _host_order(rt, cols))
         with report.phase("partition", sync):
             columns, send_counts = partition(rt, columns, key_words, offset, splitters)
         with report.phase("exchange", sync):
@@ -70,18 +71,22 @@ def exchange(rt: Runtime, columns: list, send_counts: np.ndarray, report: SortRe
     recv_counts = np.empty_like(send_counts)
     rt.comm.Alltoall(send_counts, recv_counts)
     widths = sum(c.nbytes // max(len(c), 1) for c in columns)
-    report.bytes_sent += int(send_counts.sum()) * widths
-    report.bytes_received += int(recv_counts.sum()) * widths
+    me = rt.comm.Get_rank()
+    report.bytes_sent += int(send_counts.sum() - send_counts[me]) * widths  # to other ranks
+    report.bytes_received += int(recv_counts.sum() - recv_counts[me]) * widths
     return [rt.transport.alltoallv(c, send_counts, recv_counts) for c in columns]
 
 
 def local_sort(rt: Runtime, columns: list, key_words: KeyWords) -> list:
     """Sort this rank's rows by their key words: plain keys directly, else by a stable order."""
     words = key_words(columns)
-    engine = rt.backend.engine
     if len(columns) == 1 and len(words) == 1 and words[0] is columns[0]:
-        return [engine.sort(words[0])]
-    order = engine.argsort(words[-1])
-    for word in reversed(words[:-1]):
-        order = order[engine.argsort(word[order])]
+        return [rt.backend.engine.sort(words[0])]
+    order = stable_order(words, rt.backend.engine)
     return [c[order] for c in columns]
+
+
+def _host_order(rt: Runtime, host_columns: list) -> np.ndarray:
+    """Stable order of host rows by their columns, computed on the backend's device."""
+    words = [rt.backend.from_host(c) for c in host_columns]
+    return rt.backend.to_host(stable_order(words, rt.backend.engine))

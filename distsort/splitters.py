@@ -50,16 +50,24 @@ def local_sample(words, counts: list[int], rank: int, xp, seed: int = 0, per_buc
     return rows
 
 
-def choose_splitters(comm, sample) -> np.ndarray:
-    """Gather every rank's sample at rank 0, sort it, broadcast p-1 evenly spaced splitters."""
+def choose_splitters(comm, sample: np.ndarray, sort_order) -> np.ndarray:
+    """Gather every rank's sample at rank 0, order it, broadcast p-1 evenly spaced splitters.
+
+    The gathered rows already run in global-position order (ranks in order, each rank's sample
+    sorted by position), so sort_order(key columns) -- a stable sort by the key words alone,
+    done on the backend's device -- leaves them in (key words, position) order.
+    """
     p = comm.Get_size()
     gathered = comm.gather(sample, root=0)
     splitters = None
     if comm.Get_rank() == 0:
         rows = np.concatenate(gathered)
-        rows = rows[np.lexsort(rows.T[::-1])]
-        picks = [i * len(rows) // p for i in range(1, p)]
-        splitters = rows[picks] if len(rows) else np.zeros((0, sample.shape[1]), np.uint64)
+        picks = np.array([i * len(rows) // p for i in range(1, p)], dtype=np.int64)
+        if len(rows):
+            order = sort_order([rows[:, c] for c in range(rows.shape[1] - 1)])
+            splitters = rows[order[picks]]
+        else:
+            splitters = np.zeros((0, sample.shape[1]), np.uint64)
     return comm.bcast(splitters, root=0)
 
 

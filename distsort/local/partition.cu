@@ -46,11 +46,14 @@ __global__ void __launch_bounds__(BLOCK) partition_count(
     load_splitters(split_keys, split_pos, ns, sk, sp);
     for (int b = threadIdx.x; b <= ns; b += BLOCK) hist[b] = 0;
     __syncthreads();
-    long long base = (long long)blockIdx.x * BLOCK * ITEMS;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const long long first = (long long)blockIdx.x * BLOCK * ITEMS + (long long)warp * 32 * ITEMS;
     #pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-        long long i = base + (long long)k * BLOCK + threadIdx.x;
-        if (i < n) atomicAdd(&hist[bucket_of(keys[i], offset + (u64)i, sk, sp, ns)], 1u);
+    for (int k = 0; k < ITEMS; ++k) {  // one shared-memory atomic per bucket per warp step
+        long long i = first + k * 32 + lane;
+        int bucket = i < n ? bucket_of(keys[i], offset + (u64)i, sk, sp, ns) : -1;
+        unsigned int peers = __match_any_sync(0xffffffffu, bucket);
+        if (bucket >= 0 && lane == __ffs(peers) - 1) atomicAdd(&hist[bucket], __popc(peers));
     }
     __syncthreads();
     for (int b = threadIdx.x; b <= ns; b += BLOCK) counts[(long long)b * tiles + blockIdx.x] = hist[b];
