@@ -30,6 +30,7 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     offset = sum(counts[: comm.Get_rank()])
     report.count_in, report.global_count = counts[comm.Get_rank()], sum(counts)
     report.ranks = len(counts)
+    end_bit = None
     if comm.Get_size() > 1 and sum(counts) > 0:
         with report.phase("sample", sync):
             sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.xp)
@@ -38,8 +39,9 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
             columns, send_counts = partition(rt, columns, key_words, offset, splitters)
         with report.phase("exchange", sync):
             columns = exchange(rt, columns, send_counts, report)
+        end_bit = varying_bits(splitters, comm.Get_rank(), key_words(columns)[0].dtype)
     with report.phase("finish", sync):
-        columns = local_sort(rt, columns, key_words)
+        columns = local_sort(rt, columns, key_words, end_bit)
     report.count_out = len(columns[0])
     return columns
 
@@ -77,11 +79,26 @@ def exchange(rt: Runtime, columns: list, send_counts: np.ndarray, report: SortRe
     return [rt.transport.alltoallv(c, send_counts, recv_counts) for c in columns]
 
 
-def local_sort(rt: Runtime, columns: list, key_words: KeyWords) -> list:
-    """Sort this rank's rows by their key words: plain keys directly, else by a stable order."""
+def varying_bits(splitters: np.ndarray, rank: int, word) -> int:
+    """How many low bits of the first key word can differ on this rank after the exchange.
+
+    Its keys lie between the first words of splitters rank-1 and rank, so every bit above the
+    highest bit where those two bounds differ is the same for all of them.
+    """
+    bits = 8 * np.dtype(word).itemsize
+    low = int(splitters[rank - 1, 0]) if rank > 0 else 0
+    high = int(splitters[rank, 0]) if rank < len(splitters) else (1 << bits) - 1
+    return (low ^ high).bit_length()
+
+
+def local_sort(rt: Runtime, columns: list, key_words: KeyWords, end_bit: int | None = None):
+    """Sort this rank's rows by their key words: plain keys directly, else by a stable order.
+
+    end_bit (from varying_bits) lets an engine skip the first word's bits that cannot differ.
+    """
     words = key_words(columns)
     if len(columns) == 1 and len(words) == 1 and words[0] is columns[0]:
-        return [rt.backend.engine.sort(words[0])]
+        return [rt.backend.engine.sort(words[0], end_bit=end_bit)]
     order = stable_order(words, rt.backend.engine)
     return [c[order] for c in columns]
 
