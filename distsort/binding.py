@@ -145,11 +145,20 @@ def device_from_env(env: Mapping[str, str], device_count: int) -> int | None:
 
 
 def detect_device_count(env: Mapping[str, str], proc_dir: str = _PROC_NVIDIA_GPUS) -> int | None:
-    """The node's NVIDIA GPUs without loading CUDA: DISTSORT_DEVICE_COUNT, else the driver's
-    /proc entries (one a GPU; a container sees only its own). None when neither is there."""
+    """The node's NVIDIA GPUs without loading CUDA, or None where nothing says.
+
+    DISTSORT_DEVICE_COUNT first; then NVIDIA_VISIBLE_DEVICES where a container runtime or the
+    Kubernetes device plugin lists the GPUs it gave the container (they appear as 0..n-1); then
+    the driver's /proc entries, one a GPU.
+    """
     explicit = env.get("DISTSORT_DEVICE_COUNT", "").strip()
     if explicit:
         return _parse_index("DISTSORT_DEVICE_COUNT", explicit)
+    given = env.get("NVIDIA_VISIBLE_DEVICES", "").strip()
+    if given in ("none", "void"):
+        return 0
+    if given and given != "all":
+        return len([d for d in given.split(",") if d.strip()])
     try:
         return len(os.listdir(proc_dir))
     except OSError:

@@ -120,6 +120,24 @@ def test_detect_device_count(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("given", "count"), [("all", 2), ("0,3,5", 3), ("GPU-aaaa,GPU-bbbb", 2), ("none", 0),
+                         ("void", 0), ("", 2)]
+)
+def test_detect_device_count_in_a_container(tmp_path, given, count):
+    # the container sees the GPUs it was given as 0..n-1, whatever /proc shows
+    for bus_id in ("0000:07:00.0", "0000:0a:00.0"):
+        (tmp_path / bus_id).mkdir()
+    env = {"NVIDIA_VISIBLE_DEVICES": given}
+    assert binding.detect_device_count(env, proc_dir=str(tmp_path)) == count
+
+
+def test_every_gpu_gets_the_same_number_of_ranks():
+    for count in range(1, 9):
+        devices = [binding.device_for_rank(r, count) for r in range(3 * count)]
+        assert sorted(devices) == sorted(list(range(count)) * 3)
+
+
+@pytest.mark.parametrize(
     ("program", "launcher"),
     [("mpirun", True), ("/opt/mpi/bin/mpiexec", True), ("srun", True),
      ("/usr/sbin/sshd", True), ("python", False), ("/usr/bin/python3", False)],
