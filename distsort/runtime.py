@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from mpi4py import MPI
 
 from .backend import Backend, GpuBackend, gpu_count
+from .binding import device_for_rank, device_from_env
 from .errors import DistsortError
 from .exchange import Transport
 
@@ -74,19 +75,23 @@ def _build(comm, name: str, engine: str | None) -> Runtime:
     return Runtime(comm, GpuBackend(engine), NcclTransport(comm))
 
 
-def local_rank(comm) -> int:
-    """This rank's index among the ranks of its node."""
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    try:
-        return node.Get_rank()
-    finally:
-        node.Free()
-
-
 def bind_gpu(comm) -> int:
-    """Make device (local rank % visible devices) current for this process; return its index."""
+    """Make this rank's GPU current before CUDA work starts; return its index.
+
+    The launcher's variables decide (DISTSORT_DEVICE, else the local rank they name, modulo the
+    visible devices: see binding.py); where none is set, the rank's index among the ranks that
+    share its node decides.
+    """
     import cupy
 
-    device = local_rank(comm) % cupy.cuda.runtime.getDeviceCount()
+    count = cupy.cuda.runtime.getDeviceCount()
+    try:
+        device = device_from_env(os.environ, count)
+    except ValueError as exc:
+        raise DistsortError(f"cannot choose this rank's GPU: {exc}") from None
+    if device is None:
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        device = device_for_rank(node.Get_rank(), count)
+        node.Free()
     cupy.cuda.Device(device).use()
     return device
