@@ -1,0 +1,155 @@
+"""The command line end to end: `mpiexec -n 4 python -m distsort ...` in a subprocess, on files.
+
+Each test launches real ranks, so these are the slowest tests; they run once per CI (not under
+pytest-mpi). Inputs mix the distributions the product promises to handle.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+RANKS = 4
+DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+          "float16", "float32", "float64", ">i4", ">f8"]
+
+
+def mpiexec() -> str:
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    found = here if os.path.exists(here) else shutil.which("mpiexec") or shutil.which("mpirun")
+    if not found:
+        pytest.skip("no mpiexec found")
+    return found
+
+
+def distsort(*args: str, ranks: int = RANKS, cwd=None) -> subprocess.CompletedProcess:
+    """Run `python -m distsort args` on `ranks` ranks (CPU backend); never hangs past 120 s."""
+    env = dict(os.environ, DISTSORT_BACKEND="cpu")
+    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
+    cmd = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "distsort", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
+
+
+def mixed_keys(dtype: str, n: int = 6000) -> np.ndarray:
+    """Uniform, normal, few-distinct, all-equal, sorted and reverse runs, plus specials."""
+    rng = np.random.default_rng(0)
+    dt = np.dtype(dtype)
+    parts = [
+        rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt),
+        (rng.standard_normal(n) * 50).astype(dt) if dt.kind != "u" else rng.integers(0, 99, n),
+        rng.integers(0, 16, n),
+        np.full(n, 5),
+        np.arange(n) % 120,
+        (np.arange(n) % 120)[::-1],
+    ]
+    x = np.concatenate([np.asarray(p).astype(dt) for p in parts])
+    if dt.kind == "f":
+        x[::97] = np.nan
+        x[::89] = -0.0
+        x[::83] = np.inf
+    return x
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sort_npy_matches_numpy(tmp_path, dtype):
+    x = mixed_keys(dtype)
+    np.save(tmp_path / "in.npy", x)
+    run = distsort("sort", "in.npy", "-o", "out.npy", "--verify", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = np.load(tmp_path / "out.npy")
+    assert out.dtype == x.dtype
+    np.testing.assert_array_equal(out, np.sort(x))
+    assert sorted(os.listdir(tmp_path)) == ["in.npy", "out.npy"]  # no temporary left
+
+
+def test_sort_raw_descending_and_check(tmp_path):
+    x = mixed_keys("float32")
+    x.tofile(tmp_path / "in.bin")
+    run = distsort("sort", "in.bin", "-o", "out.bin", "--dtype", "float32", "--descending",
+                   "--verify", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = np.fromfile(tmp_path / "out.bin", dtype=np.float32)
+    ref = np.sort(x)
+    nan = np.isnan(ref)
+    np.testing.assert_array_equal(out, np.concatenate([ref[~nan][::-1], ref[nan]]))
+    good = distsort("check", "in.bin", "out.bin", "--dtype", "float32", "--descending",
+                    ranks=2, cwd=tmp_path)
+    assert good.returncode == 0 and "OK" in good.stdout, good.stdout + good.stderr
+    bad = distsort("check", "in.bin", "in.bin", "--dtype", "float32", ranks=3, cwd=tmp_path)
+    assert bad.returncode == 1 and "FAILED" in bad.stdout
+
+
+def test_records_come_out_in_memcmp_order(tmp_path):
+    rng = np.random.default_rng(1)
+    records = rng.integers(0, 256, (20000, 100), dtype=np.uint8)
+    records[:5000, :9] = 7  # long shared prefixes: ties decided by the last key bytes
+    records.tofile(tmp_path / "in.dat")
+    run = distsort("sort", "in.dat", "-o", "out.dat", "--record-size", "100", "--key-size", "10",
+                   "--verify", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = np.fromfile(tmp_path / "out.dat", dtype=np.uint8).reshape(-1, 100)
+    keys = [bytes(r[:10]) for r in out]
+    assert keys == sorted(keys)
+    assert sorted(map(bytes, out)) == sorted(map(bytes, records))
+
+
+def test_values_stable_and_argsort(tmp_path):
+    keys = mixed_keys("int16")
+    np.save(tmp_path / "k.npy", keys)
+    np.save(tmp_path / "v.npy", np.arange(len(keys), dtype=np.uint32))
+    run = distsort("sort", "k.npy", "-o", "s.npy", "--values", "v.npy", "--stable", "--verify",
+                   cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    order = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(np.load(tmp_path / "s.values.npy"), order)
+    run = distsort("sort", "k.npy", "-o", "p.npy", "--argsort", ranks=3, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), order)
+
+
+def test_default_job_sorts_and_validates():
+    run = distsort("--count", "200000")
+    assert run.returncode == 0, run.stderr
+    assert "G keys/s" in run.stdout and "check: OK" in run.stdout
+
+
+def test_gen_then_sort_then_check(tmp_path):
+    for dist in ["zipf", "fewdistinct", "gensort"]:
+        name = f"{dist}.dat" if dist == "gensort" else f"{dist}.npy"
+        fmt = ["--record-size", "100", "--key-size", "10"] if dist == "gensort" else []
+        run = distsort("gen", name, "--count", "30000", "--dtype", "int64", "--dist", dist,
+                       cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        run = distsort("sort", name, "-o", "sorted-" + name, *fmt, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        run = distsort("check", name, "sorted-" + name, *fmt, ranks=3, cwd=tmp_path)
+        assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["sort", "missing.npy", "-o", "o.npy"], "missing.npy"),
+    (["sort", "in.npy", "-o", "nodir/o.npy"], "nodir"),
+    (["sort", "in.npy", "-o", "in.npy/o.npy"], "in.npy"),
+    (["sort", "odd.bin", "-o", "o.bin", "--dtype", "uint32"], "multiple"),
+    (["sort", "odd.bin", "-o", "o.bin", "--dtype", "uint33"], "uint33"),
+    (["sort", "odd.bin", "-o", "o.bin", "--record-size", "10", "--key-size", "11"], "key"),
+    (["sort", "in.npy", "-o", "o.npy", "--values", "short.npy"], "short.npy"),
+    (["sort", "complex.npy", "-o", "o.npy"], "complex"),
+    (["sort", "odd.bin", "-o", "o.npy"], "odd.bin"),
+])
+def test_bad_input_gets_one_clear_message_and_no_output(tmp_path, args, message):
+    np.save(tmp_path / "in.npy", np.arange(100, dtype=np.int32))
+    np.save(tmp_path / "short.npy", np.arange(7))
+    np.save(tmp_path / "complex.npy", np.ones(10, dtype=np.complex64))
+    (tmp_path / "odd.bin").write_bytes(b"\x01" * 10)
+    before = sorted(os.listdir(tmp_path))
+    run = distsort(*args, cwd=tmp_path)
+    assert run.returncode != 0
+    assert run.stderr.count("distsort: error:") == 1, run.stderr  # one rank speaks
+    assert message in run.stderr and "Traceback" not in run.stderr
+    assert sorted(os.listdir(tmp_path)) == before  # nothing written, no temporary left
