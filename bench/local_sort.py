@@ -1,0 +1,227 @@
+"""Local (one-GPU) sort benchmark: our radix engine against CUB in the same run.
+
+CUB is what CuPy runs: cupy.sort for keys, cupy.argsort plus two gathers for key-value pairs.
+Every timed call gets fresh random input (a new seed), timed with CUDA events after warm-up; the
+median of --runs calls is reported, and every output is checked (ours equal to CUB's, both sorted).
+
+    python3 bench/local_sort.py --out DIR [--min-log 20] [--max-log 30] [--runs 7]
+
+Prints a G keys/s table and writes DIR/local_sort.json and DIR/local_sort.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from distsort.keys import NumericCodec  # noqa: E402
+from distsort.local.radix import ITEMS, MIN_N, RadixEngine  # noqa: E402
+
+CASES = ["uint32", "uint64", "float32", "float64", "pairs-u32", "argsort-u32", "bits24-u32"]
+CASE_NOTES = {
+    "uint32": "cupy.sort vs ours.sort",
+    "uint64": "cupy.sort vs ours.sort",
+    "float32": "cupy.sort(float32) vs NumericCodec encode + ours.sort + decode",
+    "float64": "cupy.sort(float64) vs NumericCodec encode + ours.sort + decode",
+    "pairs-u32": "cupy.argsort + keys[o] + vals[o] vs ours.sort_pairs (uint32 keys and values)",
+    "argsort-u32": "cupy.argsort vs ours.argsort (int64 result)",
+    "bits24-u32": "uint32 keys with 24 varying bits: cupy.sort vs ours.sort(end_bit=24)",
+}
+
+
+@functools.cache
+def _splitmix(cp):
+    return cp.ElementwiseKernel(
+        "uint64 seed",
+        "T out",
+        """
+        unsigned long long z = (unsigned long long)i * 0x9E3779B97F4A7C15ull + seed;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        out = (T)(z ^ (z >> 31));
+        """,
+        "bench_splitmix",
+    )
+
+
+def random_words(cp, n: int, dtype, seed: int):
+    """n pseudo-random unsigned words (splitmix64 of the index and seed): cheap, fresh per seed."""
+    return _splitmix(cp)(np.uint64(seed * 0x632BE59BD9B4E019 + 1), cp.empty(n, dtype=dtype))
+
+
+def make_input(cp, case: str, n: int, seed: int) -> tuple:
+    if case in ("uint32", "uint64"):
+        return (random_words(cp, n, cp.dtype(case), seed),)
+    if case in ("float32", "float64"):
+        rs = cp.random.RandomState(seed)
+        return (rs.standard_normal(n, dtype=case),)
+    keys = random_words(cp, n, cp.uint32, seed)
+    if case == "bits24-u32":
+        return (keys & cp.uint32(0xFFFFFF) | cp.uint32(0x5A000000),)
+    if case == "pairs-u32":
+        return keys, random_words(cp, n, cp.uint32, seed + 7777)
+    return (keys,)
+
+
+def runners(cp, case: str, eng: RadixEngine):
+    """(ours, cub) callables for a case; each returns a tuple of output arrays."""
+    if case in ("float32", "float64"):
+        codec = NumericCodec(np.dtype(case))
+
+        def ours(x):
+            return (codec.decode(eng.sort(codec.encode(x, cp)), cp),)
+
+        return ours, lambda x: (cp.sort(x),)
+    if case == "pairs-u32":
+
+        def cub_pairs(k, v):
+            order = cp.argsort(k)
+            return k[order], v[order]
+
+        return eng.sort_pairs, cub_pairs
+    if case == "argsort-u32":
+        return lambda x: (eng.argsort(x),), lambda x: (cp.argsort(x),)
+    if case == "bits24-u32":
+        return lambda x: (eng.sort(x, 0, 24),), lambda x: (cp.sort(x),)
+    return lambda x: (eng.sort(x),), lambda x: (cp.sort(x),)
+
+
+def timed(cp, fn, args) -> tuple[float, tuple]:
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    cp.cuda.Device().synchronize()
+    start.record()
+    out = fn(*args)
+    end.record()
+    end.synchronize()
+    return cp.cuda.get_elapsed_time(start, end), out
+
+
+def check(cp, case: str, inputs, ours, cub) -> None:
+    """Ours must equal CUB's output (both are stable sorts); CUB's keys must be sorted."""
+    for a, b in zip(ours, cub, strict=True):
+        if a.shape != b.shape or not bool((a == b).all()):
+            raise AssertionError(f"{case}: our output differs from CUB's")
+    if case == "argsort-u32":
+        keys = inputs[0][cub[0]]
+    else:
+        keys = cub[0]
+    if keys.size > 1 and not bool((keys[1:] >= keys[:-1]).all()):
+        raise AssertionError(f"{case}: CUB's output is not sorted")
+
+
+def measure(cp, case: str, n: int, runs: int, warmup: int, eng: RadixEngine) -> dict:
+    ours_fn, cub_fn = runners(cp, case, eng)
+    times = {"ours": [], "cub": []}
+    for r in range(warmup + runs):
+        inputs = make_input(cp, case, n, seed=1000 * r + n % 997)
+        t_ours, out_ours = timed(cp, ours_fn, inputs)
+        t_cub, out_cub = timed(cp, cub_fn, inputs)
+        check(cp, case, inputs, out_ours, out_cub)
+        del out_ours, out_cub, inputs
+        if r >= warmup:
+            times["ours"].append(t_ours)
+            times["cub"].append(t_cub)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {
+        "case": case,
+        "n": n,
+        "ms": med,
+        "gkeys": {k: n / (v * 1e6) for k, v in med.items()},
+        "speedup": med["cub"] / med["ours"],
+        "runs_ms": times,
+    }
+
+
+def table(rows: list[dict]) -> str:
+    lines = [f"{'case':<12} {'log2 n':>6} {'ours Gk/s':>10} {'CUB Gk/s':>9} {'ours/CUB':>8}"]
+    for r in rows:
+        g = r["gkeys"]
+        lines.append(
+            f"{r['case']:<12} {r['n'].bit_length() - 1:>6} {g['ours']:>10.2f} {g['cub']:>9.2f}"
+            f" {r['speedup']:>8.2f}"
+        )
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 6))
+    for i, case in enumerate(dict.fromkeys(r["case"] for r in rows)):
+        sel = [r for r in rows if r["case"] == case]
+        x = [r["n"].bit_length() - 1 for r in sel]
+        color = f"C{i}"
+        ax.plot(x, [r["gkeys"]["ours"] for r in sel], "-o", color=color, label=f"{case} ours")
+        ax.plot(x, [r["gkeys"]["cub"] for r in sel], "--x", color=color, label=f"{case} CUB")
+    ax.set_xlabel("log2(keys)")
+    ax.set_ylabel("G keys/s")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--min-log", type=int, default=20)
+    ap.add_argument("--max-log", type=int, default=30)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--cases", default=",".join(CASES))
+    args = ap.parse_args(argv)
+    import cupy as cp
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    device = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    eng = RadixEngine(min_n=0)
+    rows, failures = [], []
+    started = time.time()
+    for case in args.cases.split(","):
+        for log in range(args.min_log, args.max_log + 1):
+            try:
+                rows.append(measure(cp, case, 1 << log, args.runs, args.warmup, eng))
+            except AssertionError as err:  # a wrong result: report it, go on with the next case
+                print(f"FAILED {case} 2^{log}: {err}", flush=True)
+                failures.append(f"{case} 2^{log}: {err}")
+                break
+            r = rows[-1]
+            print(
+                f"{case} 2^{log}: ours {r['ms']['ours']:.3f} ms, CUB {r['ms']['cub']:.3f} ms, "
+                f"x{r['speedup']:.2f}",
+                flush=True,
+            )
+            cp.get_default_memory_pool().free_all_blocks()
+    meta = {
+        "device": device,
+        "cupy": cp.__version__,
+        "items_per_thread": ITEMS,
+        "engine_min_n": MIN_N,
+        "runs": args.runs,
+        "warmup": args.warmup,
+        "cases": CASE_NOTES,
+        "seconds": time.time() - started,
+        "failures": failures,
+    }
+    (args.out / "local_sort.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    print(table(rows))
+    plot(rows, args.out / "local_sort.png", f"Local sort on {device}: ours vs CUB")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

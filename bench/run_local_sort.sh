@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# On a GPU machine: the radix engine's GPU tests, then the local sort benchmark (issue 3).
+# Logs, the JSON figures and the plot go under $OUT (default ./bench_out). Extra arguments go to
+# bench/local_sort.py (e.g. --max-log 28 --runs 5).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-bench_out}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv \
+    >"$OUT/gpu.txt" 2>&1
+# Compile first, so that an NVRTC error ends the run at once.
+python3 -c "from distsort.local.radix import _module; _module().get_function('radix_scan')" \
+    2>&1 | tee "$OUT/compile.log" || exit 1
+timeout "${TEST_TIMEOUT:-180}" python3 -m pytest -m gpu -p no:cacheprovider -q -rfE \
+    tests/test_radix_gpu.py 2>&1 | tee "$OUT/tests.log"
+tests=$?
+timeout "${BENCH_TIMEOUT:-300}" python3 bench/local_sort.py --out "$OUT" "$@" 2>&1 |
+    tee "$OUT/bench.log"
+bench=$?
+if [ "${PROFILE:-0}" = 1 ]; then  # per-kernel times and memory throughput of one 2^28 uint32 sort
+    timeout "${PROFILE_TIMEOUT:-90}" ncu --clock-control none --section SpeedOfLight -k regex:radix --launch-skip 6 \
+        --launch-count 12 python3 -c "
+import cupy as cp
+from distsort.local.radix import RadixEngine
+e = RadixEngine(0)
+for dt in (cp.uint32, cp.uint32, cp.uint64):
+    e.sort(cp.random.randint(0, 2**31, 1 << 28, dtype=cp.int64).astype(dt))
+" >"$OUT/ncu.log" 2>&1
+fi
+echo "tests exit $tests, bench exit $bench"
+exit $((tests || bench))
