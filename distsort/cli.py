@@ -43,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("distsort: interrupted", file=sys.stderr, flush=True)
         comm.Abort(130)
-    except Exception:
+    except Exception as exc:
+        if type(exc).__name__ == "OutOfMemoryError":  # CuPy's; its module may not be loaded
+            print(f"distsort: error: rank {comm.Get_rank()} ran out of GPU memory ({exc}); "
+                  "use more ranks, or fewer keys per rank", file=sys.stderr, flush=True)
+            comm.Abort(2)
         print(f"distsort: internal error on rank {comm.Get_rank()}:", file=sys.stderr)
         traceback.print_exc()
         sys.stderr.flush()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +32,7 @@ class SortReport:
         """Time a phase; synchronize() waits for queued device work at both ends."""
         synchronize()
         start = time.perf_counter()
+        _inject_fault(name, self.rank)
         try:
             yield
         finally:
@@ -47,6 +50,12 @@ class SortReport:
             "count_in": self.count_in, "count_out": self.count_out,
             "bytes_sent": self.bytes_sent, "bytes_received": self.bytes_received,
         }
+
+
+def _inject_fault(phase: str, rank: int) -> None:
+    """Fault injection for the failure tests: DISTSORT_FAULT=PHASE:RANK kills that rank there."""
+    if os.environ.get("DISTSORT_FAULT") == f"{phase}:{rank}":
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def summarize(reports: list[dict], global_count: int) -> dict:

@@ -153,3 +153,14 @@ def test_bad_input_gets_one_clear_message_and_no_output(tmp_path, args, message)
     assert run.stderr.count("distsort: error:") == 1, run.stderr  # one rank speaks
     assert message in run.stderr and "Traceback" not in run.stderr
     assert sorted(os.listdir(tmp_path)) == before  # nothing written, no temporary left
+
+
+def test_a_rank_killed_mid_sort_stops_every_rank_and_leaves_no_output(tmp_path):
+    np.save(tmp_path / "in.npy", np.arange(300_000, dtype=np.int64)[::-1])
+    env_fault = dict(os.environ, DISTSORT_FAULT="exchange:2")
+    cmd = [mpiexec(), "-n", "4", sys.executable, "-m", "distsort", "sort", "in.npy", "-o", "o.npy"]
+    env_fault["PYTHONPATH"] = os.getcwd()
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env_fault,
+                         cwd=tmp_path)  # the timeout is the "no hang" check
+    assert run.returncode != 0
+    assert os.listdir(tmp_path) == ["in.npy"]
