@@ -251,24 +251,34 @@ def rank_table(comm, device_count: int) -> list[dict[str, Any]]:
 
 
 def _rank_row(comm, device_count: int) -> dict[str, Any]:
-    """This rank's row: its local rank as MPI sees it (as the runtime binds), else as the
-    launcher's variables say, and the GPU that gives (DISTSORT_DEVICE wins)."""
-    env = dict(os.environ)
+    """This rank's row, bound as runtime.bind_gpu binds: by the launcher's variables
+    (DISTSORT_DEVICE, else the local rank they name), else by the rank's index on its node."""
+    node_rank = _node_rank(comm) if comm is not None else None  # collective: before any branch
     try:
-        if comm is not None:
-            from .runtime import local_rank  # the runtime binds by this, not by variables
-
-            env["DISTSORT_LOCAL_RANK"] = str(local_rank(comm))
-        local_rank = binding.local_rank_from_env(env)
-        gpu = binding.device_from_env(env, device_count)
+        local_rank = binding.local_rank_from_env(os.environ)
+        gpu = binding.device_from_env(os.environ, device_count)
     except ValueError as exc:
         local_rank, gpu = None, f"error: {exc}"
+    local_rank = node_rank if local_rank is None else local_rank
+    if gpu is None and device_count and node_rank is not None:
+        gpu = binding.device_for_rank(node_rank, device_count)
     return {
         "host": socket.gethostname(),
         "local_rank": local_rank,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "gpu": gpu,
     }
+
+
+def _node_rank(comm) -> int:
+    """The rank's index among the ranks of comm that share its node."""
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return node.Get_rank()
+    finally:
+        node.Free()
 
 
 def _gib(n: int) -> str:

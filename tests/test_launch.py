@@ -174,7 +174,9 @@ def test_wrapper_finds_installed_package(tmp_path):
     result = run([sys.executable, str(copy), "--dry-run"], env)
     assert result.returncode == 0, result.stderr
     assert "CUDA_VISIBLE_DEVICES=5" in result.stdout
-    result = run([sys.executable, str(copy), "--dry-run"], clean_env(PYTHONPATH=str(tmp_path)))
+    # and nowhere to be found (-S: no site-packages, where distsort may be installed)
+    bare = clean_env(PYTHONPATH=str(tmp_path))
+    result = run([sys.executable, "-S", str(copy), "--dry-run"], bare)
     assert result.returncode != 0 and "binding.py" in result.stderr
 
 
