@@ -76,7 +76,8 @@ def cupy_sort(comm: MPI.Comm, count: int) -> bool:
     from distsort.runtime import bind_gpu
 
     bind_gpu(comm)  # make this rank's GPU current before allocating on it, as distsort does
-    keys = cupy.random.default_rng(comm.rank).integers(0, 2**32, count, dtype=cupy.uint32)
+    host_keys = np.random.default_rng(comm.rank).integers(0, 2**32, count, dtype=np.uint32)
+    keys = cupy.asarray(host_keys)  # on this rank's GPU
     shard = distsort.sort(keys, comm)
     cupy_out = comm.allreduce(isinstance(shard, cupy.ndarray), op=MPI.LAND)
     everything, got = gather(comm, cupy.asnumpy(keys)), gather(comm, cupy.asnumpy(shard))
