@@ -22,6 +22,7 @@ from mpi4py import MPI
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import distsort  # noqa: E402
 from distsort.check import verify  # noqa: E402
+from distsort.cli import parse_count  # noqa: E402
 from distsort.report import SortReport  # noqa: E402
 from distsort.runtime import get_runtime  # noqa: E402
 
@@ -164,7 +165,9 @@ def exchange_reference(n_local: int, dtype, reps: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated case names")
-    parser.add_argument("--weak", action="store_true", help="totals are per GPU x 1, not fixed")
+    parser.add_argument("--total", type=parse_count, help="total keys, every case (strong scaling)")
+    parser.add_argument("--per-rank", type=parse_count,
+                        help="keys per rank for every case (weak scaling)")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--no-baselines", action="store_true")
     parser.add_argument("--out", default=".")
@@ -174,8 +177,9 @@ def main() -> None:
     results = []
     for name in args.cases.split(","):
         total, dtype, vdtype = CASES[name]
-        total = total // 4 * p if args.weak else total
-        row = {"case": name, "ranks": p, "total_keys": total,
+        total = args.per_rank * p if args.per_rank else args.total or total
+        row = {"case": name if not (args.total or args.per_rank) else f"{name}@{total}",
+               "ranks": p, "total_keys": total,
                **run_distsort(total // p, dtype, vdtype, args.reps)}
         if not args.no_baselines:
             row["one_gpu_cupy_sort_s"] = one_gpu_baseline(total, dtype, vdtype, args.reps)
@@ -188,8 +192,9 @@ def main() -> None:
             print(format_row(row), flush=True)
     if COMM.Get_rank() == 0:
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, f"dist_sort_p{p}{'_weak' if args.weak else ''}.json"),
-                  "w") as f:
+        tag = f"_per{args.per_rank}" if args.per_rank else ""
+        tag += f"_total{args.total}" if args.total else ""
+        with open(os.path.join(args.out, f"dist_sort_p{p}{tag}.json"), "w") as f:
             json.dump(results, f, indent=1)
 
 

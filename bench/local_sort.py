@@ -55,7 +55,9 @@ def _splitmix(cp):
 
 def random_words(cp, n: int, dtype, seed: int):
     """n pseudo-random unsigned words (splitmix64 of the index and seed): cheap, fresh per seed."""
-    return _splitmix(cp)(np.uint64(seed * 0x632BE59BD9B4E019 + 1), cp.empty(n, dtype=dtype))
+    return _splitmix(cp)(
+        np.uint64((seed * 0x632BE59BD9B4E019 + 1) % 2**64), cp.empty(n, dtype=dtype)
+    )
 
 
 def make_input(cp, case: str, n: int, seed: int) -> tuple:

@@ -2,7 +2,8 @@
 # One device call: GPU tests on 1 GPU and on every GPU under MPI, the default job, and the
 # distributed benchmark at P = 1, 2, 4 (as many GPUs as the machine has). Logs go to $OUT.
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
-#   bash bench/run_gpu.sh [steps...]   steps: tests mpitests job bench weak (default: all)
+#   bash bench/run_gpu.sh [steps...]   steps: tests mpitests job bench scaling (default: all
+#   but scaling)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -23,10 +24,12 @@ for step in $steps; do
              [ "$p" -le "$gpus" ] || continue
              timeout 300 $mpi -n "$p" python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6
            done ;;
-    weak) for p in 1 2 4 8; do
+    scaling) for p in 1 2 4 8; do  # weak: 2^30 per GPU; strong: 8 x 2^30 in all
             [ "$p" -le "$gpus" ] || continue
-            timeout 200 $mpi -n "$p" python3 bench/dist_sort.py --weak --cases u32-4x2^30 \
-              --no-baselines --out "$OUT" 2>&1 | tail -3
+            timeout 200 $mpi -n "$p" python3 bench/dist_sort.py --per-rank 2^30 \
+              --cases u32-4x2^30 --no-baselines --reps 3 --out "$OUT" 2>&1 | tail -3
+            [ "$p" -ge 2 ] && timeout 200 $mpi -n "$p" python3 bench/dist_sort.py --total 8*2^30 \
+              --cases u32-4x2^30 --no-baselines --reps 3 --out "$OUT" 2>&1 | tail -3
           done ;;
   esac
 done 2>&1 | tee "$OUT/run.log"

@@ -87,7 +87,8 @@ def _format_options(p: argparse.ArgumentParser) -> None:
 
 def _run_options(p: argparse.ArgumentParser) -> None:
     _common(p)
-    p.add_argument("--count", type=_count, help="keys in all (default: 2^28 per GPU, 2^22 per CPU)")
+    p.add_argument("--count", type=parse_count,
+                   help="keys in all (default: 2^28 per GPU, 2^22 per CPU)")
     p.add_argument("--dtype", default="uint32", help="key type (default uint32)")
     p.add_argument("--dist", default="uniform", help="key distribution (default uniform)")
     p.add_argument("--seed", type=int, default=0)
@@ -116,7 +117,7 @@ def _sort_parser(p: argparse.ArgumentParser) -> None:
 
 def _gen_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("output")
-    p.add_argument("--count", type=_count, required=True)
+    p.add_argument("--count", type=parse_count, required=True)
     p.add_argument("--dtype", default="uint32")
     p.add_argument("--dist", default="uniform")
     p.add_argument("--seed", type=int, default=0)
@@ -134,7 +135,7 @@ def _check_parser(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=commands.check)
 
 
-def _count(text: str) -> int:
+def parse_count(text: str) -> int:
     """Counts like 1000000, 1e9, 2^28 or 4*2^30."""
     try:
         value = 1
