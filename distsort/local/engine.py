@@ -64,9 +64,17 @@ class CubEngine:
 
 
 def get_engine(backend: str, name: str | None = None) -> LocalSortEngine:
-    """The engine for a backend ('cpu' or 'gpu'); name picks one explicitly ('numpy', 'cub')."""
+    """The engine for a backend ('cpu' or 'gpu'); name picks one ('numpy', 'cub', 'radix').
+
+    On GPUs the default is our radix engine (local/radix.py), which itself hands the cases where
+    CUB is faster or where it has no kernel to CubEngine.
+    """
     if backend == "cpu":
         return NumpyEngine()
-    if name in (None, "cub"):
+    if name == "cub":
         return CubEngine()
+    if name in (None, "radix"):
+        from .radix import RadixEngine
+
+        return RadixEngine()
     raise ValueError(f"unknown local sort engine {name!r}")

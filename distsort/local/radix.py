@@ -1,0 +1,248 @@
+"""Our GPU engine: an LSD radix sort with Onesweep-style passes (kernels in radix.cu).
+
+One sort: one histogram kernel counts the digits of every pass in a single read of the keys, a
+tiny kernel scans the counts, then one kernel per 8-bit digit moves keys (and values) once: read
+once, written once, global offsets from a chained scan with decoupled look-back. Only the digits
+in [begin_bit, end_bit) are sorted, and from SYNC_MIN keys on, a pass whose digit is the same for
+every key (seen in the histogram) is skipped.
+
+Where CUB (cupy.sort / cupy.argsort, through CubEngine) runs instead of our kernels:
+- fewer than `min_n` keys (launch overhead dominates; MIN_N is set from bench/local_sort.py);
+- 2^32 keys or more (our kernels keep 32-bit positions);
+- keys that are not uint8/16/32/64, or not 1-D.
+uint8/uint16 keys are widened to uint32 and sorted on their 8 or 16 bits. Payloads of 4 or 8
+bytes ride through the passes; any other payload is gathered once at the end by the permutation.
+CuPy is imported lazily, so this module imports where there is none.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+RADIX_BITS = 8
+BLOCK = 256  # threads per onesweep block; must match radix.cu
+HIST_BLOCK = 1024  # histogram block; one per SM (radix.cu)
+HIST_LANES = {4: 32, 8: 16}  # copies of each histogram counter, by key width (radix.cu)
+ITEMS = {4: 16, 8: 12}  # keys per thread by key width; passed to radix.cu as ITEMS32/ITEMS64
+SYNC_MIN = 1 << 22  # from here on the histogram is read back to skip constant digits
+MIN_N = 1 << 14  # below this CUB runs (see bench/RESULTS.md)
+MAX_N = (1 << 32) - 1
+FLAGS_ONCE_BYTES = 64 << 20  # up to this, all passes' look-back flags are zeroed by one memset
+
+_WORD = {4: "u32", 8: "u64"}
+_UNSIGNED = {4: np.uint32, 8: np.uint64}
+_VALUE_DTYPE = {"u32": np.uint32, "u64": np.uint64, "i64": np.int64}
+# (value in, value out, mode) of every onesweep instance; mode 0 keys, 1 read values, 2 index
+_VALUE_KINDS = (
+    ("u32", "u32", 0),
+    ("u32", "u32", 1),
+    ("u64", "u64", 1),
+    ("u32", "u32", 2),
+    ("u32", "i64", 2),
+    ("u32", "i64", 1),
+)
+
+
+def _cupy():
+    import cupy
+
+    return cupy
+
+
+def _onesweep_name(key: str, vin: str, vout: str, mode: int) -> str:
+    return f"radix_onesweep<{key},{vin},{vout},{mode}>"
+
+
+@functools.cache
+def _module():
+    """Compile radix.cu once per process (CuPy also caches the binary on disk)."""
+    names = ["radix_scan", "radix_histogram<u32>", "radix_histogram<u64>"]
+    names += [_onesweep_name(k, *v) for k in ("u32", "u64") for v in _VALUE_KINDS]
+    source = Path(__file__).with_name("radix.cu").read_text()
+    options = (f"-DITEMS32={ITEMS[4]}", f"-DITEMS64={ITEMS[8]}")  # NVRTC's default is C++17
+    return _cupy().RawModule(code=source, options=options, name_expressions=names)
+
+
+@functools.cache
+def _sm_count(device: int) -> int:
+    return _cupy().cuda.Device(device).attributes["MultiProcessorCount"]
+
+
+def digit_passes(begin_bit: int, end_bit: int) -> list[tuple[int, int]]:
+    """(shift, bits) of each LSD pass over [begin_bit, end_bit), least significant first."""
+    return [(s, min(RADIX_BITS, end_bit - s)) for s in range(begin_bit, end_bit, RADIX_BITS)]
+
+
+def _aligned(cp, a):
+    """1-D, contiguous and 16-byte aligned (the histogram reads 16-byte vectors)."""
+    a = cp.ascontiguousarray(a).ravel()
+    return a if a.data.ptr % 16 == 0 else a.copy()
+
+
+class _State:
+    """Device scratch of one sort: digit counts, digit bases, tile counters, look-back flags."""
+
+    def __init__(self, cp, n: int, key_bytes: int, npasses: int):
+        self.tiles = -(-n // (BLOCK * ITEMS[key_bytes]))
+        self.wide = n >= (1 << 30)  # 32-bit flag words hold counts below 2^30
+        self.region = self.tiles * 256 * (2 if self.wide else 1)  # u32 words per pass
+        self.once = self.region * 4 * npasses <= FLAGS_ONCE_BYTES
+        head = 2 * npasses * 256 + 32
+        regions = npasses if self.once else 1
+        self.words = cp.zeros(head + regions * self.region, dtype=cp.uint32)
+        self.counts = self.words[: npasses * 256]
+        self.bases = self.words[npasses * 256 : 2 * npasses * 256]
+        self.counters = self.words[2 * npasses * 256 : head]
+        self.flags = self.words[head:]
+
+    def pass_args(self, p: int, i: int) -> tuple:
+        """Bases, tile counter and zeroed flags for pass p, the i-th pass that runs."""
+        if self.once:
+            flags = self.flags[p * self.region : (p + 1) * self.region]
+        else:
+            flags = self.flags
+            if i > 0:
+                flags.fill(0)
+        return self.bases[p * 256 : (p + 1) * 256], self.counters[p : p + 1], flags
+
+
+def _active_passes(state: _State, n: int, npasses: int) -> list[int]:
+    """All passes, less those whose digit is constant (checked from SYNC_MIN keys on)."""
+    if n < SYNC_MIN:
+        return list(range(npasses))
+    counts = state.counts.get().reshape(npasses, 256)
+    return [p for p in range(npasses) if counts[p].max() < n]
+
+
+def _histogram(keys, state: _State, begin_bit: int, end_bit: int, npasses: int) -> None:
+    mod = _module()
+    n, kb = keys.size, keys.dtype.itemsize
+    nvec = n // (16 // kb)
+    grid = max(1, min(_sm_count(keys.device.id), -(-nvec // HIST_BLOCK)))
+    smem = npasses * 256 * HIST_LANES[kb] * 4
+    hist = mod.get_function(f"radix_histogram<{_WORD[kb]}>")
+    if hist.max_dynamic_shared_size_bytes < smem:
+        hist.max_dynamic_shared_size_bytes = smem
+    args = (keys, np.uint64(n), np.int32(begin_bit), np.int32(end_bit), np.int32(npasses))
+    hist((grid,), (HIST_BLOCK,), args + (state.counts,), shared_mem=smem)
+    mod.get_function("radix_scan")((1,), (256,), (state.counts, np.int32(npasses), state.bases))
+
+
+def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
+    """(value in, value out, kernel mode) of the i-th pass that runs."""
+    if mode == "keys":
+        return "u32", "u32", 0
+    if mode == "pairs":
+        word = _WORD[vals.dtype.itemsize]
+        return word, word, 1
+    return "u32", "i64" if last else "u32", 2 if i == 0 else 1
+
+
+def _launch_pass(state: _State, p: int, i: int, shift_bits, src, dst, kinds) -> None:
+    """Run pass p (the i-th that runs): src/dst are (keys, values) arrays, kinds the value kind."""
+    vin, vout, vmode = kinds
+    kernel = _module().get_function(_onesweep_name(_WORD[src[0].dtype.itemsize], vin, vout, vmode))
+    bases, counter, flags = state.pass_args(p, i)
+    scalars = (np.uint64(src[0].size), np.int32(shift_bits[0]), np.int32(shift_bits[1]))
+    tail = (bases, counter, flags, np.int32(state.wide))
+    kernel((state.tiles,), (BLOCK,), src[:1] + dst[:1] + src[1:] + dst[1:] + scalars + tail)
+
+
+def radix_sort(keys, vals=None, mode: str = "keys", begin_bit: int = 0, end_bit: int = 64):
+    """Sort unsigned 32/64-bit keys (1-D, aligned, 2 <= n < 2^32) on bits [begin_bit, end_bit).
+
+    mode 'keys': returns (keys, None); 'pairs': vals (uint32/uint64) permuted alike;
+    'argsort': returns (keys, int64 permutation). Stable.
+    """
+    cp = _cupy()
+    n = keys.size
+    passes = digit_passes(begin_bit, end_bit)
+    state = _State(cp, n, keys.dtype.itemsize, len(passes))
+    if passes:
+        _histogram(keys, state, begin_bit, end_bit, len(passes))
+    active = _active_passes(state, n, len(passes))
+    if not active:
+        if mode == "keys":
+            return keys.copy(), None
+        return keys.copy(), vals.copy() if mode == "pairs" else cp.arange(n, dtype=cp.int64)
+    dummy = cp.empty(1, dtype=cp.uint32)
+    kbuf = [cp.empty_like(keys), cp.empty_like(keys) if len(active) > 1 else None]
+    vbuf = [None, None]
+    src = (keys, vals if mode == "pairs" else dummy)
+    for i, p in enumerate(active):
+        kinds = _value_plan(mode, vals, i, i == len(active) - 1)
+        if kinds[2] and (vbuf[i % 2] is None or vbuf[i % 2].dtype != _VALUE_DTYPE[kinds[1]]):
+            vbuf[i % 2] = cp.empty(n, dtype=_VALUE_DTYPE[kinds[1]])
+        dst = (kbuf[i % 2], vbuf[i % 2] if kinds[2] else dummy)
+        _launch_pass(state, p, i, passes[p], src if kinds[2] == 1 else (src[0], dummy), dst, kinds)
+        src = dst
+    return src[0], None if mode == "keys" else src[1]
+
+
+class RadixEngine:
+    """LocalSortEngine on our radix kernels; see the module docstring for where CUB runs."""
+
+    name = "radix"
+
+    def __init__(self, min_n: int = MIN_N):
+        self.min_n = min_n
+        self._cub = None
+
+    def _fallback(self):
+        if self._cub is None:
+            from .engine import CubEngine
+
+            self._cub = CubEngine()
+        return self._cub
+
+    def _ours(self, keys) -> bool:
+        return (
+            keys.ndim == 1
+            and keys.dtype.kind == "u"
+            and keys.dtype.itemsize in (1, 2, 4, 8)
+            and max(2, self.min_n) <= keys.size <= MAX_N
+        )
+
+    def _run(self, keys, vals, mode: str, begin_bit: int, end_bit: int | None):
+        cp = _cupy()
+        bits = 8 * keys.dtype.itemsize
+        end_bit = bits if end_bit is None else min(end_bit, bits)
+        begin_bit = max(0, begin_bit)
+        work = _aligned(cp, keys if bits >= 32 else keys.astype(cp.uint32))
+        out_k, out_v = radix_sort(work, vals, mode, begin_bit, max(begin_bit, end_bit))
+        return (out_k if bits >= 32 else out_k.astype(keys.dtype)), out_v
+
+    def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None):
+        """Keys sorted ascending (a new array)."""
+        keys = _cupy().asarray(keys)
+        if not self._ours(keys):
+            return keys.copy() if keys.size < 2 else self._fallback().sort(keys)
+        return self._run(keys, None, "keys", begin_bit, end_bit)[0]
+
+    def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None):
+        """Stable permutation (int64) that sorts keys ascending."""
+        cp = _cupy()
+        keys = cp.asarray(keys)
+        if not self._ours(keys):
+            if keys.size < 2:
+                return cp.arange(keys.size, dtype=cp.int64)
+            return self._fallback().argsort(keys).astype(cp.int64, copy=False)
+        return self._run(keys, None, "argsort", begin_bit, end_bit)[1]
+
+    def sort_pairs(self, keys, values, begin_bit: int = 0, end_bit: int | None = None):
+        """(sorted keys, values permuted alike), stable; values is 1-D of any dtype."""
+        cp = _cupy()
+        keys, values = cp.asarray(keys), cp.asarray(values)
+        if not self._ours(keys):
+            if keys.size < 2:
+                return keys.copy(), values.copy()
+            return self._fallback().sort_pairs(keys, values)
+        if values.dtype.itemsize not in (4, 8) or values.ndim != 1:
+            out_k, order = self._run(keys, None, "argsort", begin_bit, end_bit)
+            return out_k, values[order]
+        words = cp.ascontiguousarray(values).view(_UNSIGNED[values.dtype.itemsize])
+        out_k, out_v = self._run(keys, words, "pairs", begin_bit, end_bit)
+        return out_k, out_v.view(values.dtype)
