@@ -1,0 +1,225 @@
+"""Collective writing of one global output file: each rank writes its own byte range.
+
+Rank 0 creates a temporary file beside the output (``.NAME.distsort-tmp-XXXXXXXX``), writes the
+.npy header if any and sizes the file; every rank then positioned-writes its piece; `commit`
+flushes, agrees that every rank succeeded and renames the temporary file to the output name.
+On any failure every rank raises (see errors.agree) and neither the output nor the temporary file
+is left behind. Write errors (disk full, I/O errors) are kept until `commit`, which reports them on
+all ranks, so one rank's failure never leaves the others waiting in a collective.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import secrets
+
+import numpy as np
+import numpy.lib.format as npformat
+
+from ..errors import DistsortError, agree
+from .formats import FileFormat
+
+_IO_CHUNK = 1 << 30  # bytes per write call: stays below the per-call limits of every OS
+TEMP_MARK = "distsort-tmp"
+
+
+def npy_header(dtype: np.dtype, count: int) -> bytes:
+    """The .npy (version 1.0) header of a 1-D C-ordered array of `count` elements of `dtype`."""
+    buf = io.BytesIO()
+    header = {"descr": npformat.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
+              "shape": (int(count),)}
+    npformat.write_array_header_1_0(buf, header)
+    return buf.getvalue()
+
+
+def write_error(path, exc: OSError, needed: int | None = None) -> DistsortError:
+    """An OSError met while writing `path` -> a DistsortError that says what to do."""
+    folder = os.path.dirname(os.path.abspath(path))
+    code = exc.errno
+    if code == errno.ENOENT:
+        why = f"the folder {folder} does not exist; create it or choose another output path"
+    elif code == errno.ENOTDIR:
+        why = f"a part of {folder} is a regular file, not a folder; choose another output path"
+    elif code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        why = f"no permission to write in {folder}; choose a folder you can write to"
+    elif code in (errno.ENOSPC, errno.EDQUOT):
+        need = f" ({needed} bytes needed)" if needed is not None else ""
+        why = f"no space left on the device holding {folder}{need}; free space or write elsewhere"
+    elif code == errno.EISDIR:
+        why = "it is a folder; give a file name for the output"
+    else:
+        why = f"{exc.strerror or exc}; check the output folder {folder}"
+    return DistsortError(f"cannot write output {path}: {why}")
+
+
+def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
+    done = 0
+    while done < len(data):
+        done += os.pwrite(fd, data[done : done + _IO_CHUNK], offset + done)
+
+
+class ShardWriter:
+    """Collective writer of one global file of `total_count` elements; see the module doc.
+
+    Use on all ranks of `comm`:  ``with ShardWriter(path, fmt, n, comm) as w:
+    w.write(start, piece); w.commit()``.  Leaving the block without commit removes the temp file.
+    """
+
+    def __init__(self, path, fmt: FileFormat, total_count: int, comm):
+        self.path = os.fspath(path)
+        self.fmt = fmt
+        self.total = int(total_count)
+        self.comm = comm
+        self.header = npy_header(fmt.dtype, self.total) if fmt.kind == "npy" else b""
+        self.nbytes = len(self.header) + self.total * fmt.itemsize
+        self.temp: str | None = None
+        self._fd: int | None = None
+        self._error: OSError | None = None
+        self._committed = False
+        try:
+            name = agree(comm, self._create if comm.Get_rank() == 0 else lambda: None)
+            self.temp = comm.bcast(name, root=0)
+            agree(comm, self._open_temp)
+        except BaseException:
+            self.abort()
+            raise
+
+    def _create(self) -> str:
+        """Rank 0: make and size the temporary file; returns its name."""
+        if os.path.isdir(self.path):
+            raise write_error(self.path, OSError(errno.EISDIR, "is a folder"))
+        folder, name = os.path.split(os.path.abspath(self.path))
+        temp = os.path.join(folder, f".{name}.{TEMP_MARK}-{secrets.token_hex(4)}")
+        try:
+            self._check_space(folder)
+            self._fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            self.temp = temp
+            _pwrite_all(self._fd, memoryview(self.header), 0)
+            os.ftruncate(self._fd, self.nbytes)
+        except OSError as exc:
+            self.abort()
+            raise write_error(self.path, exc, self.nbytes) from None
+        return temp
+
+    def _check_space(self, folder: str) -> None:
+        st = os.statvfs(folder)
+        if st.f_blocks and st.f_bavail * st.f_frsize < self.nbytes:
+            raise OSError(errno.ENOSPC, "no space left on device")
+
+    def _open_temp(self) -> None:
+        if self._fd is not None:
+            return
+        try:
+            self._fd = os.open(self.temp, os.O_WRONLY)
+        except OSError as exc:
+            raise DistsortError(
+                f"cannot write output {self.path}: rank {self.comm.Get_rank()} cannot open the "
+                f"temporary file {self.temp} ({exc.strerror}); the output folder must be on a "
+                "file system shared by all ranks"
+            ) from None
+
+    def write(self, global_start: int, array) -> None:
+        """Write elements (or records) [global_start, global_start + len(array)) of the file.
+
+        I/O errors are not raised here but kept for `commit`, which raises them on every rank.
+        """
+        data = self._host_bytes(array)
+        n = len(array)
+        if not 0 <= global_start <= self.total - n:
+            raise ValueError(f"elements [{global_start}, {global_start + n}) outside the file's "
+                             f"{self.total} elements")
+        if self._error is not None or n == 0:
+            return
+        try:
+            offset = len(self.header) + int(global_start) * self.fmt.itemsize
+            _pwrite_all(self._fd, data, offset)
+        except OSError as exc:
+            self._error = exc
+
+    def _host_bytes(self, array) -> memoryview:
+        if hasattr(array, "get") and not isinstance(array, np.ndarray):
+            array = array.get()  # a CuPy array
+        array = np.asarray(array)
+        if self.fmt.kind == "records":
+            if array.dtype != np.uint8 or array.ndim != 2 or array.shape[1] != self.fmt.record_size:
+                raise ValueError(f"expected (n, {self.fmt.record_size}) uint8 records, got "
+                                 f"{array.dtype} {array.shape}")
+        elif array.ndim != 1 or array.dtype.newbyteorder("=") != self.fmt.native_dtype:
+            raise ValueError(f"expected a 1-D {self.fmt.dtype} array, got {array.dtype} "
+                             f"{array.shape}")
+        dtype = None if self.fmt.kind == "records" else self.fmt.dtype
+        data = np.ascontiguousarray(array, dtype=dtype)
+        return memoryview(data.reshape(-1).view(np.uint8))
+
+    def commit(self) -> None:
+        """Collective: flush every rank's writes, check all succeeded, rename temp -> output."""
+        try:
+            agree(self.comm, self._finish_local)
+            agree(self.comm, self._publish if self.comm.Get_rank() == 0 else lambda: None)
+        except BaseException:
+            self.abort()
+            raise
+        self._committed = True
+
+    def _finish_local(self) -> None:
+        try:
+            if self._error is not None:
+                raise self._error
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+        except OSError as exc:
+            raise write_error(self.path, exc, self.nbytes) from None
+
+    def _publish(self) -> None:
+        try:
+            os.replace(self.temp, self.path)
+        except OSError as exc:
+            raise write_error(self.path, exc) from None
+        _sync_folder(os.path.dirname(os.path.abspath(self.path)))
+
+    def abort(self) -> None:
+        """Close and remove the temporary file (not collective; safe to call more than once)."""
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+        if self.temp is not None and not self._committed:
+            try:
+                os.unlink(self.temp)
+            except OSError:
+                pass  # already gone (another rank removed it) or never reached this rank
+
+    def __enter__(self) -> ShardWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if not self._committed:
+            self.abort()
+
+
+def _sync_folder(folder: str) -> None:
+    """Make a rename durable (best effort: not every file system allows fsync on a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_shards(comm, path, fmt: FileFormat, local) -> None:
+    """Collective: write each rank's array, in rank order, as one global file at `path`."""
+    counts = comm.allgather(len(local))
+    start = sum(counts[: comm.Get_rank()])
+    with ShardWriter(path, fmt, sum(counts), comm) as writer:
+        writer.write(start, local)
+        writer.commit()

@@ -1,0 +1,379 @@
+"""File formats, positioned reads and the output writer on one process (COMM_SELF)."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from distsort.errors import DistsortError
+from distsort.io import (
+    FileFormat,
+    ShardWriter,
+    detect_format,
+    formats,
+    npy_header,
+    open_input,
+    output_format,
+    parse_dtype,
+    rank_range,
+    write_shards,
+)
+
+SORTABLE = ["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8"]
+ALL_ORDERS = [p + c for c in SORTABLE for p in ("<", ">")]
+COMM = MPI.COMM_SELF
+
+
+def sample(dtype, n: int = 257, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 256, n * np.dtype(dtype).itemsize, dtype=np.uint8).view(dtype)
+
+
+def leftovers(folder) -> list[str]:
+    return sorted(os.listdir(folder))
+
+
+# ---- rank_range ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 100, 2**40 + 3])
+@pytest.mark.parametrize("size", [1, 2, 3, 8])
+def test_rank_range_is_a_balanced_contiguous_split(count, size):
+    ranges = [rank_range(count, r, size) for r in range(size)]
+    assert ranges[0][0] == 0 and ranges[-1][1] == count
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    lengths = [stop - start for start, stop in ranges]
+    assert max(lengths) - min(lengths) <= 1
+    assert lengths == sorted(lengths, reverse=True)
+
+
+# ---- detect_format and open_input ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_ORDERS)
+def test_npy_dtype_and_byte_order_come_from_the_header(tmp_path, dtype):
+    data = sample(dtype)
+    np.save(tmp_path / "a.npy", data)
+    fmt = detect_format(tmp_path / "a.npy")
+    assert fmt == FileFormat.npy(np.dtype(dtype))
+    assert fmt.itemsize == np.dtype(dtype).itemsize
+    src = open_input(tmp_path / "a.npy", fmt)
+    assert src.count == len(data)
+    piece = src.read(3, 200)
+    assert piece.dtype.isnative and piece.dtype == np.dtype(dtype).newbyteorder("=")
+    assert piece.tobytes() == data[3:200].astype(piece.dtype).tobytes()
+
+
+def test_npy_found_by_magic_without_suffix(tmp_path):
+    with open(tmp_path / "data.bin", "wb") as f:
+        np.save(f, np.arange(5, dtype=np.int16))
+    assert detect_format(tmp_path / "data.bin") == FileFormat.npy(np.int16)
+
+
+def test_fortran_ordered_1d_npy_is_fine(tmp_path):
+    np.save(tmp_path / "a.npy", np.asfortranarray(np.arange(6.0)))
+    assert open_input(tmp_path / "a.npy", detect_format(tmp_path / "a.npy")).read(0, 6)[5] == 5.0
+
+
+@pytest.mark.parametrize("dtype", ["<u4", ">u4", "<f8", ">i2", "u1"])
+def test_raw_reads_ranges_in_native_order(tmp_path, dtype):
+    data = sample(dtype, 100)
+    data.tofile(tmp_path / "a.raw")
+    fmt = detect_format(tmp_path / "a.raw", dtype=dtype)
+    assert fmt == FileFormat.raw(np.dtype(dtype))
+    src = open_input(tmp_path / "a.raw", fmt)
+    assert src.count == 100
+    joined = np.concatenate([src.read_shard(r, 3) for r in range(3)])
+    np.testing.assert_array_equal(joined, data)
+    assert [len(c) for c in src.chunks(10, 100, 40)] == [40, 40, 10]
+
+
+def test_records_read_as_rows(tmp_path):
+    rows = np.arange(30 * 7, dtype=np.uint8).reshape(30, 7)
+    rows.tofile(tmp_path / "r.dat")
+    fmt = detect_format(tmp_path / "r.dat", record_size=7, key_size=3)
+    assert (fmt.kind, fmt.record_size, fmt.key_size, fmt.itemsize) == ("records", 7, 3, 7)
+    np.testing.assert_array_equal(open_input(tmp_path / "r.dat", fmt).read(4, 9), rows[4:9])
+
+
+def test_key_size_defaults_to_the_whole_record(tmp_path):
+    np.zeros(20, np.uint8).tofile(tmp_path / "r.dat")
+    assert detect_format(tmp_path / "r.dat", record_size=10).key_size == 10
+
+
+def test_empty_inputs_are_valid(tmp_path):
+    np.save(tmp_path / "e.npy", np.zeros(0, np.float32))
+    open(tmp_path / "e.raw", "wb").close()
+    for path, opts in ((tmp_path / "e.npy", {}), (tmp_path / "e.raw", {"dtype": "u8"})):
+        src = open_input(path, detect_format(path, **opts))
+        assert src.count == 0 and src.read(0, 0).shape == (0,)
+
+
+def test_read_outside_the_file_is_a_programming_error(tmp_path):
+    np.save(tmp_path / "a.npy", np.arange(4))
+    src = open_input(tmp_path / "a.npy", detect_format(tmp_path / "a.npy"))
+    with pytest.raises(ValueError):
+        src.read(2, 5)
+
+
+def bad_inputs(tmp_path):
+    """(name, path, options, words the message must contain) for every bad-input case."""
+    np.save(tmp_path / "two_d.npy", np.zeros((3, 4), np.int32))
+    np.save(tmp_path / "fortran.npy", np.asfortranarray(np.zeros((3, 4), np.int32)))
+    np.save(tmp_path / "complex.npy", np.zeros(4, np.complex64))
+    np.save(tmp_path / "object.npy", np.array([1, "a"], dtype=object), allow_pickle=True)
+    np.save(tmp_path / "bool.npy", np.zeros(4, bool))
+    np.save(tmp_path / "text.npy", np.array(["ab", "cd"]))
+    np.save(tmp_path / "scalar.npy", np.int32(3))
+    np.save(tmp_path / "good.npy", np.arange(3))
+    np.save(tmp_path / "trunc.npy", np.arange(100, dtype=np.int64))
+    with open(tmp_path / "trunc.npy", "r+b") as f:
+        f.truncate(os.path.getsize(tmp_path / "trunc.npy") - 8)
+    (tmp_path / "fake.npy").write_bytes(b"hello, not numpy at all")
+    (tmp_path / "odd.raw").write_bytes(b"\0" * 10)
+    (tmp_path / "ok.raw").write_bytes(b"\0" * 40)
+    (tmp_path / "folder").mkdir()
+    t = tmp_path
+    return [
+        ("missing", t / "nope.npy", {}, ["nope.npy", "does not exist"]),
+        ("folder", t / "folder", {"dtype": "u4"}, ["folder", "not a file"]),
+        ("not npy", t / "fake.npy", {}, ["fake.npy", "not an .npy file"]),
+        ("2-d", t / "two_d.npy", {}, ["two_d.npy", "(3, 4)", "1-D"]),
+        ("fortran", t / "fortran.npy", {}, ["fortran.npy", "Fortran", "1-D"]),
+        ("0-d", t / "scalar.npy", {}, ["scalar.npy", "1-D"]),
+        ("complex", t / "complex.npy", {}, ["complex.npy", "complex64"]),
+        ("object", t / "object.npy", {}, ["object.npy", "object"]),
+        ("bool", t / "bool.npy", {}, ["bool.npy", "bool"]),
+        ("strings", t / "text.npy", {}, ["text.npy", "<U2"]),
+        ("truncated npy", t / "trunc.npy", {}, ["trunc.npy", "truncated"]),
+        ("raw size", t / "odd.raw", {"dtype": "u4"}, ["odd.raw", "10 bytes", "multiple"]),
+        ("record size", t / "odd.raw", {"record_size": 4, "key_size": 2}, ["odd.raw", "multiple"]),
+        ("unknown dtype", t / "ok.raw", {"dtype": "uint33"}, ["--dtype", "uint33"]),
+        ("complex dtype", t / "ok.raw", {"dtype": "complex64"}, ["--dtype", "complex64"]),
+        ("string dtype", t / "ok.raw", {"dtype": "S4"}, ["--dtype", "S4"]),
+        ("key > record", t / "ok.raw", {"record_size": 4, "key_size": 5}, ["--key-size 5", "4"]),
+        ("key zero", t / "ok.raw", {"record_size": 4, "key_size": 0}, ["--key-size"]),
+        ("record zero", t / "ok.raw", {"record_size": 0}, ["--record-size"]),
+        ("dtype+records", t / "ok.raw", {"dtype": "u4", "record_size": 4}, ["--dtype", "exclude"]),
+        ("key alone", t / "ok.raw", {"key_size": 4}, ["--key-size needs --record-size"]),
+        ("no options", t / "ok.raw", {}, ["ok.raw", "--dtype", "--record-size"]),
+        ("npy+records", t / "two_d.npy", {"record_size": 4}, ["two_d.npy", "--record-size"]),
+        ("npy dtype", t / "good.npy", {"dtype": "u2"}, ["--dtype", "does not match"]),
+    ]
+
+
+def test_every_bad_input_gets_a_clear_message(tmp_path):
+    for name, path, opts, words in bad_inputs(tmp_path):
+        with pytest.raises(DistsortError) as info:
+            detect_format(path, **opts)
+        for word in words:
+            assert word in str(info.value), (name, str(info.value))
+
+
+def test_unreadable_input(tmp_path, monkeypatch):
+    path = tmp_path / "secret.npy"
+    np.save(path, np.arange(3))
+
+    def denied(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(formats, "open", denied, raising=False)  # works as root too
+    with pytest.raises(DistsortError, match="secret.npy: permission denied"):
+        detect_format(path)
+
+
+def test_file_truncated_after_detection_is_caught_on_read(tmp_path):
+    np.arange(100, dtype=np.uint32).tofile(tmp_path / "a.raw")
+    src = open_input(tmp_path / "a.raw", detect_format(tmp_path / "a.raw", dtype="u4"))
+    with open(tmp_path / "a.raw", "r+b") as f:
+        f.truncate(200)
+    with pytest.raises(DistsortError, match="ended early"):
+        src.read(0, 100)
+
+
+def test_parse_dtype_keeps_byte_order():
+    assert parse_dtype(">u4") == np.dtype(">u4")
+    assert parse_dtype(np.float16) == np.dtype(np.float16)
+
+
+@pytest.mark.parametrize(
+    "path, like, opts, expect",
+    [
+        ("o.npy", FileFormat.raw(">i4"), {}, FileFormat.npy(">i4")),
+        ("o.bin", FileFormat.npy("f8"), {}, FileFormat.raw("f8")),
+        ("o.npy", None, {"dtype": "u2"}, FileFormat.npy("u2")),
+        ("o.dat", None, {"record_size": 100, "key_size": 10}, FileFormat.records(100, 10)),
+    ],
+)
+def test_output_format(path, like, opts, expect):
+    assert output_format(path, like, **opts) == expect
+
+
+def test_records_cannot_be_written_as_npy():
+    with pytest.raises(DistsortError, match="does not end in .npy"):
+        output_format("out.npy", FileFormat.records(100, 10))
+
+
+def test_file_format_rejects_unsortable_dtypes():
+    with pytest.raises(DistsortError):
+        FileFormat.raw("c8")
+    with pytest.raises(DistsortError):
+        FileFormat.records(4, 8)
+
+
+# ---- writer on one rank -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_ORDERS)
+def test_npy_round_trip_every_dtype(tmp_path, dtype):
+    data = sample(dtype).astype(np.dtype(dtype).newbyteorder("="))
+    fmt = FileFormat.npy(dtype)
+    write_shards(COMM, tmp_path / "o.npy", fmt, data)
+    back = np.load(tmp_path / "o.npy")
+    assert back.dtype == np.dtype(dtype)
+    assert back.tobytes() == data.astype(dtype).tobytes()
+    assert detect_format(tmp_path / "o.npy") == fmt
+    assert leftovers(tmp_path) == ["o.npy"]
+
+
+def test_npy_header_matches_numpy(tmp_path):
+    for dtype, n in (("<u4", 0), (">f2", 7), ("i8", 2**40)):
+        np.save(tmp_path / "ref.npy", np.zeros(0, dtype))
+        ref = (tmp_path / "ref.npy").read_bytes()
+        assert npy_header(np.dtype(dtype), 0) == ref
+        assert len(npy_header(np.dtype(dtype), n)) % 64 == 0
+
+
+def test_raw_and_records_round_trip(tmp_path):
+    rows = np.random.default_rng(3).integers(0, 256, (50, 100), dtype=np.uint8)
+    write_shards(COMM, tmp_path / "r.dat", FileFormat.records(100, 10), rows)
+    assert (tmp_path / "r.dat").read_bytes() == rows.tobytes()
+    values = np.arange(10, dtype=np.float32)
+    write_shards(COMM, tmp_path / "v.raw", FileFormat.raw(">f4"), values)
+    assert (tmp_path / "v.raw").read_bytes() == values.astype(">f4").tobytes()
+
+
+def test_pieces_written_out_of_order_land_in_place(tmp_path):
+    data = np.arange(1000, dtype=np.int64)
+    with ShardWriter(tmp_path / "o.npy", FileFormat.npy("i8"), 1000, COMM) as w:
+        for start in (900, 0, 500, 100):
+            stop = {900: 1000, 0: 100, 500: 900, 100: 500}[start]
+            w.write(start, data[start:stop])
+        w.commit()
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), data)
+
+
+def test_empty_output(tmp_path):
+    write_shards(COMM, tmp_path / "e.npy", FileFormat.npy("u4"), np.zeros(0, np.uint32))
+    assert np.load(tmp_path / "e.npy").shape == (0,)
+
+
+def test_existing_output_is_replaced_only_on_commit(tmp_path):
+    out = tmp_path / "o.raw"
+    out.write_bytes(b"old")
+    with ShardWriter(out, FileFormat.raw("u1"), 3, COMM) as w:
+        w.write(0, np.array([1, 2, 3], np.uint8))
+        temp = w.temp
+        assert os.path.basename(temp).startswith(".") and "distsort-tmp" in temp
+        assert os.path.dirname(temp) == str(tmp_path)
+        assert out.read_bytes() == b"old"
+        w.commit()
+    assert out.read_bytes() == b"\1\2\3"
+    assert leftovers(tmp_path) == ["o.raw"]
+
+
+def test_leaving_without_commit_or_on_error_removes_the_temp_file(tmp_path):
+    with ShardWriter(tmp_path / "a.raw", FileFormat.raw("u1"), 3, COMM):
+        pass
+    with pytest.raises(RuntimeError), ShardWriter(tmp_path / "b", FileFormat.raw("u1"), 3, COMM):
+        raise RuntimeError("boom")
+    assert leftovers(tmp_path) == []
+
+
+def test_output_permissions_follow_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        write_shards(COMM, tmp_path / "o.raw", FileFormat.raw("u1"), np.zeros(2, np.uint8))
+    finally:
+        os.umask(old)
+    assert (tmp_path / "o.raw").stat().st_mode & 0o777 == 0o644
+
+
+def test_wrong_pieces_are_programming_errors(tmp_path):
+    with ShardWriter(tmp_path / "o.raw", FileFormat.raw("u4"), 4, COMM) as w:
+        with pytest.raises(ValueError):
+            w.write(2, np.zeros(3, np.uint32))  # past the end
+        with pytest.raises(ValueError):
+            w.write(0, np.zeros(2, np.float32))  # wrong dtype
+    with ShardWriter(tmp_path / "r.dat", FileFormat.records(8, 2), 4, COMM) as w:
+        with pytest.raises(ValueError):
+            w.write(0, np.zeros((2, 7), np.uint8))
+    assert leftovers(tmp_path) == []
+
+
+def expect_write_failure(path, words, total=4):
+    with pytest.raises(DistsortError) as info:
+        write_shards(COMM, path, FileFormat.raw("u1"), np.zeros(total, np.uint8))
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_output_folder_missing(tmp_path):
+    expect_write_failure(tmp_path / "no" / "o.raw", ["o.raw", "does not exist"])
+    assert leftovers(tmp_path) == []
+
+
+def test_output_inside_a_regular_file(tmp_path):
+    (tmp_path / "file").write_bytes(b"x")
+    expect_write_failure(tmp_path / "file" / "o.raw", ["o.raw", "regular file"])
+    assert leftovers(tmp_path) == ["file"]
+
+
+def test_output_is_a_folder(tmp_path):
+    (tmp_path / "dir").mkdir()
+    expect_write_failure(tmp_path / "dir", ["dir", "folder"])
+    assert leftovers(tmp_path) == ["dir"]
+
+
+def test_output_folder_not_writable(tmp_path, monkeypatch):
+    def denied(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(os, "open", denied)  # as if the folder were read-only, even for root
+    expect_write_failure(tmp_path / "o.raw", ["o.raw", "no permission to write in"])
+    assert leftovers(tmp_path) == []
+
+
+def test_disk_too_small_is_found_before_writing(tmp_path, monkeypatch):
+    real = os.statvfs(tmp_path)
+
+    class Tiny:
+        f_blocks, f_bavail, f_frsize = real.f_blocks, 1, 1
+
+    monkeypatch.setattr(os, "statvfs", lambda path: Tiny)
+    expect_write_failure(tmp_path / "o.raw", ["o.raw", "no space left", "4 bytes"])
+    assert leftovers(tmp_path) == []
+
+
+def test_disk_full_while_writing_fails_at_commit(tmp_path, monkeypatch):
+    def full(fd, data, offset):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with ShardWriter(tmp_path / "o.raw", FileFormat.raw("u1"), 4, COMM) as w:
+        monkeypatch.setattr(os, "pwrite", full)
+        w.write(0, np.zeros(4, np.uint8))  # kept, not raised
+        with pytest.raises(DistsortError, match="no space left"):
+            w.commit()
+    assert leftovers(tmp_path) == []
+
+
+def test_partial_writes_are_continued(tmp_path, monkeypatch):
+    real = os.pwrite
+    monkeypatch.setattr(os, "pwrite", lambda fd, data, offset: real(fd, data[:3], offset))
+    data = np.arange(20, dtype=np.uint8)
+    write_shards(COMM, tmp_path / "o.raw", FileFormat.raw("u1"), data)
+    assert (tmp_path / "o.raw").read_bytes() == data.tobytes()
