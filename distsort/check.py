@@ -1,0 +1,227 @@
+"""Proof that an output is its input sorted: counts, an order-independent checksum, and order.
+
+The checksum hashes the full bytes of every element (or record) with a strong 64-bit mixer and
+adds the hashes mod 2^64, so it does not depend on order or on how the data are split over ranks,
+while a changed, lost or duplicated element changes it (up to a 2^-64 chance). It is computed
+with the same integer operations on NumPy and CuPy arrays, so both give the same value (words are
+read in the machine's byte order, little-endian on every supported machine).
+
+Order follows the product rules through keys.py: NaN last in both orders, -0.0 equal to 0.0 (the
+canonical encoding), records by memcmp of their key prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import DistsortError, agree
+from .io.formats import FileFormat, detect_format, is_npy
+from .io.reader import open_input, rank_range
+from .keys import NumericCodec, record_key_words
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_CHUNK = 1 << 22  # rows hashed at a time: bounds the temporaries on the GPU
+_WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+
+def mix64(x):
+    """splitmix64's finalizer on a uint64 array (a bijection with good avalanche)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _M1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def _words(data, xp):
+    """Each element's (or row's) bytes as uint64 words: (n, w), zero-padded on the right."""
+    if data.ndim == 1:
+        size = data.dtype.itemsize
+        if size == 8:
+            return data.view(np.uint64).reshape(-1, 1)
+        return data.view(_WORD[size]).astype(np.uint64).reshape(-1, 1)
+    n, width = data.shape
+    if width % 8:
+        padded = xp.zeros((n, width + 8 - width % 8), dtype=np.uint8)
+        padded[:, :width] = data
+        data = padded
+    return xp.ascontiguousarray(data).view(np.uint64)
+
+
+def _hash_rows(words):
+    """One 64-bit hash per row, chained over the row's words so that word order matters."""
+    h = mix64(words[:, 0] + _GOLDEN)
+    for j in range(1, words.shape[1]):
+        h = mix64(h ^ mix64(words[:, j] + np.uint64((j + 1) * int(_GOLDEN) % 2**64)))
+    return h
+
+
+def checksum(data, xp=np) -> int:
+    """Order-independent 64-bit checksum over the full bytes of each element or record row."""
+    data = xp.ascontiguousarray(data)
+    total = 0
+    for lo in range(0, data.shape[0], _CHUNK):
+        words = _words(data[lo : lo + _CHUNK], xp)
+        total += int(_hash_rows(words).sum(dtype=np.uint64))
+    return total % 2**64
+
+
+def key_words(data, xp=np, descending: bool = False, key_size: int | None = None) -> list:
+    """Sort keys as unsigned words, most significant first, in the product's order."""
+    if data.ndim == 2:
+        return record_key_words(data, key_size or data.shape[1], xp, descending)
+    return [NumericCodec(data.dtype, descending, canonical=True).encode(data, xp)]
+
+
+def first_disorder(words, xp=np) -> int | None:
+    """Index i of the first pair (i, i+1) whose keys are out of order, or None."""
+    n = words[0].shape[0]
+    if n < 2:
+        return None
+    bad = xp.zeros(n - 1, dtype=bool)
+    equal = xp.ones(n - 1, dtype=bool)
+    for w in words:
+        before, after = w[:-1], w[1:]
+        bad |= equal & (before > after)
+        equal &= before == after
+    i = int(xp.argmax(bad))
+    return i if bool(bad[i]) else None
+
+
+@dataclass
+class _Summary:
+    """One rank's part of a check, combined over ranks by `_combine`."""
+
+    count_in: int = 0
+    count_out: int = 0
+    checksum_in: int = 0
+    checksum_out: int = 0
+    first_key: tuple | None = None
+    last_key: tuple | None = None
+    bad_index: int | None = None
+
+    def add_input(self, data, xp) -> None:
+        self.count_in += int(data.shape[0])
+        self.checksum_in = (self.checksum_in + checksum(data, xp)) % 2**64
+
+    def add_output(self, data, xp, descending: bool, key_size: int | None) -> None:
+        """Feed the next piece of this rank's output, in order."""
+        n = int(data.shape[0])
+        if n:
+            words = key_words(data, xp, descending, key_size)
+            bad = first_disorder(words, xp)
+            first = tuple(int(w[0]) for w in words)
+            if self.bad_index is None and self.last_key is not None and first < self.last_key:
+                self.bad_index = self.count_out - 1
+            if self.bad_index is None and bad is not None:
+                self.bad_index = self.count_out + bad
+            self.first_key = first if self.first_key is None else self.first_key
+            self.last_key = tuple(int(w[-1]) for w in words)
+        self.count_out += n
+        self.checksum_out = (self.checksum_out + checksum(data, xp)) % 2**64
+
+
+@dataclass
+class Verdict:
+    """The result of a check; `message` is one line for the user."""
+
+    ok: bool
+    count_in: int
+    count_out: int
+    checksum_in: int
+    checksum_out: int
+    order_ok: bool
+    first_bad_rank: int | None
+    message: str
+
+
+def _order_problem(parts: list[_Summary]) -> tuple[int | None, str]:
+    """(first bad rank, description) from every rank's summary, or (None, "")."""
+    last, last_rank = None, None
+    for rank, part in enumerate(parts):
+        if part.first_key is not None and last is not None and part.first_key < last:
+            return rank, (f"out of order across ranks: the first element of rank {rank}'s shard "
+                          f"sorts before the last element of rank {last_rank}'s shard")
+        if part.bad_index is not None:
+            return rank, (f"out of order inside rank {rank}'s shard: element {part.bad_index + 1} "
+                          f"sorts before element {part.bad_index}")
+        if part.last_key is not None:
+            last, last_rank = part.last_key, rank
+    return None, ""
+
+
+def _combine(comm, mine: _Summary) -> Verdict:
+    parts = comm.allgather(mine)
+    count_in = sum(p.count_in for p in parts)
+    count_out = sum(p.count_out for p in parts)
+    sum_in = sum(p.checksum_in for p in parts) % 2**64
+    sum_out = sum(p.checksum_out for p in parts) % 2**64
+    bad_rank, problem = _order_problem(parts)
+    if count_in != count_out:
+        message = f"FAILED: the output holds {count_out} elements, the input {count_in}"
+    elif sum_in != sum_out:
+        message = (f"FAILED: checksum {sum_out:#018x} of the output differs from the input's "
+                   f"{sum_in:#018x}: the output is not a permutation of the input")
+    elif problem:
+        message = f"FAILED: {problem}"
+    else:
+        message = f"OK: {count_out} elements sorted, checksum {sum_out:#018x} matches the input"
+    return Verdict(ok=message.startswith("OK"), count_in=count_in, count_out=count_out,
+                   checksum_in=sum_in, checksum_out=sum_out, order_ok=bad_rank is None,
+                   first_bad_rank=bad_rank, message=message)
+
+
+def verify(comm, local_in, local_out, *, descending: bool = False, key_size: int | None = None,
+           xp=np) -> Verdict:
+    """Collective: is the concatenation of the ranks' local_out the sorted local_in's?
+
+    Arrays are 1-D numbers or (n, record_size) uint8 records (ordered by their first key_size
+    bytes, default all); NumPy or CuPy as given by xp. Every rank gets the same Verdict.
+    """
+    mine = _Summary()
+    mine.add_input(local_in, xp)
+    mine.add_output(local_out, xp, descending, key_size)
+    return _combine(comm, mine)
+
+
+def _output_options(output_path, fmt: FileFormat) -> FileFormat:
+    """The format of the output file of a sort of an input in format fmt."""
+    if fmt.kind == "records":
+        out = detect_format(output_path, record_size=fmt.record_size, key_size=fmt.key_size)
+    else:
+        out = detect_format(output_path, dtype=None if is_npy(output_path) else fmt.dtype)
+    if out.native_dtype != fmt.native_dtype or out.itemsize != fmt.itemsize:
+        raise _mismatch(output_path, out, fmt)
+    return out
+
+
+def _mismatch(output_path, out: FileFormat, fmt: FileFormat) -> DistsortError:
+    return DistsortError(f"{output_path} holds {out.describe()} but the input holds "
+                         f"{fmt.describe()}: it cannot be the input sorted")
+
+
+def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
+              descending: bool = False, chunk: int = 1 << 24) -> Verdict:
+    """Collective (`python -m distsort check IN OUT`): each rank reads an even share of both files
+    (in pieces of `chunk` elements) and the shares are checked together as by verify."""
+    def open_both():
+        in_fmt = fmt or detect_format(input_path)
+        out_fmt = _output_options(output_path, in_fmt)
+        return open_input(input_path, in_fmt), open_input(output_path, out_fmt)
+
+    src, dst = agree(comm, open_both)
+    rank, size = comm.Get_rank(), comm.Get_size()
+
+    def summarize() -> _Summary:
+        mine = _Summary()
+        for piece in src.chunks(*rank_range(src.count, rank, size), chunk):
+            mine.add_input(piece, np)
+        for piece in dst.chunks(*rank_range(dst.count, rank, size), chunk):
+            mine.add_output(piece, np, descending, src.fmt.key_size)
+        return mine
+
+    return _combine(comm, agree(comm, summarize))

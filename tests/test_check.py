@@ -1,0 +1,215 @@
+"""Checksum, order and verdicts of distsort.check on one process (COMM_SELF)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from distsort.check import checksum, first_disorder, key_words, run_check, verify
+from distsort.errors import DistsortError
+from distsort.io import FileFormat, write_shards
+
+COMM = MPI.COMM_SELF
+DTYPES = ["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8"]
+
+
+def random_values(dtype, n: int = 500, seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 256, n * np.dtype(dtype).itemsize, dtype=np.uint8).view(dtype)
+
+
+def records(n: int = 300, width: int = 100, seed: int = 2) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (n, width), dtype=np.uint8)
+
+
+def bitwise_sorted(data: np.ndarray) -> np.ndarray:
+    """NumPy's order, keeping every element's bits (np.sort rewrites NaN payloads and signs)."""
+    return data[np.argsort(data, kind="stable")]
+
+
+def memcmp_sorted(rows: np.ndarray, key_size: int) -> np.ndarray:
+    return rows[np.lexsort(rows[:, :key_size].T[::-1])]
+
+
+# ---- checksum -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_checksum_ignores_order_and_splitting(dtype):
+    data = random_values(dtype)
+    shuffled = np.random.default_rng(5).permutation(data)
+    parts = sum(checksum(p) for p in np.array_split(shuffled, 7)) % 2**64
+    assert checksum(data) == checksum(shuffled) == parts
+    assert 0 <= checksum(data) < 2**64
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_checksum_sees_every_changed_bit(dtype):
+    data = random_values(dtype, 64)
+    base = checksum(data)
+    raw = data.view(np.uint8)
+    for byte in range(0, raw.size, 13):
+        for bit in (0, 7):
+            changed = raw.copy()
+            changed[byte] ^= 1 << bit
+            assert checksum(changed.view(dtype)) != base
+
+
+def test_checksum_of_records_sees_bytes_past_the_key_and_swapped_halves():
+    rows = records(40, 13)
+    base = checksum(rows)
+    changed = rows.copy()
+    changed[7, 12] ^= 1
+    assert checksum(changed) != base
+    # the second halves of two records exchanged: same multiset of words, different records
+    swapped = rows.copy()
+    swapped[[0, 1], 8:] = rows[[1, 0], 8:]
+    assert checksum(swapped) != base
+    assert checksum(rows[::-1]) == base
+
+
+def test_checksum_sees_duplicates_replacing_elements():
+    data = np.arange(100, dtype=np.uint32)
+    dup = data.copy()
+    dup[3] = dup[4]
+    assert checksum(dup) != checksum(data)
+    assert checksum(np.zeros(0, np.float64)) == 0
+
+
+def test_checksum_works_on_strided_and_big_endian_views():
+    data = random_values("u4", 100)
+    assert checksum(data[::2]) == checksum(data[::2].copy())
+    big = data.astype(">u4")
+    assert checksum(big.astype("<u4")) == checksum(data)
+
+
+def test_checksum_is_pinned():
+    """The value is part of the contract between NumPy and CuPy runs: pin it."""
+    assert checksum(np.arange(10, dtype=np.uint64)) == checksum(np.arange(10, dtype=np.uint64))
+    assert checksum(np.array([0], np.uint64)) == 0xE220A8397B1DCDAF
+    assert checksum(np.array([1], np.uint8)) == checksum(np.array([1], np.uint64))
+
+
+# ---- order --------------------------------------------------------------------------------------
+
+
+def test_first_disorder_finds_the_first_bad_pair():
+    assert first_disorder([np.array([1, 2, 2, 3], np.uint32)]) is None
+    assert first_disorder([np.array([1, 3, 2, 1], np.uint32)]) == 1
+    assert first_disorder([np.zeros(0, np.uint8)]) is None
+    two_words = [np.array([1, 1, 2], np.uint64), np.array([5, 4, 0], np.uint64)]
+    assert first_disorder(two_words) == 0
+
+
+def test_nan_last_and_signed_zeros_equal_in_both_orders():
+    up = np.array([-np.inf, -1.0, -0.0, 0.0, -0.0, 2.0, np.inf, np.nan, -np.nan], np.float32)
+    assert first_disorder(key_words(up)) is None
+    down = np.array([np.inf, 2.0, 0.0, -0.0, 0.0, -1.0, -np.inf, np.nan, np.nan], np.float32)
+    assert first_disorder(key_words(down, descending=True)) is None
+    assert first_disorder(key_words(up, descending=True)) is not None
+
+
+# ---- verify -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("descending", [False, True])
+def test_verify_accepts_numpy_sorted_data(dtype, descending):
+    data = random_values(dtype)
+    out = bitwise_sorted(data)
+    if descending:
+        nan = np.isnan(out) if out.dtype.kind == "f" else np.zeros(len(out), bool)
+        out = np.concatenate([out[~nan][::-1], out[nan]])
+    verdict = verify(COMM, data, out, descending=descending)
+    assert verdict.ok and verdict.order_ok, verdict.message
+    assert verdict.count_in == verdict.count_out == len(data)
+    assert verdict.checksum_in == verdict.checksum_out == checksum(data)
+    assert verdict.first_bad_rank is None and verdict.message.startswith("OK")
+
+
+def test_verify_catches_a_swapped_element():
+    data = random_values("i4")
+    out = np.sort(data)
+    out[[10, 11]] = out[[11, 10]]
+    verdict = verify(COMM, data, out)
+    assert not verdict.ok and not verdict.order_ok and verdict.first_bad_rank == 0
+    assert verdict.checksum_in == verdict.checksum_out
+    assert "element 11 sorts before element 10" in verdict.message
+
+
+def test_verify_catches_a_changed_byte_even_when_order_survives():
+    data = np.arange(0, 1000, 2, dtype=np.uint16)
+    out = data.copy()
+    out[5] += 1  # still sorted, same count
+    verdict = verify(COMM, data, out)
+    assert not verdict.ok and verdict.order_ok
+    assert "checksum" in verdict.message and "permutation" in verdict.message
+
+
+def test_verify_catches_a_missing_element():
+    data = random_values("f8")
+    verdict = verify(COMM, data, np.sort(data)[1:])
+    assert not verdict.ok and verdict.count_out == len(data) - 1
+    assert "holds 499 elements, the input 500" in verdict.message
+
+
+def test_verify_records_by_key_prefix():
+    rows = records()
+    out = memcmp_sorted(rows, 10)
+    assert verify(COMM, rows, out, key_size=10).ok
+    # ties in the key may come in any order of the rest of the record
+    rows[:, :10] = rows[0, :10]
+    assert verify(COMM, rows, rows[::-1].copy(), key_size=10).ok
+    assert not verify(COMM, rows, rows[::-1].copy(), key_size=11).order_ok
+
+
+def test_verify_records_descending():
+    rows = records()
+    out = memcmp_sorted(rows, 10)[::-1].copy()
+    assert verify(COMM, rows, out, key_size=10, descending=True).ok
+    assert not verify(COMM, rows, out, key_size=10).order_ok
+
+
+def test_verify_empty():
+    empty = np.zeros(0, np.int64)
+    verdict = verify(COMM, empty, empty)
+    assert verdict.ok and verdict.count_out == 0
+
+
+# ---- run_check on files -------------------------------------------------------------------------
+
+
+def test_run_check_files(tmp_path):
+    data = random_values(">f4", 1000)
+    np.save(tmp_path / "in.npy", data)
+    fmt = FileFormat.npy(">f4")
+    out = bitwise_sorted(data.astype("f4"))
+    write_shards(COMM, tmp_path / "out.npy", fmt, out)
+    assert run_check(COMM, tmp_path / "in.npy", tmp_path / "out.npy", chunk=97).ok
+    write_shards(COMM, tmp_path / "bad.npy", fmt, out[::-1].copy())
+    verdict = run_check(COMM, tmp_path / "in.npy", tmp_path / "bad.npy", chunk=97)
+    assert not verdict.order_ok and verdict.first_bad_rank == 0
+    assert verdict.checksum_in == verdict.checksum_out
+
+
+def test_run_check_records_and_chunk_boundaries(tmp_path):
+    rows = records(500)
+    rows.tofile(tmp_path / "in.dat")
+    out = memcmp_sorted(rows, 10)
+    out[[96, 97]] = out[[97, 96]]  # disorder exactly across a chunk boundary
+    out.tofile(tmp_path / "out.dat")
+    fmt = FileFormat.records(100, 10)
+    verdict = run_check(COMM, tmp_path / "in.dat", tmp_path / "out.dat", fmt, chunk=97)
+    assert not verdict.order_ok and "element 97 sorts before element 96" in verdict.message
+    memcmp_sorted(rows, 10).tofile(tmp_path / "out.dat")
+    assert run_check(COMM, tmp_path / "in.dat", tmp_path / "out.dat", fmt, chunk=97).ok
+
+
+def test_run_check_refuses_an_output_of_another_type(tmp_path):
+    np.save(tmp_path / "in.npy", np.arange(10, dtype=np.int32))
+    np.save(tmp_path / "out.npy", np.arange(10, dtype=np.int64))
+    with pytest.raises(DistsortError, match="cannot be the input sorted"):
+        run_check(COMM, tmp_path / "in.npy", tmp_path / "out.npy")
+    with pytest.raises(DistsortError, match="does not exist"):
+        run_check(COMM, tmp_path / "in.npy", tmp_path / "missing.npy")
