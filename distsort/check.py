@@ -30,11 +30,12 @@ _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 def mix64(x):
     """splitmix64's finalizer on a uint64 array (a bijection with good avalanche)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M2
-    return x ^ (x >> np.uint64(31))
+    x = x ^ (x >> np.uint64(30))  # a new array: the in-place steps below do not touch the input
+    x *= _M1
+    x ^= x >> np.uint64(27)
+    x *= _M2
+    x ^= x >> np.uint64(31)
+    return x
 
 
 def _words(data, xp):
