@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from distsort.errors import DistsortError, RemoteError, agree
+from distsort.gen import gen_file, generate
 from distsort.io import (
     FileFormat,
     ShardWriter,
@@ -173,3 +174,15 @@ def test_bad_input_fails_every_rank_with_one_message(mpi_tmp_path):
     with pytest.raises(DistsortError) as info:
         agree(COMM, lambda: detect_format(mpi_tmp_path / "odd.raw", dtype="u4"))
     assert_one_message(info.value, ["odd.raw", "multiple"])
+
+
+@pytest.mark.parametrize("dist, fmt", [("uniform", FileFormat.npy("<f8")),
+                                       ("reverse", FileFormat.raw(">i2")),
+                                       ("gensort", FileFormat.records(100, 10))])
+def test_gen_file_is_the_same_data_set_at_any_number_of_ranks(mpi_tmp_path, dist, fmt):
+    path = mpi_tmp_path / "g.dat"
+    gen_file(COMM, path, 1234, fmt, dist, seed=5, chunk=100)
+    src = open_input(path, fmt)
+    expect = generate(dist, fmt, 0, 1234, seed=5, total=1234)
+    assert src.read(0, src.count).tobytes() == expect.tobytes()
+    assert listing(mpi_tmp_path) == ["g.dat"]
