@@ -377,3 +377,19 @@ def test_partial_writes_are_continued(tmp_path, monkeypatch):
     data = np.arange(20, dtype=np.uint8)
     write_shards(COMM, tmp_path / "o.raw", FileFormat.raw("u1"), data)
     assert (tmp_path / "o.raw").read_bytes() == data.tobytes()
+
+
+def test_offsets_beyond_4_gib(tmp_path, monkeypatch):
+    """A sparse 5 GiB file: pieces written and read back past 2^32 bytes land where they should."""
+    monkeypatch.setattr(os, "statvfs", lambda path: type("Roomy", (), {"f_blocks": 0}))
+    total = 5 * 2**30 // 8
+    far = 2**32 // 8 + 3
+    piece = np.arange(10, dtype=np.uint64) + 2**40
+    with ShardWriter(tmp_path / "big.raw", FileFormat.raw("u8"), total, COMM) as w:
+        w.write(far, piece)
+        w.write(total - 1, piece[:1])
+        w.commit()
+    src = open_input(tmp_path / "big.raw", detect_format(tmp_path / "big.raw", dtype="u8"))
+    assert src.count == total
+    np.testing.assert_array_equal(src.read(far - 1, far + 11), np.r_[0, piece, 0])
+    assert src.read(total - 1, total)[0] == piece[0]

@@ -255,10 +255,11 @@ def check_size(path, fmt: FileFormat) -> int:
     with _open_input(path) as f:
         size = os.fstat(f.fileno()).st_size
     if size % fmt.itemsize:
-        unit = "record size" if fmt.kind == "records" else f"size of {fmt.dtype}"
+        unit, option = ("record size", "--record-size") if fmt.kind == "records" else (
+            f"size of {fmt.dtype}", "--dtype")
         raise DistsortError(
             f"{path} holds {size} bytes, not a multiple of the {unit} ({fmt.itemsize} bytes): "
-            "check --dtype/--record-size, or whether the file is truncated"
+            f"check {option}, or whether the file is truncated"
         )
     return size // fmt.itemsize
 
