@@ -40,17 +40,20 @@ def mix64(x):
 
 def _words(data, xp):
     """Each element's (or row's) bytes as uint64 words: (n, w), zero-padded on the right."""
-    if data.ndim == 1:
-        size = data.dtype.itemsize
-        if size == 8:
-            return data.view(np.uint64).reshape(-1, 1)
+    data = xp.ascontiguousarray(data)
+    size = data.dtype.itemsize
+    if data.ndim == 1 and size == 8:
+        return data.view(np.uint64).reshape(-1, 1)
+    if data.ndim == 1 and size in _WORD:
         return data.view(_WORD[size]).astype(np.uint64).reshape(-1, 1)
-    n, width = data.shape
+    n = data.shape[0]
+    width = size * int(np.prod(data.shape[1:], dtype=np.int64))
+    rows = data.view(np.uint8).reshape(n, width)
     if width % 8:
         padded = xp.zeros((n, width + 8 - width % 8), dtype=np.uint8)
-        padded[:, :width] = data
-        data = padded
-    return xp.ascontiguousarray(data).view(np.uint64)
+        padded[:, :width] = rows
+        rows = padded
+    return rows.view(np.uint64)
 
 
 def _hash_rows(words):
@@ -61,12 +64,17 @@ def _hash_rows(words):
     return h
 
 
-def checksum(data, xp=np) -> int:
-    """Order-independent 64-bit checksum over the full bytes of each element or record row."""
-    data = xp.ascontiguousarray(data)
+def checksum(data, xp=np, values=None) -> int:
+    """Order-independent 64-bit checksum over the full bytes of each element or record row.
+
+    With values (one row per element, any dtype or width), each element is hashed together with
+    its value, so a value that moved to another key changes the sum.
+    """
     total = 0
     for lo in range(0, data.shape[0], _CHUNK):
         words = _words(data[lo : lo + _CHUNK], xp)
+        if values is not None:
+            words = xp.concatenate([words, _words(values[lo : lo + _CHUNK], xp)], axis=1)
         total += int(_hash_rows(words).sum(dtype=np.uint64))
     return total % 2**64
 
@@ -105,11 +113,11 @@ class _Summary:
     last_key: tuple | None = None
     bad_index: int | None = None
 
-    def add_input(self, data, xp) -> None:
+    def add_input(self, data, xp, values=None) -> None:
         self.count_in += int(data.shape[0])
-        self.checksum_in = (self.checksum_in + checksum(data, xp)) % 2**64
+        self.checksum_in = (self.checksum_in + checksum(data, xp, values)) % 2**64
 
-    def add_output(self, data, xp, descending: bool, key_size: int | None) -> None:
+    def add_output(self, data, xp, descending: bool, key_size: int | None, values=None) -> None:
         """Feed the next piece of this rank's output, in order."""
         n = int(data.shape[0])
         if n:
@@ -123,7 +131,7 @@ class _Summary:
             self.first_key = first if self.first_key is None else self.first_key
             self.last_key = tuple(int(w[-1]) for w in words)
         self.count_out += n
-        self.checksum_out = (self.checksum_out + checksum(data, xp)) % 2**64
+        self.checksum_out = (self.checksum_out + checksum(data, xp, values)) % 2**64
 
 
 @dataclass
@@ -177,15 +185,16 @@ def _combine(comm, mine: _Summary) -> Verdict:
 
 
 def verify(comm, local_in, local_out, *, descending: bool = False, key_size: int | None = None,
-           xp=np) -> Verdict:
+           xp=np, values_in=None, values_out=None) -> Verdict:
     """Collective: is the concatenation of the ranks' local_out the sorted local_in's?
 
     Arrays are 1-D numbers or (n, record_size) uint8 records (ordered by their first key_size
-    bytes, default all); NumPy or CuPy as given by xp. Every rank gets the same Verdict.
+    bytes, default all); NumPy or CuPy as given by xp. For key-value sorts, values_in/values_out
+    (one row per key) enter the checksum paired with their keys. Every rank gets the same Verdict.
     """
     mine = _Summary()
-    mine.add_input(local_in, xp)
-    mine.add_output(local_out, xp, descending, key_size)
+    mine.add_input(local_in, xp, values_in)
+    mine.add_output(local_out, xp, descending, key_size, values_out)
     return _combine(comm, mine)
 
 

@@ -213,3 +213,27 @@ def test_run_check_refuses_an_output_of_another_type(tmp_path):
         run_check(COMM, tmp_path / "in.npy", tmp_path / "out.npy")
     with pytest.raises(DistsortError, match="does not exist"):
         run_check(COMM, tmp_path / "in.npy", tmp_path / "missing.npy")
+
+
+# ---- key-value pairs ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("values", [np.arange(300, dtype=np.complex128) * 1j,
+                                    np.arange(900, dtype=np.uint8).reshape(300, 3),
+                                    np.arange(300, dtype=np.int16)])
+def test_values_are_checked_with_their_keys(values):
+    keys = random_values("u2", 300, seed=8)
+    order = np.argsort(keys, kind="stable")
+    assert checksum(keys, values=values) == checksum(keys[order], values=values[order])
+    assert checksum(keys, values=values) != checksum(keys)
+    verdict = verify(COMM, keys, keys[order], values_in=values, values_out=values[order])
+    assert verdict.ok, verdict.message
+    mispaired = values[order].copy()
+    mispaired[[0, 1]] = mispaired[[1, 0]]  # keys in place, two values exchanged
+    verdict = verify(COMM, keys, keys[order], values_in=values, values_out=mispaired)
+    assert not verdict.ok and verdict.order_ok and "checksum" in verdict.message
+
+
+def test_element_bytes_hash_alike_as_numbers_or_as_byte_rows():
+    data = random_values("u4", 50)
+    assert checksum(data) == checksum(data.view(np.uint8).reshape(50, 4))
