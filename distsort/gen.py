@@ -34,7 +34,7 @@ import numpy as np
 
 from .check import mix64
 from .errors import DistsortError, agree
-from .io.formats import FileFormat, parse_dtype
+from .io.formats import FileFormat, output_format, parse_dtype
 from .io.reader import rank_range
 from .io.writer import ShardWriter
 from .keys import NumericCodec
@@ -257,6 +257,16 @@ def generate(dist: str, fmt_or_dtype, start: int, stop: int, seed: int = 0, xp=n
                  else _numbers(dist, spec, seed, idx, xp, total))
         out[lo - start : hi - start] = piece
     return out
+
+
+def gen_format(path, dist: str, dtype=None, record_size=None, key_size=None) -> FileFormat:
+    """The format `distsort gen` writes: from the options and the name (.npy or raw), where
+    gensort without record options means the benchmark's 100-byte records with 10-byte keys."""
+    if dist == "gensort" and dtype is None and record_size is None and key_size is None:
+        record_size, key_size = 100, 10
+    fmt = output_format(path, dtype=dtype, record_size=record_size, key_size=key_size)
+    check_dist(dist, fmt)
+    return fmt
 
 
 def gen_file(comm, path, count: int, fmt: FileFormat, dist: str, seed: int = 0, xp=np,

@@ -10,7 +10,7 @@ from mpi4py import MPI
 
 from distsort.check import first_disorder, key_words
 from distsort.errors import DistsortError
-from distsort.gen import DISTRIBUTIONS, gen_file, generate
+from distsort.gen import DISTRIBUTIONS, gen_file, gen_format, generate
 from distsort.io import FileFormat, detect_format, open_input
 
 DTYPES = ["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8"]
@@ -248,3 +248,22 @@ def test_gpu_generation_matches_the_cpu(dist):
         assert np.abs(cupy.asnumpy(gpu) - cpu).max() <= 1
     else:
         assert cupy.asnumpy(gpu).tobytes() == cpu.tobytes()
+
+
+@pytest.mark.parametrize("path, dist, opts, expect", [
+    ("g.dat", "gensort", {}, FileFormat.records(100, 10)),
+    ("g.dat", "gensort", {"record_size": 50, "key_size": 8}, FileFormat.records(50, 8)),
+    ("g.npy", "zipf", {"dtype": ">u8"}, FileFormat.npy(">u8")),
+    ("g.bin", "sorted", {"dtype": "f2"}, FileFormat.raw("f2")),
+])
+def test_gen_format(path, dist, opts, expect):
+    assert gen_format(path, dist, **opts) == expect
+
+
+def test_gen_format_errors():
+    with pytest.raises(DistsortError, match="--dist gensort makes byte records"):
+        gen_format("g.dat", "gensort", dtype="u4")
+    with pytest.raises(DistsortError, match="give --dtype"):
+        gen_format("g.dat", "uniform")
+    with pytest.raises(DistsortError, match="does not end in .npy"):
+        gen_format("g.npy", "gensort")
