@@ -237,3 +237,18 @@ def test_values_are_checked_with_their_keys(values):
 def test_element_bytes_hash_alike_as_numbers_or_as_byte_rows():
     data = random_values("u4", 50)
     assert checksum(data) == checksum(data.view(np.uint8).reshape(50, 4))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["u1", "i2", "f4", "u8"])
+def test_gpu_checksum_and_verify_agree_with_the_cpu(dtype):
+    cupy = pytest.importorskip("cupy")
+    data = random_values(dtype, 5000)
+    out = bitwise_sorted(data)
+    assert checksum(cupy.asarray(data), cupy) == checksum(data)
+    rows = records(500, 100)
+    assert checksum(cupy.asarray(rows), cupy) == checksum(rows)
+    verdict = verify(COMM, cupy.asarray(data), cupy.asarray(out), xp=cupy)
+    assert verdict.ok, verdict.message
+    out[[0, -1]] = out[[-1, 0]]
+    assert not verify(COMM, cupy.asarray(data), cupy.asarray(out), xp=cupy).order_ok
