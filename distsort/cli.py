@@ -118,7 +118,7 @@ def _sort_parser(p: argparse.ArgumentParser) -> None:
 def _gen_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("output")
     p.add_argument("--count", type=parse_count, required=True)
-    p.add_argument("--dtype", default="uint32")
+    p.add_argument("--dtype", help="element type (default uint32; none for gensort records)")
     p.add_argument("--dist", default="uniform")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--record-size", type=int, help="records of this size (gensort: 100)")

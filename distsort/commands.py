@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from . import api
-from .check import checksum, run_check, verify
+from .check import run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import parse_dtype
@@ -26,7 +26,7 @@ def run_job(args, comm) -> int:
     dtype = agree(comm, lambda: parse_dtype(args.dtype))
     count = args.count if args.count is not None else DEFAULT_PER_RANK[rt.backend.name] * comm.size
     start, stop = rank_range(count, comm.Get_rank(), comm.Get_size())
-    keys = agree(comm, lambda: generate(args.dist, dtype, start, stop, args.seed, rt.xp))
+    keys = agree(comm, lambda: generate(args.dist, dtype, start, stop, args.seed, rt.xp, count))
     api.sort(keys[: 1 << 16], comm, backend=rt.backend.name)  # warm-up: NCCL set-up, kernels
     report = SortReport()
     shard = api.sort(keys, comm, backend=rt.backend.name, report=report)
@@ -120,15 +120,14 @@ def _sort_local(args, fmt: FileFormat, local, local_values, comm, report) -> lis
 
 
 def _verify(args, fmt: FileFormat, comm, local, local_values, outputs) -> None:
-    verdict = verify(comm, local, outputs[0], descending=args.descending, key_size=fmt.key_size)
-    problem = None if verdict.ok else verdict.message
-    if local_values is not None and problem is None:
-        sums = comm.allgather((checksum(local_values), checksum(outputs[1])))
-        if sum(s[0] for s in sums) % 2**64 != sum(s[1] for s in sums) % 2**64:
-            problem = "the values are not a permutation of the input values"
-    if problem:
+    pairs = {}
+    if local_values is not None:
+        pairs = dict(values_in=local_values, values_out=outputs[1])
+    verdict = verify(comm, local, outputs[0], descending=args.descending, key_size=fmt.key_size,
+                     **pairs)
+    if not verdict.ok:
         def fail():
-            raise DistsortError(f"--verify failed, nothing written: {problem}")
+            raise DistsortError(f"--verify failed, nothing written: {verdict.message}")
 
         agree(comm, fail)
 
@@ -161,18 +160,16 @@ def _values_path(output: str) -> str:
 def gen_file(args, comm) -> int:
     """`gen OUTPUT`: every rank generates and writes its own range of the data set."""
     from .gen import gen_file as generate_file
+    from .gen import gen_format
 
-    fmt = agree(comm, lambda: _gen_format(args))
+    records = args.dist == "gensort" or args.record_size
+    dtype = args.dtype or (None if records else "uint32")
+    fmt = agree(comm, lambda: gen_format(args.output, args.dist, dtype, args.record_size,
+                                         args.key_size))
     generate_file(comm, args.output, args.count, fmt, args.dist, args.seed)
     if comm.Get_rank() == 0 and not args.quiet:
         print(f"distsort: wrote {args.count} {fmt.describe()} ({args.dist}) to {args.output}")
     return 0
-
-
-def _gen_format(args) -> FileFormat:
-    if args.dist == "gensort" or args.record_size:
-        return FileFormat.records(args.record_size or 100, args.key_size or 10)
-    return output_format(args.output, dtype=args.dtype)
 
 
 def check(args, comm) -> int:

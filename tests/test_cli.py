@@ -122,8 +122,8 @@ def test_gen_then_sort_then_check(tmp_path):
     for dist in ["zipf", "fewdistinct", "gensort"]:
         name = f"{dist}.dat" if dist == "gensort" else f"{dist}.npy"
         fmt = ["--record-size", "100", "--key-size", "10"] if dist == "gensort" else []
-        run = distsort("gen", name, "--count", "30000", "--dtype", "int64", "--dist", dist,
-                       cwd=tmp_path)
+        dtype = [] if dist == "gensort" else ["--dtype", "int64"]
+        run = distsort("gen", name, "--count", "30000", *dtype, "--dist", dist, cwd=tmp_path)
         assert run.returncode == 0, run.stderr
         run = distsort("sort", name, "-o", "sorted-" + name, *fmt, cwd=tmp_path)
         assert run.returncode == 0, run.stderr
