@@ -2,7 +2,7 @@
 # One device call: GPU tests on 1 GPU and on every GPU under MPI, the default job, and the
 # distributed benchmark at P = 1, 2, 4 (as many GPUs as the machine has). Logs go to $OUT.
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
-#   bash bench/run_gpu.sh [steps...]   steps: tests mpitests job bench scaling (default: all
+#   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench scaling (default: all
 #   but scaling)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -11,15 +11,16 @@ export PYTHONPATH=$PWD:/tmp/site
 [ -d .whl ] && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 gpus=$(nvidia-smi -L | wc -l)
 mpi="mpirun --oversubscribe -x NCCL_NVLS_ENABLE -x PYTHONPATH -x PYTHONUNBUFFERED -x DISTSORT_ENGINE"
-steps=${*:-tests mpitests job bench}
+steps=${*:-tests mpitests quickstart bench}
 nvidia-smi -L | tee "$OUT/gpus.txt"
 for step in $steps; do
   echo "=== $step"
   case $step in
     tests) timeout 300 python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/ 2>&1 | tail -25 ;;
     mpitests) timeout 300 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
-                --with-mpi tests/test_gpu.py 2>&1 | tail -8 ;;
-    job) timeout 120 $mpi -n "$gpus" python3 -m distsort --report "$OUT/job.json" 2>&1 | tail -8 ;;
+                --with-mpi tests/test_gpu.py 2>&1 | grep -v "^$" | tail -30 ;;
+    quickstart) DISTSORT_RANKS=$gpus timeout 200 bash launch/quickstart.sh --report "$OUT/job.json" \
+                  2>&1 | tail -8 ;;
     bench) for p in 1 2 4; do
              [ "$p" -le "$gpus" ] || continue
              timeout 300 $mpi -n "$p" python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6
