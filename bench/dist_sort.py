@@ -144,7 +144,7 @@ def naive_baseline(n_local: int, dtype, reps: int) -> float:
             send = np.diff(np.concatenate([[0], cuts, [len(local)]])).astype(np.int64)
             recv = np.empty_like(send)
             COMM.Alltoall(send, recv)
-            return cupy.sort(rt.transport.alltoallv(local, send, recv))
+            return cupy.sort(rt.transport.alltoallv([local], send, recv)[0])
 
         seconds = timed(call)
         if rep:
@@ -158,7 +158,7 @@ def exchange_reference(n_local: int, dtype, reps: int) -> float:
     p = COMM.Get_size()
     counts = np.full(p, n_local // p, dtype=np.int64)
     data = random_keys(int(counts.sum()), dtype)
-    times = [timed(lambda: rt.transport.alltoallv(data, counts, counts)) for _ in range(reps + 1)]
+    times = [timed(lambda: rt.transport.alltoallv([data], counts, counts)) for _ in range(reps + 1)]
     return data.nbytes * (p - 1) / p / statistics.median(times[1:]) / 1e9
 
 

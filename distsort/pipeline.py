@@ -76,7 +76,7 @@ def exchange(rt: Runtime, columns: list, send_counts: np.ndarray, report: SortRe
     me = rt.comm.Get_rank()
     report.bytes_sent += int(send_counts.sum() - send_counts[me]) * widths  # to other ranks
     report.bytes_received += int(recv_counts.sum() - recv_counts[me]) * widths
-    return [rt.transport.alltoallv(c, send_counts, recv_counts) for c in columns]
+    return rt.transport.alltoallv(columns, send_counts, recv_counts)
 
 
 def varying_bits(splitters: np.ndarray, rank: int, word) -> int:

@@ -1,9 +1,9 @@
 """The transport seam: an all-to-all-v of rows between ranks, over MPI (host) or NCCL (GPU).
 
-`alltoallv(send, send_counts, recv_counts)` takes an array whose first axis holds rows already
-grouped by destination rank (send_counts[j] rows for rank j, in rank order) and returns the rows
-received, grouped by source rank. Counts are in rows and 64-bit; each transport turns them into
-bytes and splits what its library cannot take in one call.
+`alltoallv(columns, send_counts, recv_counts)` takes arrays whose first axis holds rows already
+grouped by destination rank (send_counts[j] rows for rank j, in rank order) and returns, for each,
+the rows received, grouped by source rank. Counts are in rows and 64-bit; each transport turns
+them into bytes and splits what its library cannot take in one call.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import numpy as np
 class Transport(Protocol):
     name: str
 
-    def alltoallv(self, send, send_counts: np.ndarray, recv_counts: np.ndarray):
-        """Send send[rows for j] to every rank j; return the rows received, by source rank."""
+    def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray) -> list:
+        """Send each column's rows for rank j to rank j; return the rows received, by source."""
 
 
 def row_bytes(a) -> int:

@@ -26,7 +26,10 @@ class MpiTransport:
         env = os.environ.get("DISTSORT_MPI_CHUNK_BYTES")
         self.chunk_bytes = int(chunk_bytes or env or 256 * 2**20)
 
-    def alltoallv(self, send, send_counts: np.ndarray, recv_counts: np.ndarray):
+    def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray) -> list:
+        return [self._column(c, send_counts, recv_counts) for c in columns]
+
+    def _column(self, send, send_counts: np.ndarray, recv_counts: np.ndarray):
         width = row_bytes(send)
         out = np.empty((int(recv_counts.sum()),) + send.shape[1:], dtype=send.dtype)
         sbytes = np.asarray(send_counts, np.int64) * width

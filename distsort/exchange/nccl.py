@@ -1,7 +1,8 @@
 """All-to-all-v between GPUs with NCCL grouped send/recv (through cupy.cuda.nccl).
 
-One NCCL group holds a send and a receive per peer, byte-typed with 64-bit counts, so NCCL
-schedules all pairs at once over NVLink. The communicator is built once per MPI communicator
+One NCCL group holds a send and a receive per peer and column, byte-typed with 64-bit counts, so
+NCCL schedules all pairs at once over NVLink; the rank's own rows go by a device-to-device copy on
+a side stream at the same time. The communicator is built once per MPI communicator
 (its unique id travels over MPI) and reused: creating one costs far more than an exchange.
 """
 
@@ -24,32 +25,44 @@ class NcclTransport:
         uid = comm.bcast(uid, root=0)
         self.nccl_comm = nccl.NcclCommunicator(comm.Get_size(), uid, comm.Get_rank())
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
+        self._side = cupy.cuda.Stream(non_blocking=True)
+        self._own_done = None
 
-    def alltoallv(self, send, send_counts: np.ndarray, recv_counts: np.ndarray, stream=None):
+    def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray) -> list:
+        """Every column in one NCCL group; this rank's own rows by a device copy beside it."""
         cp, nccl = self.cp, self.nccl
-        width = row_bytes(send)
-        out = cp.empty((int(recv_counts.sum()),) + send.shape[1:], dtype=send.dtype)
-        sbuf, rbuf = as_bytes(cp.ascontiguousarray(send)), as_bytes(out)
+        stream = cp.cuda.get_current_stream()
+        outs = [cp.empty((int(recv_counts.sum()),) + c.shape[1:], dtype=c.dtype) for c in columns]
+        plans = [self._plan(c, out, send_counts, recv_counts) for c, out in zip(columns, outs)]
+        self._copy_own_rows(plans, stream)
+        nccl.groupStart()
+        for sbuf, sbytes, sdisp, rbuf, rbytes, rdisp in plans:
+            for peer in range(self.size):
+                if peer != self.rank and sbytes[peer]:
+                    self.nccl_comm.send(sbuf.data.ptr + int(sdisp[peer]), int(sbytes[peer]),
+                                        nccl.NCCL_UINT8, peer, stream.ptr)
+                if peer != self.rank and rbytes[peer]:
+                    self.nccl_comm.recv(rbuf.data.ptr + int(rdisp[peer]), int(rbytes[peer]),
+                                        nccl.NCCL_UINT8, peer, stream.ptr)
+        nccl.groupEnd()
+        stream.wait_event(self._own_done)
+        return outs
+
+    def _plan(self, column, out, send_counts, recv_counts) -> tuple:
+        """Byte buffers, byte counts and byte displacements for one column."""
+        width = row_bytes(column)
         sbytes = np.asarray(send_counts, np.int64) * width
         rbytes = np.asarray(recv_counts, np.int64) * width
-        sdisp, rdisp = displacements(sbytes), displacements(rbytes)
-        stream = stream or cp.cuda.get_current_stream()
+        sbuf = as_bytes(self.cp.ascontiguousarray(column))
+        return sbuf, sbytes, displacements(sbytes), as_bytes(out), rbytes, displacements(rbytes)
+
+    def _copy_own_rows(self, plans, stream) -> None:
+        """Copy this rank's own rows on a side stream, overlapping the NCCL transfers."""
+        self._side.wait_event(stream.record())
         me = self.rank
-        with stream:  # this rank's own rows: a device copy, not a trip through NCCL
-            rbuf[rdisp[me] : rdisp[me] + rbytes[me]] = sbuf[sdisp[me] : sdisp[me] + sbytes[me]]
-        nccl.groupStart()
-        for peer in range(self.size):
-            if peer == me:
-                continue
-            if sbytes[peer]:
-                self.nccl_comm.send(
-                    sbuf.data.ptr + int(sdisp[peer]), int(sbytes[peer]), nccl.NCCL_UINT8,
-                    peer, stream.ptr,
-                )
-            if rbytes[peer]:
-                self.nccl_comm.recv(
-                    rbuf.data.ptr + int(rdisp[peer]), int(rbytes[peer]), nccl.NCCL_UINT8,
-                    peer, stream.ptr,
-                )
-        nccl.groupEnd()
-        return out
+        for sbuf, sbytes, sdisp, rbuf, _, rdisp in plans:
+            if sbytes[me]:
+                self.cp.cuda.runtime.memcpyAsync(
+                    rbuf.data.ptr + int(rdisp[me]), sbuf.data.ptr + int(sdisp[me]),
+                    int(sbytes[me]), self.cp.cuda.runtime.memcpyDeviceToDevice, self._side.ptr)
+        self._own_done = self._side.record()

@@ -4,8 +4,9 @@
 // over the keys -- count (read 4 or 8 B/key) and scatter (read + write) -- so 12 B per 4-byte key
 // instead of a full sort's ~36. A tile is 256 threads x 16 keys = 4096 keys; each tile counts its
 // keys per bucket, one exclusive scan over the (bucket, tile) counts (bucket-major) gives every
-// tile's start in every bucket, and the scatter ranks keys inside the tile stably with
-// __match_any_sync (O(1) per key for any p <= 256), so equal keys keep their input order.
+// tile's start in every bucket, and the scatter ranks keys inside the tile stably with warp
+// votes (a ballot per bucket up to 32 buckets, __match_any_sync beyond, up to 256), so equal
+// keys keep their input order.
 // Ties with a splitter's key are broken by global position (offset + index), which spreads runs of
 // equal keys over ranks. Splitters live in shared memory; the bucket search is a binary search.
 
@@ -25,6 +26,18 @@ __device__ __forceinline__ int bucket_of(K key, u64 pos, const K* sk, const u64*
         if (below) lo = mid + 1; else hi = mid;
     }
     return lo;
+}
+
+// Lanes of this warp whose bucket equals this lane's (invalid lanes carry -1). Up to 32 buckets
+// take one ballot per bucket, cheap instructions; beyond that one __match_any_sync, a slow one.
+__device__ __forceinline__ unsigned int same_bucket(int bucket, int buckets) {
+    if (buckets > 32) return __match_any_sync(0xffffffffu, bucket);
+    unsigned int peers = 0;
+    for (int b = 0; b < buckets; ++b) {
+        unsigned int m = __ballot_sync(0xffffffffu, bucket == b);
+        if (bucket == b) peers = m;
+    }
+    return bucket < 0 ? 0u : peers;
 }
 
 template <typename K>
@@ -52,7 +65,7 @@ __global__ void __launch_bounds__(BLOCK) partition_count(
     for (int k = 0; k < ITEMS; ++k) {  // one shared-memory atomic per bucket per warp step
         long long i = first + k * 32 + lane;
         int bucket = i < n ? bucket_of(keys[i], offset + (u64)i, sk, sp, ns) : -1;
-        unsigned int peers = __match_any_sync(0xffffffffu, bucket);
+        unsigned int peers = same_bucket(bucket, ns + 1);
         if (bucket >= 0 && lane == __ffs(peers) - 1) atomicAdd(&hist[bucket], __popc(peers));
     }
     __syncthreads();
@@ -87,7 +100,7 @@ __global__ void __launch_bounds__(BLOCK) partition_scatter(
         bool valid = i < n;
         key[k] = valid ? keys[i] : K(0);
         bucket[k] = valid ? bucket_of(key[k], offset + (u64)i, sk, sp, ns) : -1;
-        unsigned int peers = __match_any_sync(0xffffffffu, bucket[k]);
+        unsigned int peers = same_bucket(bucket[k], ns + 1);
         rank[k] = valid ? warp_count[warp][bucket[k]] + __popc(peers & lower) : 0;
         __syncwarp();
         if (valid && lane == __ffs(peers) - 1) warp_count[warp][bucket[k]] += __popc(peers);
