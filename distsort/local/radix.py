@@ -7,11 +7,15 @@ in [begin_bit, end_bit) are sorted, and from SYNC_MIN keys on, a pass whose digi
 every key (seen in the histogram) is skipped.
 
 Where CUB (cupy.sort / cupy.argsort, through CubEngine) runs instead of our kernels:
-- fewer than `min_n` keys (launch overhead dominates; MIN_N is set from bench/local_sort.py);
+- below the sizes in MIN_N, per operation, where CUB measured faster (bench/local_sort.py on an
+  H100, bench/RESULTS.md): launch and Python overheads weigh more there, and full-width key-only
+  sorts only pay off on large arrays; a bit range narrower than the key ("narrow") saves passes;
+- uint8/uint16 keys (CUB sorts them natively in 1-2 narrow passes; ours would widen them);
 - 2^32 keys or more (our kernels keep 32-bit positions);
 - keys that are not uint8/16/32/64, or not 1-D.
-uint8/uint16 keys are widened to uint32 and sorted on their 8 or 16 bits. Payloads of 4 or 8
-bytes ride through the passes; any other payload is gathered once at the end by the permutation.
+RadixEngine(min_n=k) overrides all of these sizes (and the uint8/16 rule): ours from k keys on;
+uint8/uint16 keys are then widened to uint32 and sorted on their 8 or 16 bits. Payloads of 4 or
+8 bytes ride through the passes; any other payload is gathered once at the end by the permutation.
 CuPy is imported lazily, so this module imports where there is none.
 """
 
@@ -26,9 +30,20 @@ RADIX_BITS = 8
 BLOCK = 256  # threads per onesweep block; must match radix.cu
 HIST_BLOCK = 1024  # histogram block; one per SM (radix.cu)
 HIST_LANES = {4: 32, 8: 16}  # copies of each histogram counter, by key width (radix.cu)
-ITEMS = {4: 16, 8: 12}  # keys per thread by key width; passed to radix.cu as ITEMS32/ITEMS64
+ITEMS = {4: 18, 8: 16}  # keys per thread by key width; passed to radix.cu as ITEMS32/ITEMS64
+# compile-time switches of radix.cu (see there); bench/local_sort.py --tune compares settings
+DEFINES = {"RADIX_LOOKBACK_WINDOW": 4, "RADIX_EARLY_COUNTS": 1}
 SYNC_MIN = 1 << 22  # from here on the histogram is read back to skip constant digits
-MIN_N = 1 << 14  # below this CUB runs (see bench/RESULTS.md)
+# From these sizes on our kernels run, CUB below: the smallest power of two from which ours was
+# at least as fast in bench/local_sort.py (H100, 2026-11-22; bench/RESULTS.md). "sort" is for
+# 32-bit keys, "sort64" for 64-bit ones, "narrow" for a bit range that saves passes.
+MIN_N = {
+    "sort": 1 << 26,
+    "sort64": 1 << 27,
+    "narrow": 1 << 25,
+    "argsort": 1 << 24,
+    "pairs": 1 << 21,
+}
 MAX_N = (1 << 32) - 1
 FLAGS_ONCE_BYTES = 64 << 20  # up to this, all passes' look-back flags are zeroed by one memset
 
@@ -62,13 +77,29 @@ def _module():
     names = ["radix_scan", "radix_histogram<u32>", "radix_histogram<u64>"]
     names += [_onesweep_name(k, *v) for k in ("u32", "u64") for v in _VALUE_KINDS]
     source = Path(__file__).with_name("radix.cu").read_text()
-    options = (f"-DITEMS32={ITEMS[4]}", f"-DITEMS64={ITEMS[8]}")  # NVRTC's default is C++17
+    defines = {"ITEMS32": ITEMS[4], "ITEMS64": ITEMS[8], **DEFINES}
+    options = tuple(f"-D{k}={v}" for k, v in defines.items())  # NVRTC's default is C++17
     return _cupy().RawModule(code=source, options=options, name_expressions=names)
+
+
+@functools.cache
+def _kernel(device: int, name: str):
+    """A compiled kernel of radix.cu on a device (looked up once: launches stay cheap)."""
+    kernel = _module().get_function(name)
+    if name.startswith("radix_histogram"):  # up to 8 passes x 256 bins x 16 copies, 4 bytes
+        kernel.max_dynamic_shared_size_bytes = 128 << 10
+    return kernel
 
 
 @functools.cache
 def _sm_count(device: int) -> int:
     return _cupy().cuda.Device(device).attributes["MultiProcessorCount"]
+
+
+@functools.cache
+def _dummy(device: int):
+    """A one-word device array standing in for the value arrays of keys-only passes."""
+    return _cupy().empty(1, dtype=np.uint32)
 
 
 def digit_passes(begin_bit: int, end_bit: int) -> list[tuple[int, int]]:
@@ -118,17 +149,15 @@ def _active_passes(state: _State, n: int, npasses: int) -> list[int]:
 
 
 def _histogram(keys, state: _State, begin_bit: int, end_bit: int, npasses: int) -> None:
-    mod = _module()
-    n, kb = keys.size, keys.dtype.itemsize
+    n, kb, dev = keys.size, keys.dtype.itemsize, keys.device.id
     nvec = n // (16 // kb)
-    grid = max(1, min(_sm_count(keys.device.id), -(-nvec // HIST_BLOCK)))
+    grid = max(1, min(_sm_count(dev), -(-nvec // HIST_BLOCK)))
     smem = npasses * 256 * HIST_LANES[kb] * 4
-    hist = mod.get_function(f"radix_histogram<{_WORD[kb]}>")
-    if hist.max_dynamic_shared_size_bytes < smem:
-        hist.max_dynamic_shared_size_bytes = smem
     args = (keys, np.uint64(n), np.int32(begin_bit), np.int32(end_bit), np.int32(npasses))
+    hist = _kernel(dev, f"radix_histogram<{_WORD[kb]}>")
     hist((grid,), (HIST_BLOCK,), args + (state.counts,), shared_mem=smem)
-    mod.get_function("radix_scan")((1,), (256,), (state.counts, np.int32(npasses), state.bases))
+    scan = _kernel(dev, "radix_scan")
+    scan((1,), (256,), (state.counts, np.int32(npasses), state.bases))
 
 
 def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
@@ -144,7 +173,8 @@ def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
 def _launch_pass(state: _State, p: int, i: int, shift_bits, src, dst, kinds) -> None:
     """Run pass p (the i-th that runs): src/dst are (keys, values) arrays, kinds the value kind."""
     vin, vout, vmode = kinds
-    kernel = _module().get_function(_onesweep_name(_WORD[src[0].dtype.itemsize], vin, vout, vmode))
+    name = _onesweep_name(_WORD[src[0].dtype.itemsize], vin, vout, vmode)
+    kernel = _kernel(src[0].device.id, name)
     bases, counter, flags = state.pass_args(p, i)
     scalars = (np.uint64(src[0].size), np.int32(shift_bits[0]), np.int32(shift_bits[1]))
     tail = (bases, counter, flags, np.int32(state.wide))
@@ -168,7 +198,7 @@ def radix_sort(keys, vals=None, mode: str = "keys", begin_bit: int = 0, end_bit:
         if mode == "keys":
             return keys.copy(), None
         return keys.copy(), vals.copy() if mode == "pairs" else cp.arange(n, dtype=cp.int64)
-    dummy = cp.empty(1, dtype=cp.uint32)
+    dummy = _dummy(keys.device.id)
     kbuf = [cp.empty_like(keys), cp.empty_like(keys) if len(active) > 1 else None]
     vbuf = [None, None]
     src = (keys, vals if mode == "pairs" else dummy)
@@ -187,7 +217,7 @@ class RadixEngine:
 
     name = "radix"
 
-    def __init__(self, min_n: int = MIN_N):
+    def __init__(self, min_n: int | None = None):
         self.min_n = min_n
         self._cub = None
 
@@ -198,13 +228,23 @@ class RadixEngine:
             self._cub = CubEngine()
         return self._cub
 
-    def _ours(self, keys) -> bool:
-        return (
-            keys.ndim == 1
-            and keys.dtype.kind == "u"
-            and keys.dtype.itemsize in (1, 2, 4, 8)
-            and max(2, self.min_n) <= keys.size <= MAX_N
-        )
+    def _ours(self, keys, op: str, begin_bit: int = 0, end_bit: int | None = None) -> bool:
+        """Whether our kernels run for this call (else CUB)."""
+        kb = keys.dtype.itemsize
+        if keys.ndim != 1 or keys.dtype.kind != "u" or kb not in (1, 2, 4, 8):
+            return False
+        if not 2 <= keys.size <= MAX_N:
+            return False
+        if self.min_n is not None:
+            return keys.size >= self.min_n
+        if kb < 4:
+            return False
+        end = 8 * kb if end_bit is None else min(end_bit, 8 * kb)
+        if op == "sort" and len(digit_passes(max(0, begin_bit), end)) < kb:
+            op = "narrow"
+        elif op == "sort" and kb == 8:
+            op = "sort64"
+        return keys.size >= MIN_N[op]
 
     def _run(self, keys, vals, mode: str, begin_bit: int, end_bit: int | None):
         cp = _cupy()
@@ -218,7 +258,7 @@ class RadixEngine:
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None):
         """Keys sorted ascending (a new array)."""
         keys = _cupy().asarray(keys)
-        if not self._ours(keys):
+        if not self._ours(keys, "sort", begin_bit, end_bit):
             return keys.copy() if keys.size < 2 else self._fallback().sort(keys)
         return self._run(keys, None, "keys", begin_bit, end_bit)[0]
 
@@ -226,7 +266,7 @@ class RadixEngine:
         """Stable permutation (int64) that sorts keys ascending."""
         cp = _cupy()
         keys = cp.asarray(keys)
-        if not self._ours(keys):
+        if not self._ours(keys, "argsort"):
             if keys.size < 2:
                 return cp.arange(keys.size, dtype=cp.int64)
             return self._fallback().argsort(keys).astype(cp.int64, copy=False)
@@ -236,7 +276,7 @@ class RadixEngine:
         """(sorted keys, values permuted alike), stable; values is 1-D of any dtype."""
         cp = _cupy()
         keys, values = cp.asarray(keys), cp.asarray(values)
-        if not self._ours(keys):
+        if not self._ours(keys, "pairs"):
             if keys.size < 2:
                 return keys.copy(), values.copy()
             return self._fallback().sort_pairs(keys, values)
