@@ -2,7 +2,8 @@
 //
 // Why this shape: the pipeline's partition step should move every key once. It takes two passes
 // over the keys -- count (read 4 or 8 B/key) and scatter (read + write) -- so 12 B per 4-byte key
-// instead of a full sort's ~36. A tile is 256 threads x 16 keys = 4096 keys; each tile counts its
+// instead of a full sort's ~36. The scatter stages each tile in shared memory (16 or 32 KiB) so
+// that its writes are coalesced runs, not scattered partial sectors. A tile is 256 threads x 16 keys = 4096 keys; each tile counts its
 // keys per bucket, one exclusive scan over the (bucket, tile) counts (bucket-major) gives every
 // tile's start in every bucket, and the scatter ranks keys inside the tile stably with warp
 // votes (a ballot per bucket up to 32 buckets, __match_any_sync beyond, up to 256), so equal
@@ -73,7 +74,9 @@ __global__ void __launch_bounds__(BLOCK) partition_count(
 }
 
 // Each warp owns 32 * ITEMS consecutive keys of the tile, in order; starts is the exclusive scan of
-// counts. Writes out[dest] = key and, when dest_out is given, dest_out[i] = dest for other columns.
+// counts. The tile's keys are first put in bucket order in shared memory, then each bucket's run is
+// written out by consecutive threads to consecutive addresses: full, coalesced sectors instead of
+// scattered partial ones. dest_out[i], when given, is where key i went (to move other columns).
 template <typename K>
 __global__ void __launch_bounds__(BLOCK) partition_scatter(
         const K* keys, long long n, u64 offset, const K* split_keys, const u64* split_pos, int ns,
@@ -82,6 +85,8 @@ __global__ void __launch_bounds__(BLOCK) partition_scatter(
     __shared__ u64 sp[MAX_BUCKETS];
     __shared__ long long tile_start[MAX_BUCKETS];
     __shared__ unsigned int warp_count[WARPS][MAX_BUCKETS];
+    __shared__ unsigned int run_start[MAX_BUCKETS + 1];
+    __shared__ K staged[BLOCK * ITEMS];
     load_splitters(split_keys, split_pos, ns, sk, sp);
     for (int b = threadIdx.x; b <= ns; b += BLOCK) {
         tile_start[b] = starts[(long long)b * tiles + blockIdx.x];
@@ -90,7 +95,8 @@ __global__ void __launch_bounds__(BLOCK) partition_scatter(
     __syncthreads();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const unsigned int lower = (1u << lane) - 1u;
-    const long long first = (long long)blockIdx.x * BLOCK * ITEMS + (long long)warp * 32 * ITEMS;
+    const long long tile_first = (long long)blockIdx.x * BLOCK * ITEMS;
+    const long long first = tile_first + (long long)warp * 32 * ITEMS;
     K key[ITEMS];
     int bucket[ITEMS];
     unsigned int rank[ITEMS];
@@ -114,13 +120,29 @@ __global__ void __launch_bounds__(BLOCK) partition_scatter(
             warp_count[w][b] = running;
             running += c;
         }
+        run_start[b + 1] = running;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {  // bucket runs inside the tile: exclusive scan over <= 256 buckets
+        run_start[0] = 0;
+        for (int b = 1; b <= ns + 1; ++b) run_start[b] += run_start[b - 1];
     }
     __syncthreads();
     #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
         if (bucket[k] < 0) continue;
-        long long dest = tile_start[bucket[k]] + warp_count[warp][bucket[k]] + rank[k];
-        out[dest] = key[k];
-        if (dest_out) dest_out[first + k * 32 + lane] = dest;
+        unsigned int within = warp_count[warp][bucket[k]] + rank[k];
+        staged[run_start[bucket[k]] + within] = key[k];
+        if (dest_out) dest_out[first + k * 32 + lane] = tile_start[bucket[k]] + within;
+    }
+    __syncthreads();
+    const int in_tile = (int)min((long long)BLOCK * ITEMS, n - tile_first);
+    for (int slot = threadIdx.x; slot < in_tile; slot += BLOCK) {
+        int lo = 0, hi = ns;  // the bucket whose run holds this slot
+        while (lo < hi) {
+            int mid = (lo + hi + 1) >> 1;
+            if (run_start[mid] <= (unsigned int)slot) lo = mid; else hi = mid - 1;
+        }
+        out[tile_start[lo] + (slot - run_start[lo])] = staged[slot];
     }
 }
