@@ -61,7 +61,7 @@ def timed(fn) -> float:
 
 def run_distsort(n_local: int, dtype, vdtype, reps: int) -> dict:
     pool = cupy.get_default_memory_pool()
-    times, phases, peak, result = [], [], 0, {}
+    times, phases, peak, result, per_rank = [], [], 0, {}, []
     for rep in range(reps + 1):  # the first run is the warm-up
         keys = random_keys(n_local, dtype)
         values = random_keys(n_local, vdtype) if vdtype else None
@@ -85,6 +85,7 @@ def run_distsort(n_local: int, dtype, vdtype, reps: int) -> dict:
         if rep:
             times.append(seconds)
             phases.append({k: COMM.allreduce(v, op=MPI.MAX) for k, v in report.phases.items()})
+            per_rank = COMM.allgather(dict(report.phases))
         shard = COMM.allreduce(len(result["keys"]), op=MPI.MAX)
         sent = COMM.allreduce(report.bytes_sent, op=MPI.MAX)
         result.clear()
@@ -99,6 +100,7 @@ def run_distsort(n_local: int, dtype, vdtype, reps: int) -> dict:
         "peak_pool_bytes": COMM.allreduce(peak, op=MPI.MAX),
         "peak_over_shard_bytes": COMM.allreduce(peak, op=MPI.MAX) / (n_local * row_bytes),
         "runs": times,
+        "last_run_phases_per_rank": per_rank,
     }
 
 
