@@ -15,6 +15,7 @@ from mpi4py import MPI
 
 from . import commands
 from .errors import DistsortError, RemoteError
+from .memory import size_argument
 
 EXAMPLES = """examples:
   mpirun -n 4 python -m distsort                              # sort a generated data set
@@ -112,6 +113,9 @@ def _sort_parser(p: argparse.ArgumentParser) -> None:
                    "(default: OUTPUT with .values before its suffix)")
     p.add_argument("--verify", action="store_true",
                    help="check order, count and checksum before the output is published")
+    p.add_argument("--device-memory", metavar="SIZE", type=size_argument,
+                   help="device memory one rank may use, e.g. 8GiB (default: 70%% of the free "
+                   "GPU memory); a rank whose sort needs more sorts out of core")
     p.set_defaults(func=commands.sort_file)
 
 

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from . import api
+from . import api, external
 from .check import run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
@@ -109,7 +109,9 @@ def _open_values(args, count: int):
 
 def _sort_local(args, fmt: FileFormat, local, local_values, comm, report) -> list:
     """Sort this rank's piece; returns [keys or records or positions] (+ [values])."""
-    common = dict(comm=comm, descending=args.descending, backend=args.backend, report=report)
+    common = dict(comm=comm, descending=args.descending, backend=args.backend, report=report,
+                  device_memory=args.device_memory)
+    external.show_progress(not args.quiet)
     if fmt.kind == "records":
         return [api.sort_records(local, fmt.key_size, **common)]
     if args.argsort:

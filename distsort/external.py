@@ -1,0 +1,409 @@
+"""Out-of-core distributed sort, for ranks whose sort does not fit their device memory budget.
+
+The result is that of pipeline.distributed_sort: the same order, ties broken by global input
+position (so every sort is stable), each rank's shard within max(1.05·n/p, ⌈n/p⌉) elements.
+No step holds more than about `budget` bytes on the device:
+
+1. runs: each rank cuts its input into pieces that fit the budget, sorts each on the device
+   (pipeline.local_sort, stable) and keeps the sorted run in host memory (pinned on GPUs),
+   together with a regular sample of it: every t-th element, with its run and index.
+2. splitters: every rank gathers all samples, orders them and picks p·q - 1 splitters: q key
+   ranges ("pieces") per rank. Ties are ordered by (key, run, index in run), which is (key,
+   global position): runs are contiguous pieces of the input in rank order, sorted stably.
+3. cut: each run is cut by each splitter. The run's own samples say between which two sampled
+   elements the cut lies; a search in the key words of the at most t rows between decides.
+4. rounds: in round j every rank sends each rank d the slices of its runs in d's j-th piece
+   (MPI on host buffers: the runs are in host memory already, and a sender's share of one round
+   can exceed the budget on skewed inputs, where device staging would not be bounded). The
+   receiver gets them in (source rank, run) order, i.e. in global position order; one stable
+   sort on the device puts them in order, and they are appended to its output.
+
+Why the sizes hold: a run has c samples below a splitter exactly when between (c-1)·t + 1 and
+c·t of its elements are below it, so between two splitters whose sample ranks differ by s lie
+at most t·s + m·(t-1) elements (m runs in all), below n/(p·q) + (2m + 1)·t for consecutive
+splitters. The stride t is chosen so that (2m + 1)·t stays below 4% of n/p (balance, as
+splitters.EPSILON) and below a quarter of a merge piece, and q so that every piece fits the
+budget. Small data sets get t = 1: every element is a sample and the splitters are exact; so
+do budgets so small that a run holds fewer than about 16 elements per run in all (then the
+sample is the whole data set: give such jobs a larger budget).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+from .backend import Backend
+from .errors import DistsortError
+from .exchange import row_bytes
+from .exchange.mpi import MpiTransport
+from .keys import NumericCodec, record_key_words
+from .memory import default_budget, host_empty, parse_size
+from .pipeline import exchange, local_sort
+from .report import SortReport
+from .runtime import Runtime, get_runtime
+from .splitters import EPSILON
+
+SAMPLE_TARGET = 1 << 18  # samples in all, when the balance bound allows that few
+WORK_FACTOR = 4  # a rank's in-memory sort needs about this many times its shard's bytes
+_progress = {"enabled": True}
+
+
+@dataclass
+class Source:
+    """What to sort: `count` rows that `read(lo, hi)` gives as columns (host or device arrays).
+
+    encode turns device columns into the columns that are sorted and carried (encoded keys
+    first); key_words derives the unsigned key words from those, for NumPy or device arrays;
+    decode turns sorted carried columns into the output columns.
+    """
+
+    count: int
+    read: Callable[[int, int], list]
+    encode: Callable[[list], list]
+    key_words: Callable[[list], list]
+    decode: Callable[[list], list]
+
+
+@dataclass
+class Layout:
+    """How the work is cut: the same on every rank except `rank`."""
+
+    rank: int
+    counts: list[int]  # input elements per rank
+    run_rows: int  # elements per run; a merge piece holds about as many
+    runs_per_rank: list[int]
+    stride: int  # t: every t-th element of a run is sampled
+    pieces: int  # q: key ranges (and exchange rounds) per rank
+
+    @property
+    def first_run(self) -> int:
+        return sum(self.runs_per_rank[: self.rank])
+
+    def runs(self) -> list[tuple[int, int]]:
+        """This rank's runs as [lo, hi) ranges of its input."""
+        n = self.counts[self.rank]
+        return [(lo, min(lo + self.run_rows, n)) for lo in range(0, n, self.run_rows)]
+
+
+def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
+                  write: Callable[[int, list], None] | None = None) -> list | None:
+    """Sort the source globally within `budget` bytes of device memory per rank.
+
+    Without `write`, returns this rank's shard of every output column in host memory; with it,
+    calls write(start, columns) with the shard's pieces in order (start: row in the shard).
+    """
+    budget = rt.comm.allreduce(int(budget), op=MPI.MIN)
+    template = source.encode([rt.backend.from_host(a) for a in source.read(0, 0)])
+    layout = plan_layout(rt, source, template, budget)
+    report.count_in, report.global_count = source.count, sum(layout.counts)
+    report.ranks = len(layout.counts)
+    progress = Progress(rt.comm)
+    sync = rt.backend.synchronize
+    with report.phase("partition", sync):
+        store, sample = form_runs(rt, source, template, layout, progress)
+    with report.phase("sample", sync):
+        samples, picks = pick_splitters(rt.comm, sample, len(layout.counts) * layout.pieces)
+        cuts = cut_runs(store, source.key_words, layout, samples, picks)
+    totals = rt.comm.allreduce(bucket_sizes(cuts, len(picks) + 1))
+    q = layout.pieces
+    report.count_out = int(totals[layout.rank * q : (layout.rank + 1) * q].sum())
+    outputs = None
+    if write is None:
+        outputs = _output_buffers(rt, source.decode(template), report.count_out)
+        write = _write_into(rt, outputs)
+    merge_rounds(rt, source, layout, store, cuts, report, write, progress)
+    return outputs
+
+
+def plan_layout(rt: Runtime, source: Source, template: list, budget: int) -> Layout:
+    """Rows per run, sample stride and pieces per rank for this budget (see the module doc)."""
+    comm = rt.comm
+    counts = comm.allgather(source.count)
+    rows = max(1, budget // row_cost(template, source.key_words(template)))
+    runs_per_rank = comm.allgather(-(-source.count // rows))
+    total, p, m = sum(counts), comm.Get_size(), sum(runs_per_rank)
+    slack = min(EPSILON * total / p, rows / 4)
+    stride = max(1, min(int(slack // (2 * m + 1)), -(-total // SAMPLE_TARGET)))
+    extra = 0 if stride == 1 else (2 * m + 1) * stride  # t = 1: exact splitters
+    pieces = max(1, -(-total // (p * max(rows - extra, 1))))
+    return Layout(comm.Get_rank(), counts, rows, runs_per_rank, stride, pieces)
+
+
+def row_cost(columns: list, words: list) -> int:
+    """Device bytes one row needs while it is sorted: columns in and out, key words, order,
+    and the engine's temporaries. Plain keys (one column that is its own key) need less."""
+    width = sum(row_bytes(c) for c in columns)
+    if len(columns) == 1 and len(words) == 1 and words[0] is columns[0]:
+        return 4 * width
+    return 3 * width + 4 * (sum(w.dtype.itemsize for w in words) + 8)
+
+
+def form_runs(rt: Runtime, source: Source, template: list, layout: Layout, progress):
+    """Sort each budget-sized piece of this rank's input into a run kept in host memory.
+
+    Returns the run store (one host array per carried column; run i at its input range) and
+    the regular sample rows (key words..., run, index in run) as uint64.
+    """
+    pinned = rt.backend.name == "gpu"
+    n = source.count
+    store = [host_empty((n,) + c.shape[1:], c.dtype, pinned) for c in template]
+    samples = [np.zeros((0, len(source.key_words(template)) + 2), np.uint64)]
+    runs = layout.runs()
+    for i, (lo, hi) in enumerate(runs):
+        columns = source.encode([rt.backend.from_host(a) for a in source.read(lo, hi)])
+        columns = local_sort(rt, columns, source.key_words)
+        words = source.key_words(columns)
+        samples.append(regular_sample(rt, words, layout.stride, layout.first_run + i))
+        for column, host in zip(columns, store):
+            to_host_into(rt, column, host[lo:hi])
+        progress.show(f"runs formed {i + 1}/{len(runs)}", last=i + 1 == len(runs))
+    return store, np.concatenate(samples)
+
+
+def regular_sample(rt: Runtime, words: list, stride: int, run: int) -> np.ndarray:
+    """Rows (key words..., run, index) of every stride-th element of a sorted run."""
+    index = np.arange(0, len(words[0]), stride, dtype=np.int64)
+    rows = np.empty((len(index), len(words) + 2), np.uint64)
+    picks = rt.backend.from_host(index)
+    for j, word in enumerate(words):
+        rows[:, j] = rt.backend.to_host(word[picks])
+    rows[:, -2], rows[:, -1] = run, index
+    return rows
+
+
+def pick_splitters(comm, sample: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """All ranks' samples in (key, run, index) order, and the ranks of the buckets-1 splitters."""
+    rows = np.concatenate(comm.allgather(sample))
+    rows = rows[np.lexsort(rows.T[::-1])]
+    return rows, np.arange(1, buckets, dtype=np.int64) * len(rows) // buckets
+
+
+def cut_runs(store: list, key_words, layout: Layout, samples: np.ndarray,
+             picks: np.ndarray) -> list[np.ndarray]:
+    """For each of this rank's runs, its bucket boundaries: 0, one cut per splitter, length."""
+    cuts = []
+    for i, (lo, hi) in enumerate(layout.runs()):
+        run = layout.first_run + i
+        own = np.flatnonzero(samples[:, -2] == run)  # ranks of the run's samples
+        below = np.searchsorted(own, picks)  # of them, how many lie below each splitter
+        columns = [c[lo:hi] for c in store]
+        inner = [cut_run(columns, key_words, run, int(c), samples[r], layout.stride)
+                 for c, r in zip(below, picks)]
+        cuts.append(np.array([0, *inner, hi - lo], dtype=np.int64))
+    return cuts
+
+
+def cut_run(columns: list, key_words, run: int, below: int, splitter: np.ndarray,
+            stride: int) -> int:
+    """Elements of a sorted run that come before the splitter (key, run, index) in the
+    (key, global position) order, given that `below` of the run's samples do."""
+    if int(splitter[-2]) == run:
+        return int(splitter[-1])
+    if below == 0:
+        return 0
+    lo, hi = (below - 1) * stride + 1, min(below * stride, len(columns[0]))
+    if lo >= hi:
+        return lo
+    words = key_words([c[lo:hi] for c in columns])
+    return lo + rank_in_sorted(words, splitter[:-2], inclusive=run < int(splitter[-2]))
+
+
+def rank_in_sorted(words: list, key, inclusive: bool) -> int:
+    """Rows of lexicographically sorted host words before `key` (or not after it, inclusive)."""
+    lo, hi = 0, len(words[0])
+    for word, k in zip(words, key):
+        k = word.dtype.type(k)
+        part = word[lo:hi]
+        lo, hi = (lo + int(np.searchsorted(part, k, "left")),
+                  lo + int(np.searchsorted(part, k, "right")))
+    return hi if inclusive else lo
+
+
+def bucket_sizes(cuts: list[np.ndarray], buckets: int) -> np.ndarray:
+    """Elements of this rank's runs in each bucket."""
+    sizes = np.zeros(buckets, np.int64)
+    for cut in cuts:
+        sizes += np.diff(cut)
+    return sizes
+
+
+def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts: list,
+                 report: SortReport, write, progress) -> None:
+    """Round j: exchange every rank's j-th piece (MPI, host), sort it on the device, write it."""
+    p, q = len(layout.counts), layout.pieces
+    host = rt if rt.backend.name == "cpu" else Runtime(rt.comm, Backend(), MpiTransport(rt.comm))
+    starts = [lo for lo, _ in layout.runs()]
+    done = 0
+    for j in range(q):
+        buckets = [d * q + j for d in range(p)]
+        slices = [(s + cut[b], s + cut[b + 1]) for b in buckets for s, cut in zip(starts, cuts)]
+        send_counts = np.array([sum(int(c[b + 1] - c[b]) for c in cuts) for b in buckets],
+                               dtype=np.int64)
+        with report.phase("exchange", lambda: None):
+            received = exchange(host, [gather(c, slices) for c in store], send_counts, report)
+        with report.phase("finish", rt.backend.synchronize):
+            columns = local_sort(rt, [rt.backend.from_host(c) for c in received], source.key_words)
+            write(done, source.decode(columns))
+        done += len(received[0])
+        progress.show(f"exchanged {report.bytes_received / 1e9:.2f} GB, merged {j + 1}/{q} "
+                      "key ranges", last=j + 1 == q)
+
+
+def gather(column: np.ndarray, slices: list[tuple[int, int]]) -> np.ndarray:
+    """The rows of the given [lo, hi) slices of a host column, in order, in one array."""
+    return np.concatenate([column[a:b] for a, b in slices]) if slices else column[:0]
+
+
+def to_host_into(rt: Runtime, column, host: np.ndarray) -> None:
+    """Copy a backend array into a host array of its shape (pinned: a direct DMA copy)."""
+    if rt.backend.name == "gpu":
+        column.get(out=host)
+    else:
+        host[...] = column
+
+
+def _output_buffers(rt: Runtime, template: list, rows: int) -> list:
+    pinned = rt.backend.name == "gpu"
+    return [host_empty((rows,) + c.shape[1:], c.dtype, pinned) for c in template]
+
+
+def _write_into(rt: Runtime, outputs: list):
+    def write(start: int, columns: list) -> None:
+        for column, out in zip(columns, outputs):
+            to_host_into(rt, column, out[start : start + len(column)])
+
+    return write
+
+
+class Progress:
+    """One line on rank 0's stderr, rewritten in place; only when stderr is a terminal."""
+
+    def __init__(self, comm):
+        self.on = _progress["enabled"] and comm.Get_rank() == 0 and sys.stderr.isatty()
+
+    def show(self, text: str, last: bool = False) -> None:
+        if self.on:
+            print(f"\rdistsort: {text}", end="\n" if last else "", file=sys.stderr, flush=True)
+
+
+def show_progress(enabled: bool) -> None:
+    """Turn the out-of-core progress line on or off (the CLI's --quiet turns it off)."""
+    _progress["enabled"] = enabled
+
+
+# --- the library's entry points (api.py dispatches here when a shard does not fit) ---
+
+
+@dataclass
+class Job:
+    rt: Runtime
+    budget: int
+    to_caller: Callable
+
+
+def plan(array, comm, backend: str | None, device_memory: int | str | None, values=None,
+         extra_row_bytes: int = 0) -> Job | None:
+    """A Job if any rank's work (about 4x its shard's bytes) exceeds its budget, else None.
+
+    Collective; every rank gets the same answer. The budget is device_memory if given, else a
+    safe fraction of the free device memory (host memory on the CPU backend).
+    """
+    on_gpu = type(array).__module__.startswith("cupy")
+    rt = get_runtime(comm, backend or ("gpu" if on_gpu else "cpu"))
+    budget = _budget(rt, device_memory)
+    work = array.nbytes + (values.nbytes if values is not None else 0)
+    work = WORK_FACTOR * (work + len(array) * extra_row_bytes)
+    if not rt.comm.allreduce(work > budget, op=MPI.LOR):
+        return None
+    if on_gpu:
+        import cupy
+
+        return Job(rt, budget, cupy.asarray)
+    return Job(rt, budget, lambda a: a)
+
+
+def _budget(rt: Runtime, device_memory) -> int:
+    if device_memory is not None:
+        try:
+            return parse_size(device_memory)
+        except ValueError as exc:
+            raise DistsortError(f"device_memory: {exc}") from None
+    node_ranks = 1
+    if rt.backend.name == "cpu":
+        node = rt.comm.Split_type(MPI.COMM_TYPE_SHARED)
+        node_ranks = node.Get_size()
+        node.Free()
+    return default_budget(rt.backend.name, node_ranks)
+
+
+def sort_numeric(job: Job, keys, values, descending: bool, stable: bool,
+                 report: SortReport) -> tuple:
+    """Out-of-core sort (and sort_pairs): this rank's keys (and values) shard."""
+    rt, xp = job.rt, job.rt.xp
+    _check_1d(keys)
+    dtype = np.dtype(keys.dtype)
+    codec = NumericCodec(dtype, descending, canonical=stable)
+    carried = 1 + int(codec.lossy)  # the codes, and the original keys where codes lose bits
+    columns = [keys] if values is None else [keys, values]
+
+    def encode(cols):
+        return [codec.encode(cols[0], xp)] + (cols if codec.lossy else cols[1:])
+
+    def decode(cols):
+        return [cols[1] if codec.lossy else codec.decode(cols[0], xp)] + cols[carried:]
+
+    source = Source(len(keys), _slices(columns), encode, _first_word, decode)
+    out = external_sort(rt, source, job.budget, report)
+    keys_out = job.to_caller(out[0].astype(dtype, copy=False))
+    return keys_out, job.to_caller(out[1]) if values is not None else None
+
+
+def argsort(job: Job, keys, descending: bool, report: SortReport):
+    """Out-of-core argsort: global int64 input positions of this rank's shard."""
+    rt = job.rt
+    _check_1d(keys)
+    codec = NumericCodec(np.dtype(keys.dtype), descending, canonical=True)
+    offset = rt.comm.exscan(len(keys)) or 0
+
+    def read(lo: int, hi: int) -> list:
+        return [keys[lo:hi], np.arange(offset + lo, offset + hi, dtype=np.int64)]
+
+    def encode(cols):
+        return [codec.encode(cols[0], rt.xp), cols[1]]
+
+    source = Source(len(keys), read, encode, _first_word, lambda cols: cols[1:])
+    return job.to_caller(external_sort(rt, source, job.budget, report)[0])
+
+
+def sort_records(job: Job, records, key_size: int, descending: bool, report: SortReport):
+    """Out-of-core sort of (n, record_size) uint8 records by their first key_size bytes."""
+    rt = job.rt
+
+    def words(cols):
+        xp = np if isinstance(cols[0], np.ndarray) else rt.xp
+        return record_key_words(cols[0], key_size, xp, descending)
+
+    source = Source(len(records), _slices([records]), _same, words, _same)
+    return job.to_caller(external_sort(rt, source, job.budget, report)[0])
+
+
+def _slices(columns: list):
+    return lambda lo, hi: [c[lo:hi] for c in columns]
+
+
+def _first_word(cols: list) -> list:
+    return [cols[0]]
+
+
+def _same(cols: list) -> list:
+    return cols
+
+
+def _check_1d(keys) -> None:
+    if getattr(keys, "ndim", 1) != 1:
+        raise DistsortError(f"keys must be a 1-D array; got shape {keys.shape}")

@@ -1,0 +1,186 @@
+"""The out-of-core sort against NumPy under MPI (pytest-mpi), with budgets that force many runs.
+
+Run as `mpiexec -n P python -m pytest --with-mpi tests/test_external_mpi.py` for P = 1..4.
+Every case checks that each rank formed at least 8 runs, so the out-of-core path is what ran.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_sort_mpi import (
+    assert_balanced,
+    everything,
+    local_data,
+    reference,
+    reference_order,
+)
+
+import distsort
+from distsort import external
+from distsort.exchange import row_bytes
+from distsort.memory import parse_size
+
+MPI = pytest.importorskip("mpi4py.MPI")
+COMM = MPI.COMM_WORLD
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.fixture
+def layouts(monkeypatch):
+    """The layouts the out-of-core sorts chose, to check that they ran with many runs."""
+    seen = []
+    plan = external.plan_layout
+
+    def spy(*args, **kwargs):
+        seen.append(plan(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(external, "plan_layout", spy)
+    return seen
+
+
+def tight(*arrays) -> int:
+    """A budget in bytes that gives the largest rank about 12 runs of plain keys (more of
+    anything wider: a row then costs more than 4x its bytes on the device)."""
+    width = sum(row_bytes(a) for a in arrays)
+    return max(4 * width * COMM.allreduce(len(arrays[0]), op=MPI.MAX) // 12, 64)
+
+
+def assert_many_runs(layouts, at_least: int = 8) -> None:
+    assert layouts, "the out-of-core path did not run"
+    for layout in layouts:
+        assert min(r for r, c in zip(layout.runs_per_rank, layout.counts) if c) >= at_least
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "uint32", "int64", "float32",
+                                   "float64"])
+@pytest.mark.parametrize("dist", ["uniform", "fewdistinct", "sorted", "reverse", "specials"])
+def test_keys_match_numpy(layouts, dtype, dist):
+    x = local_data(dist, dtype, 3000 + 17 * COMM.Get_rank(), seed=11)
+    for descending in (False, True):
+        shard = distsort.sort(x, descending=descending, device_memory=tight(x))
+        assert shard.dtype == x.dtype
+        np.testing.assert_array_equal(everything(shard), reference(everything(x), descending))
+        assert_balanced(shard, len(everything(x)))
+    assert_many_runs(layouts)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64", "uint64"])
+@pytest.mark.parametrize("dist", ["equal", "fewdistinct", "specials"])
+def test_stable_pairs_and_argsort(layouts, dtype, dist):
+    x = local_data(dist, dtype, 2500, seed=12)
+    data = everything(x)
+    for descending in (False, True):
+        order = reference_order(data, descending)
+        got = distsort.argsort(x, descending=descending, device_memory=tight(x))
+        np.testing.assert_array_equal(everything(got), order)
+        positions = np.arange(len(x)) + (COMM.exscan(len(x)) or 0)
+        keys, values = distsort.sort_pairs(x, positions, stable=True, descending=descending,
+                                           device_memory=tight(x))
+        np.testing.assert_array_equal(everything(values), order)
+        assert everything(keys).tobytes() == data[order].tobytes()  # -0.0 and NaN bits kept
+    assert_many_runs(layouts)
+
+
+def test_pairs_with_record_values(layouts):
+    x = local_data("fewdistinct", "uint16", 1500, seed=13)
+    rows = np.random.default_rng(COMM.Get_rank()).integers(0, 256, (len(x), 24), dtype=np.uint8)
+    rows[:, :2] = x.view(np.uint8).reshape(-1, 2)  # each row carries its key
+    keys, values = distsort.sort_pairs(x, rows, stable=True, device_memory=tight(x))
+    np.testing.assert_array_equal(values[:, :2].copy().view(np.uint16).ravel(), keys)
+    order = np.argsort(everything(x), kind="stable")
+    np.testing.assert_array_equal(everything(values), everything(rows)[order])
+    assert_many_runs(layouts)
+
+
+@pytest.mark.parametrize("key_size", [1, 10, 13])
+@pytest.mark.parametrize("descending", [False, True])
+def test_records_in_memcmp_order(layouts, key_size, descending):
+    rng = np.random.default_rng([14, COMM.Get_rank()])
+    records = rng.integers(0, 4, (1500, 20), dtype=np.uint8)  # few byte values: many ties
+    out = distsort.sort_records(records, key_size, descending=descending,
+                                 device_memory=tight(records))
+    everyone = everything(records)
+    keys = sorted(bytes(r[:key_size]) for r in everyone)
+    got = everything(out)
+    assert [bytes(r[:key_size]) for r in got] == (keys[::-1] if descending else keys)
+    assert sorted(map(bytes, got)) == sorted(map(bytes, everyone))
+    assert_many_runs(layouts)
+
+
+@pytest.mark.parametrize("sizes", [(0,), (0, 4000), (4000, 0), (3000, 0, 5000), (0, 0, 0, 9000)])
+def test_empty_ranks(layouts, sizes):
+    n = sizes[COMM.Get_rank() % len(sizes)]
+    x = (np.arange(n, dtype=np.int32)[::-1] * (COMM.Get_rank() + 1)) % 977
+    shard = distsort.sort(x, device_memory=tight(x))
+    np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
+    if COMM.allreduce(n):
+        assert_many_runs(layouts)
+        assert_balanced(shard, len(everything(x)))
+
+
+def test_all_equal_keys_are_balanced_and_stable(layouts):
+    x = np.full(4000, 7, dtype=np.int64)
+    positions = np.arange(len(x)) + (COMM.exscan(len(x)) or 0)
+    keys, values = distsort.sort_pairs(x, positions, stable=True, device_memory=tight(x))
+    np.testing.assert_array_equal(everything(values), np.arange(len(everything(x))))
+    assert_balanced(keys, len(everything(x)))
+    assert_many_runs(layouts)
+
+
+@pytest.mark.parametrize("dist", ["uniform", "equal", "fewdistinct", "sorted", "reverse"])
+def test_sampled_splitters_cut_runs_right(layouts, monkeypatch, dist):
+    """Few samples (stride > 1): cuts fall between samples and are found in the run's keys."""
+    monkeypatch.setattr(external, "SAMPLE_TARGET", 500)
+    x = local_data(dist, "int64", 20000 * (1 - COMM.Get_rank() % 2), seed=15)  # odd ranks empty
+    positions = np.arange(len(x)) + (COMM.exscan(len(x)) or 0)
+    budget = 112 * 2500  # 2500 rows of int64 keys and positions: 8 runs per rank
+    keys, values = distsort.sort_pairs(x, positions, stable=True, device_memory=budget)
+    np.testing.assert_array_equal(everything(values), np.argsort(everything(x), kind="stable"))
+    assert_balanced(keys, len(everything(x)))
+    assert all(layout.stride > 1 for layout in layouts)
+    assert_many_runs(layouts)
+    assert_many_runs(layouts)
+
+
+def test_sampled_records_with_long_common_prefixes(layouts, monkeypatch):
+    monkeypatch.setattr(external, "SAMPLE_TARGET", 300)
+    rng = np.random.default_rng([16, COMM.Get_rank()])
+    records = rng.integers(0, 3, (8000, 12), dtype=np.uint8)
+    records[:, :8] = 9  # the first key word is the same everywhere: the second decides
+    out = distsort.sort_records(records, 11, device_memory=116 * 1000)  # 1000 rows a run
+    everyone = everything(records)
+    got = everything(out)
+    assert [bytes(r[:11]) for r in got] == sorted(bytes(r[:11]) for r in everyone)
+    assert sorted(map(bytes, got)) == sorted(map(bytes, everyone))
+    assert all(layout.stride > 1 for layout in layouts)
+    assert_many_runs(layouts)
+
+
+def test_a_generous_budget_keeps_the_in_memory_sort(layouts):
+    x = local_data("uniform", "uint32", 3000, seed=17)
+    shard = distsort.sort(x, device_memory="1GiB")
+    np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
+    assert not layouts
+
+
+def test_one_rank_over_budget_takes_every_rank_out_of_core(layouts):
+    n = 6000 if COMM.Get_rank() == 0 else 10
+    x = local_data("uniform", "uint32", n, seed=18)
+    smallest = tight(x)
+    budget = smallest if COMM.Get_rank() == 0 else "1GiB"  # ranks agree on the smallest
+    shard = distsort.sort(x, device_memory=budget)
+    np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
+    assert len(layouts) == 1
+
+
+def test_parse_size():
+    assert parse_size("8GiB") == parse_size("8G") == 8 * 2**30
+    assert parse_size("1MiB") == parse_size("1m") == 2**20
+    assert parse_size("8GB") == 8 * 10**9
+    assert parse_size("1e9") == parse_size(10**9) == 10**9
+    for bad in ("", "lots", "-1", "0", "8QB"):
+        with pytest.raises(ValueError):
+            parse_size(bad)
