@@ -50,6 +50,7 @@ from .splitters import EPSILON
 
 SAMPLE_TARGET = 1 << 18  # samples in all, when the balance bound allows that few
 WORK_FACTOR = 4  # a rank's in-memory sort needs about this many times its shard's bytes
+MIN_ROUNDS, MIN_PIECE = 32, 1 << 16  # see plan_layout
 _progress = {"enabled": True}
 
 
@@ -75,7 +76,8 @@ class Layout:
 
     rank: int
     counts: list[int]  # input elements per rank
-    run_rows: int  # elements per run; a merge piece holds about as many
+    run_rows: int  # elements per run
+    piece_rows: int  # at most about this many elements in one merge piece
     runs_per_rank: list[int]
     stride: int  # t: every t-th element of a run is sampled
     pieces: int  # q: key ranges (and exchange rounds) per rank
@@ -91,11 +93,15 @@ class Layout:
 
 
 def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
-                  write: Callable[[int, list], None] | None = None) -> list | None:
+                  write: Callable[[int, list], None] | None = None,
+                  store: list | None = None) -> list | None:
     """Sort the source globally within `budget` bytes of device memory per rank.
 
     Without `write`, returns this rank's shard of every output column in host memory; with it,
-    calls write(start, columns) with the shard's pieces in order (start: row in the shard).
+    calls write(row, columns) with the shard's pieces in order (row: in the global output).
+    `store`: host arrays, one per carried column, to keep the runs in; by default new ones.
+    Passing the input itself (when encode keeps its dtypes) sorts runs in place: each run is
+    read before it is written back to the same rows.
     """
     budget = rt.comm.allreduce(int(budget), op=MPI.MIN)
     template = source.encode([rt.backend.from_host(a) for a in source.read(0, 0)])
@@ -104,19 +110,21 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     report.ranks = len(layout.counts)
     progress = Progress(rt.comm)
     sync = rt.backend.synchronize
+    store = store or [host_empty((source.count,) + c.shape[1:], c.dtype,
+                                 rt.backend.name == "gpu") for c in template]
     with report.phase("partition", sync):
-        store, sample = form_runs(rt, source, template, layout, progress)
+        sample = form_runs(rt, source, layout, store, progress)
     with report.phase("sample", sync):
         samples, picks = pick_splitters(rt.comm, sample, len(layout.counts) * layout.pieces)
         cuts = cut_runs(store, source.key_words, layout, samples, picks)
     totals = rt.comm.allreduce(bucket_sizes(cuts, len(picks) + 1))
-    q = layout.pieces
-    report.count_out = int(totals[layout.rank * q : (layout.rank + 1) * q].sum())
+    first, q = layout.rank * layout.pieces, layout.pieces
+    start, report.count_out = int(totals[:first].sum()), int(totals[first : first + q].sum())
     outputs = None
     if write is None:
         outputs = _output_buffers(rt, source.decode(template), report.count_out)
-        write = _write_into(rt, outputs)
-    merge_rounds(rt, source, layout, store, cuts, report, write, progress)
+        write = _write_into(rt, outputs, start)
+    merge_rounds(rt, source, layout, store, cuts, report, write, start, progress)
     return outputs
 
 
@@ -127,11 +135,13 @@ def plan_layout(rt: Runtime, source: Source, template: list, budget: int) -> Lay
     rows = max(1, budget // row_cost(template, source.key_words(template)))
     runs_per_rank = comm.allgather(-(-source.count // rows))
     total, p, m = sum(counts), comm.Get_size(), sum(runs_per_rank)
-    slack = min(EPSILON * total / p, rows / 4)
+    # a round's host buffers stay a small part of a shard: no piece above 1/MIN_ROUNDS of one
+    piece = min(rows, max(-(-max(counts) // MIN_ROUNDS), MIN_PIECE))
+    slack = min(EPSILON * total / p, piece / 4)
     stride = max(1, min(int(slack // (2 * m + 1)), -(-total // SAMPLE_TARGET)))
     extra = 0 if stride == 1 else (2 * m + 1) * stride  # t = 1: exact splitters
-    pieces = max(1, -(-total // (p * max(rows - extra, 1))))
-    return Layout(comm.Get_rank(), counts, rows, runs_per_rank, stride, pieces)
+    pieces = max(1, -(-total // (p * max(piece - extra, 1))))
+    return Layout(comm.Get_rank(), counts, rows, piece, runs_per_rank, stride, pieces)
 
 
 def row_cost(columns: list, words: list) -> int:
@@ -143,16 +153,10 @@ def row_cost(columns: list, words: list) -> int:
     return 3 * width + 4 * (sum(w.dtype.itemsize for w in words) + 8)
 
 
-def form_runs(rt: Runtime, source: Source, template: list, layout: Layout, progress):
-    """Sort each budget-sized piece of this rank's input into a run kept in host memory.
-
-    Returns the run store (one host array per carried column; run i at its input range) and
-    the regular sample rows (key words..., run, index in run) as uint64.
-    """
-    pinned = rt.backend.name == "gpu"
-    n = source.count
-    store = [host_empty((n,) + c.shape[1:], c.dtype, pinned) for c in template]
-    samples = [np.zeros((0, len(source.key_words(template)) + 2), np.uint64)]
+def form_runs(rt: Runtime, source: Source, layout: Layout, store: list, progress) -> np.ndarray:
+    """Sort each budget-sized piece of this rank's input into a run kept in the host store
+    (run i at its input rows); return the regular sample rows (key words..., run, index)."""
+    samples = []
     runs = layout.runs()
     for i, (lo, hi) in enumerate(runs):
         columns = source.encode([rt.backend.from_host(a) for a in source.read(lo, hi)])
@@ -162,7 +166,7 @@ def form_runs(rt: Runtime, source: Source, template: list, layout: Layout, progr
         for column, host in zip(columns, store):
             to_host_into(rt, column, host[lo:hi])
         progress.show(f"runs formed {i + 1}/{len(runs)}", last=i + 1 == len(runs))
-    return store, np.concatenate(samples)
+    return np.concatenate(samples) if samples else None
 
 
 def regular_sample(rt: Runtime, words: list, stride: int, run: int) -> np.ndarray:
@@ -176,9 +180,10 @@ def regular_sample(rt: Runtime, words: list, stride: int, run: int) -> np.ndarra
     return rows
 
 
-def pick_splitters(comm, sample: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
+def pick_splitters(comm, sample, buckets: int) -> tuple[np.ndarray, np.ndarray]:
     """All ranks' samples in (key, run, index) order, and the ranks of the buckets-1 splitters."""
-    rows = np.concatenate(comm.allgather(sample))
+    rows = np.concatenate([s for s in comm.allgather(sample) if s is not None] or
+                          [np.zeros((0, 2), np.uint64)])
     rows = rows[np.lexsort(rows.T[::-1])]
     return rows, np.arange(1, buckets, dtype=np.int64) * len(rows) // buckets
 
@@ -233,12 +238,12 @@ def bucket_sizes(cuts: list[np.ndarray], buckets: int) -> np.ndarray:
 
 
 def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts: list,
-                 report: SortReport, write, progress) -> None:
+                 report: SortReport, write, start: int, progress) -> None:
     """Round j: exchange every rank's j-th piece (MPI, host), sort it on the device, write it."""
     p, q = len(layout.counts), layout.pieces
     host = rt if rt.backend.name == "cpu" else Runtime(rt.comm, Backend(), MpiTransport(rt.comm))
     starts = [lo for lo, _ in layout.runs()]
-    done = 0
+    done = start
     for j in range(q):
         buckets = [d * q + j for d in range(p)]
         slices = [(s + cut[b], s + cut[b + 1]) for b in buckets for s, cut in zip(starts, cuts)]
@@ -272,10 +277,10 @@ def _output_buffers(rt: Runtime, template: list, rows: int) -> list:
     return [host_empty((rows,) + c.shape[1:], c.dtype, pinned) for c in template]
 
 
-def _write_into(rt: Runtime, outputs: list):
-    def write(start: int, columns: list) -> None:
+def _write_into(rt: Runtime, outputs: list, first: int):
+    def write(row: int, columns: list) -> None:
         for column, out in zip(columns, outputs):
-            to_host_into(rt, column, out[start : start + len(column)])
+            to_host_into(rt, column, out[row - first : row - first + len(column)])
 
     return write
 

@@ -1,0 +1,92 @@
+"""The out-of-core path on the GPU backend against NumPy: runs sorted on the device, kept in
+pinned host memory, merged on the device.
+
+`pytest -m gpu tests/test_external_gpu.py` on one GPU, or under `mpirun -n 4 python -m pytest
+--with-mpi -m gpu` on four. Skipped where no GPU is found.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import distsort
+from distsort import external
+
+MPI = pytest.importorskip("mpi4py.MPI")
+COMM = MPI.COMM_WORLD
+N = 400_000
+BUDGET = "1MiB"  # 64k plain uint32 keys a run: at least 6 runs of N keys, more of anything wider
+
+pytestmark = pytest.mark.gpu
+
+
+def everything(x) -> np.ndarray:
+    import cupy
+
+    return np.concatenate(COMM.allgather(cupy.asnumpy(x)))
+
+
+@pytest.fixture
+def layouts(monkeypatch):
+    seen = []
+    plan = external.plan_layout
+    monkeypatch.setattr(external, "plan_layout", lambda *a: seen.append(plan(*a)) or seen[-1])
+    return seen
+
+
+def ran_out_of_core(layouts) -> bool:
+    return bool(layouts) and min(layouts[-1].runs_per_rank) >= 6
+
+
+@pytest.mark.parametrize("dtype", ["uint32", "int64", "float32"])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("on_device", [False, True])
+def test_gpu_keys_out_of_core(layouts, dtype, descending, on_device):
+    import cupy
+
+    rng = np.random.default_rng([COMM.Get_rank(), 21])
+    x = rng.integers(0, 256, N * np.dtype(dtype).itemsize, dtype=np.uint8).view(dtype)
+    given = cupy.asarray(x) if on_device else x
+    shard = distsort.sort(given, descending=descending, backend="gpu", device_memory=BUDGET)
+    assert isinstance(shard, cupy.ndarray if on_device else np.ndarray)
+    ref = np.sort(np.concatenate(COMM.allgather(x)))
+    if descending:
+        nan = np.isnan(ref) if ref.dtype.kind == "f" else np.zeros(len(ref), bool)
+        ref = np.concatenate([ref[~nan][::-1], ref[nan]])
+    np.testing.assert_array_equal(everything(shard), ref)
+    assert ran_out_of_core(layouts)
+
+
+@pytest.mark.parametrize("dist", ["equal", "fewdistinct", "sorted"])
+def test_gpu_pairs_stable_and_argsort_out_of_core(layouts, dist):
+    import cupy
+
+    rank = COMM.Get_rank()
+    rng = np.random.default_rng(rank)
+    x = {"equal": np.full(N, 3), "fewdistinct": rng.integers(0, 9, N),
+         "sorted": np.arange(N) + rank * N}[dist].astype(np.int32)
+    start = COMM.exscan(N) or 0
+    positions = np.arange(start, start + N)
+    keys, values = distsort.sort_pairs(cupy.asarray(x), cupy.asarray(positions), stable=True,
+                                       device_memory=BUDGET)
+    order = np.argsort(np.concatenate(COMM.allgather(x)), kind="stable")
+    np.testing.assert_array_equal(everything(values), order)
+    perm = distsort.argsort(cupy.asarray(x), device_memory=BUDGET)
+    np.testing.assert_array_equal(everything(perm), order)
+    assert max(COMM.allgather(len(keys))) <= 1.05 * N
+    assert ran_out_of_core(layouts)
+
+
+def test_gpu_records_out_of_core(layouts):
+    import cupy
+
+    rng = np.random.default_rng(COMM.Get_rank())
+    records = rng.integers(0, 3, (50_000, 100), dtype=np.uint8)
+    out = distsort.sort_records(cupy.asarray(records), 10, device_memory=BUDGET)
+    got = everything(out)
+    everyone = np.concatenate(COMM.allgather(records))
+    order = np.lexsort([everyone[:, i] for i in range(9, -1, -1)])
+    np.testing.assert_array_equal(got[:, :10], everyone[order][:, :10])
+    assert sorted(map(bytes, got)) == sorted(map(bytes, everyone))
+    assert ran_out_of_core(layouts)
