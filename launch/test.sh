@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Pass the tests: a fresh virtual environment with distsort, its test tools and the MPICH wheel,
-# then lint, the unit tests, and the MPI tests at 1, 2, 3 and 4 ranks (CPU backend; GPU tests are
+# then lint (code, Dockerfile, shell scripts), the unit tests, and the MPI tests at 1, 2, 3 and 4 ranks (CPU backend; GPU tests are
 # skipped where no GPU is found).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,7 @@ python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q -e ".[test,mpich]"
 export PATH="$PWD/$venv/bin:$PATH" DISTSORT_BACKEND=cpu
 ruff check distsort tests bench examples launch
+bash launch/lint.sh  # the Dockerfile (hadolint), shell scripts (shellcheck), launch/distsort-run
 python -m pytest -q -p no:cacheprovider tests
 for ranks in 1 2 3 4; do
   echo "== MPI tests on $ranks rank(s)"
