@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from . import api, external
+from . import api, external, external_file
 from .check import run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
@@ -59,14 +59,16 @@ def sort_file(args, comm) -> int:
     values = agree(comm, lambda: _open_values(args, source.count))
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
     report = SortReport()
-    with report.phase("read", lambda: None):
-        local = agree(comm, lambda: source.read(start, stop))
-        local_values = agree(comm, lambda: values.read(start, stop)) if values else None
-    outputs = _sort_local(args, fmt, local, local_values, comm, report)
-    if args.verify:
-        _verify(args, fmt, comm, local, local_values, outputs)
-    with report.phase("write", lambda: None):
-        _write(args, comm, out_fmt, values, outputs)
+    paths = agree(comm, lambda: _output_paths(args, out_fmt, values))
+    if not external_file.sort_file(args, comm, fmt, source, values, paths, report):
+        with report.phase("read", lambda: None):
+            local = agree(comm, lambda: source.read(start, stop))
+            local_values = agree(comm, lambda: values.read(start, stop)) if values else None
+        outputs = _sort_local(args, fmt, local, local_values, comm, report)
+        if args.verify:
+            _verify(args, fmt, comm, local, local_values, outputs)
+        with report.phase("write", lambda: None):
+            _write(comm, paths, outputs)
     summary = summarize(comm.allgather(report.as_dict()), source.count)
     _publish_report(args.report, comm, summary)
     if comm.Get_rank() == 0 and not args.quiet:
@@ -134,12 +136,17 @@ def _verify(args, fmt: FileFormat, comm, local, local_values, outputs) -> None:
         agree(comm, fail)
 
 
-def _write(args, comm, out_fmt: FileFormat, values, outputs) -> None:
-    """Write every output under a temporary name; publish them only when all are written."""
+def _output_paths(args, out_fmt: FileFormat, values) -> list:
+    """(path, format) of the output, and of the values output if there are values."""
     paths = [(args.output, out_fmt)]
     if values is not None:
         target = args.values_output or _values_path(args.output)
         paths.append((target, output_format(target, like=values.fmt)))
+    return paths
+
+
+def _write(comm, paths: list, outputs) -> None:
+    """Write every output under a temporary name; publish them only when all are written."""
     counts = comm.allgather(len(outputs[0]))
     start, total = sum(counts[: comm.Get_rank()]), sum(counts)
     writers = []

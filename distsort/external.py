@@ -304,11 +304,15 @@ def show_progress(enabled: bool) -> None:
 # --- the library's entry points (api.py dispatches here when a shard does not fit) ---
 
 
+def _same(x):
+    return x
+
+
 @dataclass
 class Job:
     rt: Runtime
     budget: int
-    to_caller: Callable
+    to_caller: Callable = _same
 
 
 def plan(array, comm, backend: str | None, device_memory: int | str | None, values=None,
@@ -320,16 +324,22 @@ def plan(array, comm, backend: str | None, device_memory: int | str | None, valu
     """
     on_gpu = type(array).__module__.startswith("cupy")
     rt = get_runtime(comm, backend or ("gpu" if on_gpu else "cpu"))
-    budget = _budget(rt, device_memory)
     work = array.nbytes + (values.nbytes if values is not None else 0)
-    work = WORK_FACTOR * (work + len(array) * extra_row_bytes)
-    if not rt.comm.allreduce(work > budget, op=MPI.LOR):
+    budget = over_budget(rt, work + len(array) * extra_row_bytes, device_memory)
+    if budget is None:
         return None
     if on_gpu:
         import cupy
 
         return Job(rt, budget, cupy.asarray)
-    return Job(rt, budget, lambda a: a)
+    return Job(rt, budget)
+
+
+def over_budget(rt: Runtime, shard_bytes: int, device_memory: int | str | None) -> int | None:
+    """This rank's budget if any rank's work (WORK_FACTOR x its shard) exceeds its own, else
+    None. Collective: every rank gets the same answer."""
+    budget = _budget(rt, device_memory)
+    return budget if rt.comm.allreduce(WORK_FACTOR * shard_bytes > budget, op=MPI.LOR) else None
 
 
 def _budget(rt: Runtime, device_memory) -> int:
@@ -346,55 +356,68 @@ def _budget(rt: Runtime, device_memory) -> int:
     return default_budget(rt.backend.name, node_ranks)
 
 
+def numeric_source(rt: Runtime, count: int, read, dtype, descending: bool,
+                   stable: bool) -> Source:
+    """Numeric keys (and any payload columns after them) read by read(lo, hi)."""
+    codec = NumericCodec(np.dtype(dtype), descending, canonical=stable)
+    carried = 1 + int(codec.lossy)  # the codes, and the original keys where codes lose bits
+
+    def encode(cols):
+        return [codec.encode(cols[0], rt.xp)] + (cols if codec.lossy else cols[1:])
+
+    def decode(cols):
+        return [cols[1] if codec.lossy else codec.decode(cols[0], rt.xp)] + cols[carried:]
+
+    return Source(count, read, encode, _first_word, decode)
+
+
+def positions_source(rt: Runtime, count: int, read, offset: int, dtype,
+                     descending: bool) -> Source:
+    """argsort: keys from read(lo, hi)[0]; the output is their global int64 positions."""
+    codec = NumericCodec(np.dtype(dtype), descending, canonical=True)
+
+    def with_positions(lo: int, hi: int) -> list:
+        return [read(lo, hi)[0], np.arange(offset + lo, offset + hi, dtype=np.int64)]
+
+    def encode(cols):
+        return [codec.encode(cols[0], rt.xp), cols[1]]
+
+    return Source(count, with_positions, encode, _first_word, lambda cols: cols[1:])
+
+
+def records_source(rt: Runtime, count: int, read, key_size: int, descending: bool) -> Source:
+    """(n, record_size) uint8 records ordered by their first key_size bytes (memcmp)."""
+    def words(cols):
+        xp = np if isinstance(cols[0], np.ndarray) else rt.xp
+        return record_key_words(cols[0], key_size, xp, descending)
+
+    return Source(count, read, _same, words, _same)
+
+
 def sort_numeric(job: Job, keys, values, descending: bool, stable: bool,
                  report: SortReport) -> tuple:
     """Out-of-core sort (and sort_pairs): this rank's keys (and values) shard."""
-    rt, xp = job.rt, job.rt.xp
     _check_1d(keys)
-    dtype = np.dtype(keys.dtype)
-    codec = NumericCodec(dtype, descending, canonical=stable)
-    carried = 1 + int(codec.lossy)  # the codes, and the original keys where codes lose bits
     columns = [keys] if values is None else [keys, values]
-
-    def encode(cols):
-        return [codec.encode(cols[0], xp)] + (cols if codec.lossy else cols[1:])
-
-    def decode(cols):
-        return [cols[1] if codec.lossy else codec.decode(cols[0], xp)] + cols[carried:]
-
-    source = Source(len(keys), _slices(columns), encode, _first_word, decode)
-    out = external_sort(rt, source, job.budget, report)
-    keys_out = job.to_caller(out[0].astype(dtype, copy=False))
+    source = numeric_source(job.rt, len(keys), _slices(columns), keys.dtype, descending, stable)
+    out = external_sort(job.rt, source, job.budget, report)
+    keys_out = job.to_caller(out[0].astype(keys.dtype, copy=False))
     return keys_out, job.to_caller(out[1]) if values is not None else None
 
 
 def argsort(job: Job, keys, descending: bool, report: SortReport):
     """Out-of-core argsort: global int64 input positions of this rank's shard."""
-    rt = job.rt
     _check_1d(keys)
-    codec = NumericCodec(np.dtype(keys.dtype), descending, canonical=True)
-    offset = rt.comm.exscan(len(keys)) or 0
-
-    def read(lo: int, hi: int) -> list:
-        return [keys[lo:hi], np.arange(offset + lo, offset + hi, dtype=np.int64)]
-
-    def encode(cols):
-        return [codec.encode(cols[0], rt.xp), cols[1]]
-
-    source = Source(len(keys), read, encode, _first_word, lambda cols: cols[1:])
-    return job.to_caller(external_sort(rt, source, job.budget, report)[0])
+    offset = job.rt.comm.exscan(len(keys)) or 0
+    source = positions_source(job.rt, len(keys), _slices([keys]), offset, keys.dtype,
+                              descending)
+    return job.to_caller(external_sort(job.rt, source, job.budget, report)[0])
 
 
 def sort_records(job: Job, records, key_size: int, descending: bool, report: SortReport):
     """Out-of-core sort of (n, record_size) uint8 records by their first key_size bytes."""
-    rt = job.rt
-
-    def words(cols):
-        xp = np if isinstance(cols[0], np.ndarray) else rt.xp
-        return record_key_words(cols[0], key_size, xp, descending)
-
-    source = Source(len(records), _slices([records]), _same, words, _same)
-    return job.to_caller(external_sort(rt, source, job.budget, report)[0])
+    source = records_source(job.rt, len(records), _slices([records]), key_size, descending)
+    return job.to_caller(external_sort(job.rt, source, job.budget, report)[0])
 
 
 def _slices(columns: list):
@@ -403,10 +426,6 @@ def _slices(columns: list):
 
 def _first_word(cols: list) -> list:
     return [cols[0]]
-
-
-def _same(cols: list) -> list:
-    return cols
 
 
 def _check_1d(keys) -> None:

@@ -26,3 +26,31 @@ def test_a_bad_size_is_one_clear_message(tmp_path):
     assert run.returncode == 2
     assert "--device-memory" in run.stderr and "not a size" in run.stderr
     assert not (tmp_path / "out.npy").exists()
+
+
+def test_values_stable_argsort_and_records_out_of_core(tmp_path):
+    keys = mixed_keys("float32", n=100_000)  # 600k keys: many runs per rank at 256KiB
+    np.save(tmp_path / "k.npy", keys)
+    np.save(tmp_path / "v.npy", np.arange(len(keys), dtype=np.int64))
+    budget = ["--device-memory", "256KiB"]
+    run = distsort("sort", "k.npy", "-o", "s.npy", "--values", "v.npy", "--stable", "--verify",
+                   *budget, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    order = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(np.load(tmp_path / "s.values.npy"), order)
+    assert np.load(tmp_path / "s.npy").tobytes() == keys[order].tobytes()
+    run = distsort("sort", "k.npy", "-o", "p.npy", "--argsort", "--descending", *budget,
+                   ranks=3, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    with np.errstate(invalid="ignore"):  # signalling NaNs among the random bit patterns
+        descending = np.where(np.isnan(keys), 0, -keys.astype(np.float64))
+    ref = np.lexsort((descending, np.isnan(keys)))  # stable: ties (and NaNs) in input order
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), ref)
+    records = np.random.default_rng(1).integers(0, 4, (60_000, 100), dtype=np.uint8)
+    records.tofile(tmp_path / "r.dat")
+    run = distsort("sort", "r.dat", "-o", "o.dat", "--record-size", "100", "--key-size", "10",
+                   "--verify", *budget, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = np.fromfile(tmp_path / "o.dat", dtype=np.uint8).reshape(-1, 100)
+    order = np.lexsort([records[:, i] for i in range(9, -1, -1)])  # stable, by 10 key bytes
+    np.testing.assert_array_equal(out, records[order])

@@ -1,0 +1,117 @@
+"""`sort INPUT -o OUTPUT` when a rank's sort does not fit its device memory budget.
+
+Each rank reads its range of the input piece by piece (one run at a time) straight into the
+out-of-core sort (external.py) and writes its shard of the output, piece by piece, at its
+offset of the output file (ShardWriter: temporary name, renamed when every rank is done).
+Neither the whole input nor the whole output is ever in host memory: only the sorted runs (one
+copy of the rank's range) and one exchange round's buffers. --verify checks the pieces as they
+go by (count, order, order-independent checksum; values by checksum), as check.verify does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .check import _combine, _Summary, checksum
+from .errors import DistsortError, agree
+from .external import (
+    external_sort,
+    numeric_source,
+    over_budget,
+    positions_source,
+    records_source,
+    show_progress,
+)
+from .io import FileFormat, InputFile, ShardWriter, rank_range
+from .report import SortReport
+from .runtime import get_runtime
+
+
+def sort_file(args, comm, fmt: FileFormat, source: InputFile, values: InputFile | None,
+              paths: list, report: SortReport) -> bool:
+    """Sort the file out of core if any rank's work exceeds its budget; else return False.
+
+    paths: (path, format) of the output and, with values, of the values output. Collective.
+    """
+    rt = agree(comm, lambda: get_runtime(comm, args.backend or "cpu"))  # as api does for NumPy
+    start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
+    row = fmt.itemsize + (values.fmt.itemsize if values else 0) + 8 * bool(args.argsort)
+    budget = over_budget(rt, (stop - start) * row, args.device_memory)
+    if budget is None:
+        return False
+    show_progress(not args.quiet)
+    report.rank, report.backend, report.engine = comm.Get_rank(), rt.backend.name, \
+        rt.backend.engine.name
+    check = StreamCheck(args.descending, fmt.key_size) if args.verify else None
+    writers = []
+    try:
+        for path, out_fmt in paths:
+            writers.append(ShardWriter(path, out_fmt, source.count, comm))
+
+        def write(row: int, columns: list) -> None:
+            for writer, column in zip(writers, columns):
+                writer.write(row, column)
+            if check:
+                check.wrote(columns, rt.xp)
+
+        piecewise = file_source(rt, args, fmt, source, values, start, stop, check)
+        external_sort(rt, piecewise, budget, report, write=write)
+        if check:
+            check.conclude(comm)
+        for writer in writers:
+            writer.commit()
+    finally:
+        for writer in writers:
+            writer.abort()
+    return True
+
+
+def file_source(rt, args, fmt: FileFormat, source: InputFile, values: InputFile | None,
+                start: int, stop: int, check):
+    """The external.Source of this rank's range [start, stop) of the input (and values)."""
+    def read(lo: int, hi: int) -> list:
+        columns = [source.read(start + lo, start + hi)]
+        if values is not None:
+            columns.append(values.read(start + lo, start + hi))
+        if check:
+            check.read(columns)
+        return columns
+
+    count = stop - start
+    if fmt.kind == "records":
+        return records_source(rt, count, read, fmt.key_size, args.descending)
+    if args.argsort:
+        return positions_source(rt, count, read, start, fmt.native_dtype, args.descending)
+    return numeric_source(rt, count, read, fmt.native_dtype, args.descending, args.stable)
+
+
+class StreamCheck:
+    """check.verify fed piece by piece: input pieces as read, output pieces as written."""
+
+    def __init__(self, descending: bool, key_size: int | None):
+        self.summary = _Summary()
+        self.descending, self.key_size = descending, key_size
+        self.values_in = self.values_out = 0
+
+    def read(self, columns: list) -> None:
+        self.summary.add_input(columns[0], np)
+        if len(columns) > 1:
+            self.values_in += checksum(columns[1])
+
+    def wrote(self, columns: list, xp) -> None:
+        self.summary.add_output(columns[0], xp, self.descending, self.key_size)
+        if len(columns) > 1:
+            self.values_out += checksum(columns[1], xp)
+
+    def conclude(self, comm) -> None:
+        """Raise on every rank (agreed) unless the output is the input sorted."""
+        verdict = _combine(comm, self.summary)
+        values_in, values_out = comm.allreduce(self.values_in), comm.allreduce(self.values_out)
+        problem = None if verdict.ok else verdict.message
+        if problem is None and values_in % 2**64 != values_out % 2**64:
+            problem = "the values are not a permutation of the input values"
+        if problem:
+            def fail():
+                raise DistsortError(f"--verify failed, nothing written: {problem}")
+
+            agree(comm, fail)
