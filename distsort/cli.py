@@ -69,7 +69,9 @@ def parser() -> argparse.ArgumentParser:
     _gen_parser(sub.add_parser("gen", help="write a generated data set to a file"))
     _check_parser(sub.add_parser("check", help="say whether OUTPUT is INPUT sorted"))
     info = sub.add_parser("info", help="backend, GPUs, MPI and NCCL versions")
+    info.add_argument("--json", action="store_true", help="print the details as JSON")
     info.set_defaults(func=commands.info)
+    _bench_parser(sub.add_parser("bench", help="throughput against size, with a plot"))
     return top
 
 
@@ -129,6 +131,20 @@ def _gen_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key-size", type=int, help="key bytes of each record (gensort: 10)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=commands.gen_file)
+
+
+def _bench_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=["auto", "cpu", "gpu"], default=None)
+    p.add_argument("--count", type=parse_count,
+                   help="largest size, keys in all (default: 2^28 per GPU, 2^21 per CPU)")
+    p.add_argument("--steps", type=int, default=5, help="sizes, each 4x the one before")
+    p.add_argument("--reps", type=int, default=3, help="timed runs per size (median kept)")
+    p.add_argument("--dtype", default="uint32")
+    p.add_argument("--dist", default="uniform")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--report", metavar="FILE.json", help="write the measurements as JSON")
+    p.add_argument("--plot", default="distsort-bench.png", help="PNG to write ('' for none)")
+    p.set_defaults(func=commands.bench)
 
 
 def _check_parser(p: argparse.ArgumentParser) -> None:

@@ -199,8 +199,15 @@ def info(args, comm) -> int:
 
     details = collect_info(comm)
     if comm.Get_rank() == 0:
-        print(format_info(details))
+        print(json.dumps(details, indent=1, default=str) if args.json else format_info(details))
     return 0
+
+
+def bench(args, comm) -> int:
+    """`bench`: throughput against size and per-rank phases, as a table, JSON and PNG."""
+    from .bench import run_bench
+
+    return run_bench(args, comm)
 
 
 def _publish_report(path: str | None, comm, summary: dict) -> None:

@@ -164,3 +164,14 @@ def test_a_rank_killed_mid_sort_stops_every_rank_and_leaves_no_output(tmp_path):
                          cwd=tmp_path)  # the timeout is the "no hang" check
     assert run.returncode != 0
     assert os.listdir(tmp_path) == ["in.npy"]
+
+
+def test_bench_reports_every_size(tmp_path):
+    run = distsort("bench", "--count", "2^16", "--steps", "3", "--reps", "1", "--plot", "",
+                   "--report", "b.json", ranks=2, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    import json
+
+    rows = json.loads((tmp_path / "b.json").read_text())
+    assert [r["keys"] for r in rows] == [2**12, 2**14, 2**16]
+    assert all(r["seconds"] > 0 and len(r["per_rank"]) == 2 for r in rows)
