@@ -145,12 +145,13 @@ def plan_layout(rt: Runtime, source: Source, template: list, budget: int) -> Lay
 
 
 def row_cost(columns: list, words: list) -> int:
-    """Device bytes one row needs while it is sorted: columns in and out, key words, order,
-    and the engine's temporaries. Plain keys (one column that is its own key) need less."""
+    """Device bytes one row needs while it is sorted: columns in and out, the next piece
+    coming in (Loader), key words, order and the engine's temporaries. Plain keys (one column
+    that is its own key) need less."""
     width = sum(row_bytes(c) for c in columns)
     if len(columns) == 1 and len(words) == 1 and words[0] is columns[0]:
-        return 4 * width
-    return 3 * width + 4 * (sum(w.dtype.itemsize for w in words) + 8)
+        return 5 * width
+    return 4 * width + 4 * (sum(w.dtype.itemsize for w in words) + 8)
 
 
 def form_runs(rt: Runtime, source: Source, layout: Layout, store: list, progress) -> np.ndarray:
@@ -158,15 +159,51 @@ def form_runs(rt: Runtime, source: Source, layout: Layout, store: list, progress
     (run i at its input rows); return the regular sample rows (key words..., run, index)."""
     samples = []
     runs = layout.runs()
+    pieces = Loader(rt, source.read, runs)
     for i, (lo, hi) in enumerate(runs):
-        columns = source.encode([rt.backend.from_host(a) for a in source.read(lo, hi)])
-        columns = local_sort(rt, columns, source.key_words)
+        columns = local_sort(rt, source.encode(pieces.take(i)), source.key_words)
         words = source.key_words(columns)
         samples.append(regular_sample(rt, words, layout.stride, layout.first_run + i))
         for column, host in zip(columns, store):
             to_host_into(rt, column, host[lo:hi])
         progress.show(f"runs formed {i + 1}/{len(runs)}", last=i + 1 == len(runs))
     return np.concatenate(samples) if samples else None
+
+
+class Loader:
+    """The device columns of pieces [lo, hi) of the input, in order. On GPUs piece i+1 is
+    copied in on a side stream while piece i is sorted and its run copied out (pinned host
+    memory copies directly; PCIe carries both directions at once)."""
+
+    def __init__(self, rt: Runtime, read, ranges: list):
+        self.rt, self.read, self.ranges = rt, read, ranges
+        self.stream = None
+        if rt.backend.name == "gpu":
+            self.stream = rt.xp.cuda.Stream(non_blocking=True)
+        self.next = self._start(0) if ranges else None
+
+    def take(self, i: int) -> list:
+        columns = self.next
+        if self.stream is not None:
+            self.stream.synchronize()
+        self.next = self._start(i + 1) if i + 1 < len(self.ranges) else None
+        return columns
+
+    def _start(self, i: int) -> list:
+        lo, hi = self.ranges[i]
+        if self.stream is not None:  # the side stream starts after the work queued so far
+            self.stream.wait_event(self.rt.xp.cuda.get_current_stream().record())
+        return [to_device(self.rt, a, self.stream) for a in self.read(lo, hi)]
+
+
+def to_device(rt: Runtime, host, stream=None):
+    """A host array on the backend's device; on GPUs one direct copy (asynchronous on the
+    stream, if given), not CuPy's staging through its own pinned buffer."""
+    if rt.backend.name != "gpu" or not isinstance(host, np.ndarray) or not host.dtype.isnative:
+        return rt.backend.from_host(host)
+    out = rt.xp.empty(host.shape, host.dtype)
+    out.set(np.ascontiguousarray(host), stream=stream)
+    return out
 
 
 def regular_sample(rt: Runtime, words: list, stride: int, run: int) -> np.ndarray:
@@ -252,7 +289,7 @@ def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts:
         with report.phase("exchange", lambda: None):
             received = exchange(host, [gather(c, slices) for c in store], send_counts, report)
         with report.phase("finish", rt.backend.synchronize):
-            columns = local_sort(rt, [rt.backend.from_host(c) for c in received], source.key_words)
+            columns = local_sort(rt, [to_device(rt, c) for c in received], source.key_words)
             write(done, source.decode(columns))
         done += len(received[0])
         progress.show(f"exchanged {report.bytes_received / 1e9:.2f} GB, merged {j + 1}/{q} "

@@ -10,7 +10,7 @@ from test_cli import distsort, mixed_keys
 
 
 def test_sort_with_a_small_device_budget_matches_numpy(tmp_path):
-    x = mixed_keys("uint32", n=400_000)  # 2.4M keys: 600k per rank, 1MiB fits 64k of them
+    x = mixed_keys("uint32", n=400_000)  # 2.4M keys: 600k per rank, 1MiB runs hold ~52k
     np.save(tmp_path / "in.npy", x)
     run = distsort("sort", "in.npy", "-o", "out.npy", "--device-memory", "1MiB", "--verify",
                    "--report", "report.json", cwd=tmp_path)
