@@ -30,6 +30,7 @@ sample is the whole data set: give such jobs a larger budget).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -292,7 +293,7 @@ def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts:
             columns = local_sort(rt, [to_device(rt, c) for c in received], source.key_words)
             write(done, source.decode(columns))
         done += len(received[0])
-        progress.show(f"exchanged {report.bytes_received / 1e9:.2f} GB, merged {j + 1}/{q} "
+        progress.show(f"received {report.bytes_received / 2**20:,.0f} MiB, merged {j + 1}/{q} "
                       "key ranges", last=j + 1 == q)
 
 
@@ -323,10 +324,12 @@ def _write_into(rt: Runtime, outputs: list, first: int):
 
 
 class Progress:
-    """One line on rank 0's stderr, rewritten in place; only when stderr is a terminal."""
+    """One line on rank 0's stderr, rewritten in place; only when stderr is a terminal, or
+    DISTSORT_PROGRESS=1 (launchers such as mpirun pass the ranks' output through pipes)."""
 
     def __init__(self, comm):
-        self.on = _progress["enabled"] and comm.Get_rank() == 0 and sys.stderr.isatty()
+        wanted = sys.stderr.isatty() or os.environ.get("DISTSORT_PROGRESS") == "1"
+        self.on = _progress["enabled"] and comm.Get_rank() == 0 and wanted
 
     def show(self, text: str, last: bool = False) -> None:
         if self.on:
