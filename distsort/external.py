@@ -30,6 +30,7 @@ sample is the whole data set: give such jobs a larger budget).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -39,7 +40,7 @@ import numpy as np
 from mpi4py import MPI
 
 from .backend import Backend
-from .errors import DistsortError
+from .errors import DistsortError, agree
 from .exchange import row_bytes
 from .exchange.mpi import MpiTransport
 from .keys import NumericCodec, record_key_words
@@ -50,6 +51,7 @@ from .runtime import Runtime, get_runtime
 from .splitters import EPSILON
 
 SAMPLE_TARGET = 1 << 18  # samples in all, when the balance bound allows that few
+SAMPLE_LIMIT = 1 << 24  # the most samples (a whole small data set) every rank gathers
 WORK_FACTOR = 4  # a rank's in-memory sort needs about this many times its shard's bytes
 MIN_ROUNDS, MIN_PIECE = 32, 1 << 16  # see plan_layout
 _progress = {"enabled": True}
@@ -106,7 +108,7 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     """
     budget = rt.comm.allreduce(int(budget), op=MPI.MIN)
     template = source.encode([rt.backend.from_host(a) for a in source.read(0, 0)])
-    layout = plan_layout(rt, source, template, budget)
+    layout = agree(rt.comm, lambda: plan_layout(rt, source, template, budget))
     report.count_in, report.global_count = source.count, sum(layout.counts)
     report.ranks = len(layout.counts)
     progress = Progress(rt.comm)
@@ -140,9 +142,18 @@ def plan_layout(rt: Runtime, source: Source, template: list, budget: int) -> Lay
     piece = min(rows, max(-(-max(counts) // MIN_ROUNDS), MIN_PIECE))
     slack = min(EPSILON * total / p, piece / 4)
     stride = max(1, min(int(slack // (2 * m + 1)), -(-total // SAMPLE_TARGET)))
+    if stride == 1 and total > SAMPLE_LIMIT:
+        raise _too_small(budget, total, row_cost(template, source.key_words(template)))
     extra = 0 if stride == 1 else (2 * m + 1) * stride  # t = 1: exact splitters
     pieces = max(1, -(-total // (p * max(piece - extra, 1))))
     return Layout(comm.Get_rank(), counts, rows, piece, runs_per_rank, stride, pieces)
+
+
+def _too_small(budget: int, total: int, cost: int) -> DistsortError:
+    """Runs so many and so small that only a sample of every element would bound the pieces."""
+    need = 8 * math.isqrt(total) * cost
+    return DistsortError(f"a device memory budget of {budget} bytes is too small for "
+                         f"{total} elements: give at least {need} bytes (--device-memory)")
 
 
 def row_cost(columns: list, words: list) -> int:

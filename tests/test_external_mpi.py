@@ -208,3 +208,14 @@ def test_runs_formed_in_place_in_the_input(layouts):
     assert not rows or rows[0] == first  # rows are global output rows
     np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
     assert_many_runs(layouts)
+
+
+def test_a_budget_far_too_small_is_a_clear_error(monkeypatch):
+    from distsort.errors import DistsortError
+
+    monkeypatch.setattr(external, "SAMPLE_LIMIT", 1000)
+    x = local_data("uniform", "uint32", 3000, seed=20)
+    with pytest.raises(DistsortError) as failed:
+        distsort.sort(x, device_memory=256)
+    if COMM.Get_rank() == 0:  # the one message; the other ranks know that rank 0 failed
+        assert "too small" in str(failed.value) and "at least" in str(failed.value)
