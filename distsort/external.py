@@ -12,11 +12,12 @@ No step holds more than about `budget` bytes on the device:
    global position): runs are contiguous pieces of the input in rank order, sorted stably.
 3. cut: each run is cut by each splitter. The run's own samples say between which two sampled
    elements the cut lies; a search in the key words of the at most t rows between decides.
-4. rounds: in round j every rank sends each rank d the slices of its runs in d's j-th piece
-   (MPI on host buffers: the runs are in host memory already, and a sender's share of one round
-   can exceed the budget on skewed inputs, where device staging would not be bounded). The
-   receiver gets them in (source rank, run) order, i.e. in global position order; one stable
-   sort on the device puts them in order, and they are appended to its output.
+4. rounds: in round j every rank sends each rank d the slices of its runs in d's j-th piece.
+   On GPUs the slices are copied from the pinned runs straight into a device buffer and sent
+   over NCCL when every rank's share fits its budget; otherwise (CPU backend, or a round made
+   too big by a skewed input) MPI moves host buffers (exchange_round). The receiver gets them
+   in (source rank, run) order, i.e. in global position order; one stable sort on the device
+   puts them in order, and they are appended to its output.
 
 Why the sizes hold: a run has c samples below a splitter exactly when between (c-1)·t + 1 and
 c·t of its elements are below it, so between two splitters whose sample ranks differ by s lie
@@ -127,7 +128,9 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     if write is None:
         outputs = _output_buffers(rt, source.decode(template), report.count_out)
         write = _write_into(rt, outputs, start)
-    merge_rounds(rt, source, layout, store, cuts, report, write, start, progress)
+    cost = row_cost(template, source.key_words(template))
+    room = budget - layout.piece_rows * (cost + sum(row_bytes(c) for c in template))
+    merge_rounds(rt, source, layout, store, cuts, report, write, start, room, progress)
     return outputs
 
 
@@ -287,10 +290,9 @@ def bucket_sizes(cuts: list[np.ndarray], buckets: int) -> np.ndarray:
 
 
 def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts: list,
-                 report: SortReport, write, start: int, progress) -> None:
-    """Round j: exchange every rank's j-th piece (MPI, host), sort it on the device, write it."""
+                 report: SortReport, write, start: int, room: int, progress) -> None:
+    """Round j: every rank's j-th piece is exchanged, sorted on the device and written."""
     p, q = len(layout.counts), layout.pieces
-    host = rt if rt.backend.name == "cpu" else Runtime(rt.comm, Backend(), MpiTransport(rt.comm))
     starts = [lo for lo, _ in layout.runs()]
     done = start
     for j in range(q):
@@ -298,19 +300,50 @@ def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts:
         slices = [(s + cut[b], s + cut[b + 1]) for b in buckets for s, cut in zip(starts, cuts)]
         send_counts = np.array([sum(int(c[b + 1] - c[b]) for c in cuts) for b in buckets],
                                dtype=np.int64)
-        with report.phase("exchange", lambda: None):
-            received = exchange(host, [gather(c, slices) for c in store], send_counts, report)
+        with report.phase("exchange", rt.backend.synchronize):
+            columns = exchange_round(rt, store, slices, send_counts, room, report)
         with report.phase("finish", rt.backend.synchronize):
-            columns = local_sort(rt, [to_device(rt, c) for c in received], source.key_words)
+            columns = local_sort(rt, columns, source.key_words)
             write(done, source.decode(columns))
-        done += len(received[0])
+        done += len(columns[0])
         progress.show(f"received {report.bytes_received / 2**20:,.0f} MiB, merged {j + 1}/{q} "
                       "key ranges", last=j + 1 == q)
+
+
+def exchange_round(rt: Runtime, store: list, slices: list, send_counts: np.ndarray, room: int,
+                   report: SortReport) -> list:
+    """One round's all-to-all of the given slices of the runs; the rows received, by source
+    rank, on the device.
+
+    On GPUs, when every rank's share fits the `room` its budget leaves beside the piece it
+    receives, the slices are copied straight from the pinned runs into one device buffer and
+    go over NCCL: each byte crosses PCIe once on its way in and no host copy is made.
+    Otherwise (the CPU backend, or a skewed round whose share would not fit the device) MPI
+    moves host buffers, which bounds the device memory whatever the input.
+    """
+    width = sum(row_bytes(c) for c in store)
+    fits = int(send_counts.sum()) * width <= room
+    if rt.backend.name == "gpu" and rt.comm.allreduce(fits, op=MPI.LAND):
+        return exchange(rt, [device_gather(rt, c, slices) for c in store], send_counts, report)
+    host = rt if rt.backend.name == "cpu" else Runtime(rt.comm, Backend(), MpiTransport(rt.comm))
+    received = exchange(host, [gather(c, slices) for c in store], send_counts, report)
+    return [to_device(rt, c) for c in received]
 
 
 def gather(column: np.ndarray, slices: list[tuple[int, int]]) -> np.ndarray:
     """The rows of the given [lo, hi) slices of a host column, in order, in one array."""
     return np.concatenate([column[a:b] for a, b in slices]) if slices else column[:0]
+
+
+def device_gather(rt: Runtime, column: np.ndarray, slices: list[tuple[int, int]]):
+    """gather() into one device array, one direct copy per slice (pinned host memory)."""
+    out = rt.xp.empty((sum(b - a for a, b in slices),) + column.shape[1:], column.dtype)
+    at = 0
+    for a, b in slices:
+        if b > a:
+            out[at : at + b - a].set(column[a:b])
+            at += b - a
+    return out
 
 
 def to_host_into(rt: Runtime, column, host: np.ndarray) -> None:
