@@ -141,8 +141,10 @@ def plan_layout(rt: Runtime, source: Source, template: list, budget: int) -> Lay
     rows = max(1, budget // row_cost(template, source.key_words(template)))
     runs_per_rank = comm.allgather(-(-source.count // rows))
     total, p, m = sum(counts), comm.Get_size(), sum(runs_per_rank)
-    # a round's host buffers stay a small part of a shard: no piece above 1/MIN_ROUNDS of one
-    piece = min(rows, max(-(-max(counts) // MIN_ROUNDS), MIN_PIECE))
+    # a round's buffers stay a small part of a shard: no piece above 1/MIN_ROUNDS of one; on
+    # GPUs half a run at most, so the round's send buffer fits beside it (exchange_round)
+    limit = rows // 2 if rt.backend.name == "gpu" else rows
+    piece = max(1, min(limit, max(-(-max(counts) // MIN_ROUNDS), MIN_PIECE)))
     slack = min(EPSILON * total / p, piece / 4)
     stride = max(1, min(int(slack // (2 * m + 1)), -(-total // SAMPLE_TARGET)))
     if stride == 1 and total > SAMPLE_LIMIT:
