@@ -24,9 +24,9 @@ c·t of its elements are below it, so between two splitters whose sample ranks d
 at most t·s + m·(t-1) elements (m runs in all), below n/(p·q) + (2m + 1)·t for consecutive
 splitters. The stride t is chosen so that (2m + 1)·t stays below 4% of n/p (balance, as
 splitters.EPSILON) and below a quarter of a merge piece, and q so that every piece fits the
-budget. Small data sets get t = 1: every element is a sample and the splitters are exact; so
-do budgets so small that a run holds fewer than about 16 elements per run in all (then the
-sample is the whole data set: give such jobs a larger budget).
+budget. Small data sets get t = 1: every element is a sample and the splitters are exact. So
+would budgets so small that a merge piece holds fewer than about 16 elements per run in all;
+above SAMPLE_LIMIT elements that is refused with an error naming the budget needed.
 """
 
 from __future__ import annotations
