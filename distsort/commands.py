@@ -111,8 +111,8 @@ def _open_values(args, count: int):
 
 def _sort_local(args, fmt: FileFormat, local, local_values, comm, report) -> list:
     """Sort this rank's piece; returns [keys or records or positions] (+ [values])."""
-    common = dict(comm=comm, descending=args.descending, backend=args.backend, report=report,
-                  device_memory=args.device_memory)
+    common = dict(comm=comm, descending=args.descending, backend=args.backend or "auto",
+                  report=report, device_memory=args.device_memory)
     external.show_progress(not args.quiet)
     if fmt.kind == "records":
         return [api.sort_records(local, fmt.key_size, **common)]

@@ -33,7 +33,7 @@ def sort_file(args, comm, fmt: FileFormat, source: InputFile, values: InputFile 
 
     paths: (path, format) of the output and, with values, of the values output. Collective.
     """
-    rt = agree(comm, lambda: get_runtime(comm, args.backend or "cpu"))  # as api does for NumPy
+    rt = agree(comm, lambda: get_runtime(comm, args.backend or "auto"))  # GPUs where all have one
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
     row = fmt.itemsize + (values.fmt.itemsize if values else 0) + 8 * bool(args.argsort)
     budget = over_budget(rt, (stop - start) * row, args.device_memory)

@@ -50,7 +50,8 @@ def get_runtime(comm=None, backend: str | None = None, engine: str | None = None
 
 def choose_backend(comm, requested: str | None) -> str:
     """Resolve 'auto' to 'gpu' when every rank sees a GPU, else 'cpu'; check 'gpu' is possible."""
-    requested = requested or os.environ.get("DISTSORT_BACKEND") or "auto"
+    if requested in (None, "auto"):
+        requested = os.environ.get("DISTSORT_BACKEND") or "auto"
     if requested not in BACKENDS:
         raise DistsortError(f"unknown backend {requested!r}: choose one of {', '.join(BACKENDS)}")
     if requested == "cpu":
