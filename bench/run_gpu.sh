@@ -2,8 +2,8 @@
 # One device call: GPU tests on 1 GPU and on every GPU under MPI, the default job, and the
 # distributed benchmark at P = 1, 2, 4 (as many GPUs as the machine has). Logs go to $OUT.
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
-#   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench scaling (default: all
-#   but scaling)
+#   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 cub4 external examples
+#   scaling (default: tests mpitests quickstart bench)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -16,16 +16,28 @@ nvidia-smi -L | tee "$OUT/gpus.txt"
 for step in $steps; do
   echo "=== $step"
   case $step in
-    tests) timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py \
-             tests/test_gen.py tests/test_check.py 2>&1 | tail -25 ;;
+    tests) timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py \
+             tests/test_gen.py tests/test_check.py tests/test_radix_gpu.py \
+             tests/test_external_gpu.py 2>&1 | tail -25 ;;
     mpitests) timeout 300 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
-                --with-mpi tests/test_gpu.py 2>&1 | grep -v "^$" | tail -30 ;;
+                --with-mpi tests/test_gpu.py tests/test_external_gpu.py 2>&1 | grep -av "^$" \
+                | grep -aE "passed|failed|Error|error|assert" | tail -30 ;;
     quickstart) DISTSORT_RANKS=$gpus timeout 200 bash launch/quickstart.sh --report "$OUT/job.json" \
                   2>&1 | tail -8 ;;
     bench) for p in 1 2 4 8; do
              [ "$p" -le "$gpus" ] || continue
              timeout 300 $mpi -n "$p" python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6
            done ;;
+    bench4) timeout 200 $mpi -n 4 python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6 ;;
+    cub4) DISTSORT_ENGINE=cub timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
+            u32-4x2^30,u64-4x2^29 --no-baselines --out "$OUT/cub" 2>&1 | tail -3 ;;
+    external) timeout 100 python3 bench/external.py --total 8GB --budget-fraction 8 \
+                --out "$OUT" 2>&1 | tail -8 &&
+              timeout 240 $mpi -n 4 python3 bench/external.py --total 200GB --out "$OUT" 2>&1 \
+                | tail -8 ;;
+    examples) timeout 60 $mpi -n 2 python3 examples/library_sort.py 2>&1 | tail -4
+              timeout 60 $mpi -n 2 launch/distsort-run --verbose python3 -m distsort info \
+                2>&1 | tail -12 ;;
     scaling) for p in 1 2 4 8; do  # weak: 2^30 per GPU; strong: 8 x 2^30 in all
             [ "$p" -le "$gpus" ] || continue
             timeout 200 $mpi -n "$p" python3 bench/dist_sort.py --per-rank 2^30 \
@@ -35,3 +47,4 @@ for step in $steps; do
           done ;;
   esac
 done 2>&1 | tee "$OUT/run.log"
+(cd "$OUT" && tar czf results.tgz --exclude results.tgz ./*)  # one file: the fetch takes at most 8
