@@ -23,7 +23,7 @@ for step in $steps; do
                 --with-mpi tests/test_gpu.py tests/test_external_gpu.py 2>&1 | grep -av "^$" \
                 | grep -aE "passed|failed|Error|error|assert" | tail -30 ;;
     quickstart) DISTSORT_RANKS=$gpus timeout 200 bash launch/quickstart.sh --report "$OUT/job.json" \
-                  2>&1 | tail -8 ;;
+                  2>&1 | grep -v "^-\|^$" | tail -20 ;;
     bench) for p in 1 2 4 8; do
              [ "$p" -le "$gpus" ] || continue
              timeout 300 $mpi -n "$p" python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6

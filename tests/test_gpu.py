@@ -65,7 +65,8 @@ def test_sort_cupy_arrays_matches_numpy(dtype, descending):
         ref = np.concatenate([ref[~nan][::-1], ref[nan]])
     got = np.concatenate(COMM.allgather(cupy.asnumpy(shard)))
     assert got.tobytes() == ref.tobytes() or np.array_equal(got, ref, equal_nan=True)
-    big_endian = distsort.sort(x.astype(x.dtype.newbyteorder(">")), backend="gpu")
+    big_endian = distsort.sort(x.astype(x.dtype.newbyteorder(">")), backend="gpu",
+                               descending=descending)
     assert big_endian.dtype == x.dtype.newbyteorder(">") and np.array_equal(
         np.concatenate(COMM.allgather(big_endian)), ref, equal_nan=True)
     biggest, total = max(COMM.allgather(len(shard))), len(everything)

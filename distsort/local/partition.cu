@@ -49,6 +49,18 @@ __device__ void load_splitters(const K* keys, const u64* pos, int ns, K* sk, u64
     }
 }
 
+// All of a lane's keys are loaded before any is ranked: the ranking's warp votes would otherwise
+// keep one load per warp in flight at a time, and the kernel would wait on memory latency.
+template <typename K>
+__device__ __forceinline__ void load_keys(const K* keys, long long n, long long first, int lane,
+                                          K (&key)[ITEMS]) {
+    #pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        long long i = first + k * 32 + lane;
+        key[k] = i < n ? keys[i] : K(0);
+    }
+}
+
 // counts[b * tiles + t] = keys of tile t that go to bucket b.
 template <typename K>
 __global__ void __launch_bounds__(BLOCK) partition_count(
@@ -62,10 +74,12 @@ __global__ void __launch_bounds__(BLOCK) partition_count(
     __syncthreads();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const long long first = (long long)blockIdx.x * BLOCK * ITEMS + (long long)warp * 32 * ITEMS;
+    K key[ITEMS];
+    load_keys(keys, n, first, lane, key);
     #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {  // one shared-memory atomic per bucket per warp step
         long long i = first + k * 32 + lane;
-        int bucket = i < n ? bucket_of(keys[i], offset + (u64)i, sk, sp, ns) : -1;
+        int bucket = i < n ? bucket_of(key[k], offset + (u64)i, sk, sp, ns) : -1;
         unsigned int peers = same_bucket(bucket, ns + 1);
         if (bucket >= 0 && lane == __ffs(peers) - 1) atomicAdd(&hist[bucket], __popc(peers));
     }
@@ -100,11 +114,11 @@ __global__ void __launch_bounds__(BLOCK) partition_scatter(
     K key[ITEMS];
     int bucket[ITEMS];
     unsigned int rank[ITEMS];
+    load_keys(keys, n, first, lane, key);
     #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
         long long i = first + k * 32 + lane;
         bool valid = i < n;
-        key[k] = valid ? keys[i] : K(0);
         bucket[k] = valid ? bucket_of(key[k], offset + (u64)i, sk, sp, ns) : -1;
         unsigned int peers = same_bucket(bucket[k], ns + 1);
         rank[k] = valid ? warp_count[warp][bucket[k]] + __popc(peers & lower) : 0;
