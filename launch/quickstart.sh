@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if python3 -c "import mpi4py.MPI, numpy" 2>/dev/null; then
   # an MPI stack (and CuPy, on GPU machines) is importable already: use it as it is
-  python=python3
+  python=$(command -v python3)  # absolute: Open MPI's mpirun may put its own bin/ first on PATH
   export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
   mpirun=$(command -v mpirun || command -v mpiexec)
 else
