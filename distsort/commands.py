@@ -26,8 +26,11 @@ def run_job(args, comm) -> int:
     dtype = agree(comm, lambda: parse_dtype(args.dtype))
     count = args.count if args.count is not None else DEFAULT_PER_RANK[rt.backend.name] * comm.size
     start, stop = rank_range(count, comm.Get_rank(), comm.Get_size())
-    keys = agree(comm, lambda: generate(args.dist, dtype, start, stop, args.seed, rt.xp, count))
-    api.sort(keys[: 1 << 16], comm, backend=rt.backend.name)  # warm-up: NCCL set-up, kernels
+    def data(seed: int):
+        return agree(comm, lambda: generate(args.dist, dtype, start, stop, seed, rt.xp, count))
+
+    api.sort(data(args.seed + 1), comm, backend=rt.backend.name)  # warm-up: kernels loaded
+    keys = data(args.seed)
     report = SortReport()
     shard = api.sort(keys, comm, backend=rt.backend.name, report=report)
     verdict = verify(comm, keys, shard, xp=rt.xp)

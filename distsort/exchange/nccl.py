@@ -27,6 +27,14 @@ class NcclTransport:
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
         self._side = cupy.cuda.Stream(non_blocking=True)
         self._own_done = None
+        self._connect()
+
+    def _connect(self) -> None:
+        """One tiny exchange, so NCCL sets up its peer connections (about a second) now and
+        not inside the first sort's exchange."""
+        counts = np.ones(self.size, dtype=np.int64)
+        self.alltoallv([self.cp.zeros(self.size, dtype=np.uint8)], counts, counts)
+        self.cp.cuda.get_current_stream().synchronize()
 
     def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray) -> list:
         """Every column in one NCCL group; this rank's own rows by a device copy beside it."""
