@@ -42,7 +42,7 @@ from mpi4py import MPI
 
 from .backend import Backend
 from .errors import DistsortError, agree
-from .exchange import row_bytes
+from .exchange import displacements, row_bytes
 from .exchange.mpi import MpiTransport
 from .keys import NumericCodec, record_key_words
 from .memory import default_budget, host_empty, parse_size
@@ -326,9 +326,11 @@ def exchange_round(rt: Runtime, store: list, slices: list, send_counts: np.ndarr
     width = sum(row_bytes(c) for c in store)
     fits = int(send_counts.sum()) * width <= room
     if rt.backend.name == "gpu" and rt.comm.allreduce(fits, op=MPI.LAND):
-        return exchange(rt, [device_gather(rt, c, slices) for c in store], send_counts, report)
+        columns = [device_gather(rt, c, slices) for c in store]
+        return exchange(rt, columns, send_counts, displacements(send_counts), report, 1)[0]
     host = rt if rt.backend.name == "cpu" else Runtime(rt.comm, Backend(), MpiTransport(rt.comm))
-    received = exchange(host, [gather(c, slices) for c in store], send_counts, report)
+    columns = [gather(c, slices) for c in store]
+    received = exchange(host, columns, send_counts, displacements(send_counts), report, 1)[0]
     return [to_device(rt, c) for c in received]
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .exchange import aligned_displacements, displacements
 from .local import partition as gpu_partition
 from .local.order import stable_order
 from .report import SortReport
@@ -30,53 +31,89 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     offset = sum(counts[: comm.Get_rank()])
     report.count_in, report.global_count = counts[comm.Get_rank()], sum(counts)
     report.ranks = len(counts)
-    end_bit = None
-    if comm.Get_size() > 1 and sum(counts) > 0:
+    if comm.Get_size() == 1 or sum(counts) == 0:
+        with report.phase("finish", sync):
+            columns = local_sort(rt, columns, key_words)
+    else:
         with report.phase("sample", sync):
             sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.xp)
             splitters = choose_splitters(comm, sample, lambda cols: _host_order(rt, cols))
         with report.phase("partition", sync):
-            columns, send_counts = partition(rt, columns, key_words, offset, splitters)
+            columns, send_counts, send_displs = partition(rt, columns, key_words, offset,
+                                                          splitters)
         with report.phase("exchange", sync):
-            columns = exchange(rt, columns, send_counts, report)
-        end_bit = varying_bits(splitters, comm.Get_rank(), key_words(columns)[0].dtype)
-    with report.phase("finish", sync):
-        columns = local_sort(rt, columns, key_words, end_bit)
+            columns, blocks = exchange(rt, columns, send_counts, send_displs, report)
+        with report.phase("finish", sync):
+            columns = finish(rt, columns, key_words, blocks, splitters)
     report.count_out = len(columns[0])
     return columns
 
 
 def partition(rt: Runtime, columns: list, key_words: KeyWords, offset: int, splitters):
-    """Group the rows by destination rank, stably; return the columns and rows per rank."""
+    """Group the rows by destination rank, stably; return the columns, the rows for each rank
+    and where each rank's block starts (blocks start where the transport moves them fastest)."""
     words, p = key_words(columns), len(splitters) + 1
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
         keyed = words[0] is columns[0]
-        grouped, dest, send_counts = gpu_partition.partition_keys(
-            words[0], offset, splitters, want_dest=len(columns) > int(keyed))
-        rest = [_scatter(c, dest, rt.xp) for c in columns[int(keyed):]]
-        return ([grouped] if keyed else []) + rest, send_counts
+        grouped, dest, send_counts, starts = gpu_partition.partition_keys(
+            words[0], offset, splitters, want_dest=len(columns) > int(keyed),
+            align=rt.transport.align_rows)
+        rest = [_scatter(c, dest, len(grouped), rt.xp) for c in columns[int(keyed):]]
+        return ([grouped] if keyed else []) + rest, send_counts, starts
     buckets = classify(words, offset, splitters, rt.xp)
     small = buckets.astype(np.uint16 if p <= 2**16 else np.uint32)
     order = rt.backend.engine.argsort(small)
     send_counts = rt.backend.to_host(rt.xp.bincount(buckets, minlength=p)).astype(np.int64)
-    return [c[order] for c in columns], send_counts
+    return [c[order] for c in columns], send_counts, displacements(send_counts)
 
 
-def _scatter(column, dest, xp):
-    out = xp.empty_like(column)
-    out[dest] = column
-    return out
-
-
-def exchange(rt: Runtime, columns: list, send_counts: np.ndarray, report: SortReport) -> list:
-    """All-to-all-v of every column: counts first, then the rows."""
+def exchange(rt: Runtime, columns: list, send_counts, send_displs, report: SortReport,
+             align: int | None = None):
+    """All-to-all-v of every column: counts first, then the rows. Returns the received columns
+    and (rows, start) of each source's block in them; blocks start at multiples of align rows
+    (default: the transport's preference; 1 packs them back to back)."""
     recv_counts = np.empty_like(send_counts)
     rt.comm.Alltoall(send_counts, recv_counts)
     widths = sum(c.nbytes // max(len(c), 1) for c in columns)
     me = rt.comm.Get_rank()
     report.bytes_sent += int(send_counts.sum() - send_counts[me]) * widths  # to other ranks
     report.bytes_received += int(recv_counts.sum() - recv_counts[me]) * widths
-    return rt.transport.alltoallv(columns, send_counts, recv_counts)
+    recv_displs = aligned_displacements(recv_counts, align or rt.transport.align_rows)
+    received = rt.transport.alltoallv(columns, send_counts, recv_counts, send_displs, recv_displs)
+    return received, (recv_counts, recv_displs)
+
+
+def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters) -> list:
+    """Sort what this rank received, whose source blocks may have gaps between them.
+
+    Plain keys fill the gaps with this rank's largest possible key and drop as many keys from the
+    end of the sorted result; other data are first packed together.
+    """
+    counts, starts = blocks
+    n, rank = int(counts.sum()), rt.comm.Get_rank()
+    words = key_words(columns)
+    end_bit = varying_bits(splitters, rank, words[0].dtype)
+    if len(columns[0]) == n:
+        return local_sort(rt, columns, key_words, end_bit)
+    if len(columns) == 1 and words[0] is columns[0]:
+        top = upper_key(splitters, rank, words[0].dtype)
+        for start, count, end in zip(starts, counts, list(starts[1:]) + [len(columns[0])]):
+            columns[0][start + count : end] = top
+        return [c[:n] for c in local_sort(rt, columns, key_words, end_bit)]
+    packed = [rt.xp.concatenate([c[a : a + k] for a, k in zip(starts, counts)]) for c in columns]
+    return local_sort(rt, packed, key_words, end_bit)
+
+
+def _scatter(column, dest, rows: int, xp):
+    out = xp.empty((rows,) + column.shape[1:], dtype=column.dtype)
+    out[dest] = column
+    return out
+
+
+def upper_key(splitters: np.ndarray, rank: int, word) -> int:
+    """The largest first key word this rank can receive: its upper splitter's, or the maximum."""
+    top = int(splitters[rank, 0]) if rank < len(splitters) else np.iinfo(word).max
+    return np.dtype(word).type(top)
 
 
 def varying_bits(splitters: np.ndarray, rank: int, word) -> int:
@@ -85,10 +122,8 @@ def varying_bits(splitters: np.ndarray, rank: int, word) -> int:
     Its keys lie between the first words of splitters rank-1 and rank, so every bit above the
     highest bit where those two bounds differ is the same for all of them.
     """
-    bits = 8 * np.dtype(word).itemsize
     low = int(splitters[rank - 1, 0]) if rank > 0 else 0
-    high = int(splitters[rank, 0]) if rank < len(splitters) else (1 << bits) - 1
-    return (low ^ high).bit_length()
+    return (low ^ int(upper_key(splitters, rank, word))).bit_length()
 
 
 def local_sort(rt: Runtime, columns: list, key_words: KeyWords, end_bit: int | None = None):

@@ -15,9 +15,15 @@ import numpy as np
 
 class Transport(Protocol):
     name: str
+    align_rows: int  # blocks placed at multiples of this many rows move fastest
 
-    def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray) -> list:
-        """Send each column's rows for rank j to rank j; return the rows received, by source."""
+    def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
+                  send_displs=None, recv_displs=None) -> list:
+        """Send each column's rows for rank j to rank j; return the rows received, by source.
+
+        Displacements (in rows; default: blocks back to back) place each peer's block; with
+        recv_displs the receive buffer has recv_displs[-1] + recv_counts[-1] rows, gaps included.
+        """
 
 
 def row_bytes(a) -> int:
@@ -28,6 +34,15 @@ def row_bytes(a) -> int:
 def as_bytes(a):
     """The array as a flat uint8 buffer (a view where it is contiguous, else a contiguous copy)."""
     return a.reshape(-1).view(np.uint8)
+
+
+def aligned_displacements(counts: np.ndarray, align: int) -> np.ndarray:
+    """Where each peer's block starts when every block starts at a multiple of align rows."""
+    starts = np.zeros(len(counts), dtype=np.int64)
+    for j in range(1, len(counts)):
+        end = starts[j - 1] + counts[j - 1]
+        starts[j] = -(-end // align) * align
+    return starts
 
 
 def displacements(counts: np.ndarray) -> np.ndarray:

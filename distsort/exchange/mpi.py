@@ -20,40 +20,45 @@ INT_MAX = 2**31 - 1
 
 class MpiTransport:
     name = "mpi"
+    align_rows = 1  # blocks back to back
 
     def __init__(self, comm, chunk_bytes: int | None = None):
         self.comm = comm
         env = os.environ.get("DISTSORT_MPI_CHUNK_BYTES")
         self.chunk_bytes = int(chunk_bytes or env or 256 * 2**20)
 
-    def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray) -> list:
-        return [self._column(c, send_counts, recv_counts) for c in columns]
+    def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
+                  send_displs=None, recv_displs=None) -> list:
+        send_displs = displacements(send_counts) if send_displs is None else send_displs
+        recv_displs = displacements(recv_counts) if recv_displs is None else recv_displs
+        rows = int(recv_displs[-1] + recv_counts[-1])
+        return [self._column(c, rows, send_counts, recv_counts, send_displs, recv_displs)
+                for c in columns]
 
-    def _column(self, send, send_counts: np.ndarray, recv_counts: np.ndarray):
+    def _column(self, send, rows: int, send_counts, recv_counts, send_displs, recv_displs):
         width = row_bytes(send)
-        out = np.empty((int(recv_counts.sum()),) + send.shape[1:], dtype=send.dtype)
+        out = np.empty((rows,) + send.shape[1:], dtype=send.dtype)
         sbytes = np.asarray(send_counts, np.int64) * width
         rbytes = np.asarray(recv_counts, np.int64) * width
+        sdisp = np.asarray(send_displs, np.int64) * width
+        rdisp = np.asarray(recv_displs, np.int64) * width
         sbuf, rbuf = as_bytes(np.ascontiguousarray(send)), as_bytes(out)
         limit = min(self.chunk_bytes, INT_MAX)
-        small = max(sbytes.sum(), rbytes.sum()) <= limit
+        small = max(sbuf.nbytes, rbuf.nbytes) <= limit
         if self.comm.allreduce(small, op=MPI.LAND):
-            self._one_call(sbuf, sbytes, rbuf, rbytes)
+            self._one_call(sbuf, sbytes, sdisp, rbuf, rbytes, rdisp)
         else:
-            self._rounds(sbuf, sbytes, rbuf, rbytes, limit // self.comm.Get_size())
+            self._rounds(sbuf, sbytes, sdisp, rbuf, rbytes, rdisp, limit // self.comm.Get_size())
         return out
 
-    def _one_call(self, sbuf, sbytes, rbuf, rbytes) -> None:
-        self.comm.Alltoallv(
-            [sbuf, (sbytes.tolist(), displacements(sbytes).tolist()), MPI.BYTE],
-            [rbuf, (rbytes.tolist(), displacements(rbytes).tolist()), MPI.BYTE],
-        )
+    def _one_call(self, sbuf, sbytes, sdisp, rbuf, rbytes, rdisp) -> None:
+        self.comm.Alltoallv([sbuf, (sbytes.tolist(), sdisp.tolist()), MPI.BYTE],
+                            [rbuf, (rbytes.tolist(), rdisp.tolist()), MPI.BYTE])
 
-    def _rounds(self, sbuf, sbytes, rbuf, rbytes, piece: int) -> None:
+    def _rounds(self, sbuf, sbytes, sdisp, rbuf, rbytes, rdisp, piece: int) -> None:
         piece = max(piece, 1)
         need = int(max(sbytes.max(), rbytes.max()) + piece - 1) // piece
         rounds = self.comm.allreduce(need, op=MPI.MAX)
-        sdisp, rdisp = displacements(sbytes), displacements(rbytes)
         for k in range(rounds):
             lo = k * piece
             scount = np.clip(sbytes - lo, 0, piece)
@@ -62,6 +67,7 @@ class MpiTransport:
                 [sbuf[d + lo : d + lo + c] for d, c in zip(sdisp, scount)]
             )
             stage_r = np.empty(int(rcount.sum()), dtype=np.uint8)
-            self._one_call(stage_s, scount, stage_r, rcount)
+            self._one_call(stage_s, scount, displacements(scount), stage_r, rcount,
+                           displacements(rcount))
             for d, c, at in zip(rdisp, rcount, displacements(rcount)):
                 rbuf[d + lo : d + lo + c] = stage_r[at : at + c]

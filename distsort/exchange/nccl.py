@@ -15,6 +15,9 @@ from . import as_bytes, displacements, row_bytes
 
 class NcclTransport:
     name = "nccl"
+    # Blocks start at multiples of 1024 rows (>= 4 KiB for 4-byte rows): NCCL moved blocks at
+    # unaligned addresses at 193 GB/s per rank, aligned ones at 300 (bench/RESULTS.md, run 7).
+    align_rows = 1024
 
     def __init__(self, comm):
         import cupy
@@ -36,12 +39,17 @@ class NcclTransport:
         self.alltoallv([self.cp.zeros(self.size, dtype=np.uint8)], counts, counts)
         self.cp.cuda.get_current_stream().synchronize()
 
-    def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray) -> list:
+    def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
+                  send_displs=None, recv_displs=None) -> list:
         """Every column in one NCCL group; this rank's own rows by a device copy beside it."""
         cp, nccl = self.cp, self.nccl
         stream = cp.cuda.get_current_stream()
-        outs = [cp.empty((int(recv_counts.sum()),) + c.shape[1:], dtype=c.dtype) for c in columns]
-        plans = [self._plan(c, out, send_counts, recv_counts) for c, out in zip(columns, outs)]
+        send_displs = displacements(send_counts) if send_displs is None else send_displs
+        recv_displs = displacements(recv_counts) if recv_displs is None else recv_displs
+        rows = int(recv_displs[-1] + recv_counts[-1])
+        outs = [cp.empty((rows,) + c.shape[1:], dtype=c.dtype) for c in columns]
+        plans = [self._plan(c, out, send_counts, recv_counts, send_displs, recv_displs)
+                 for c, out in zip(columns, outs)]
         self._copy_own_rows(plans, stream)
         nccl.groupStart()
         for sbuf, sbytes, sdisp, rbuf, rbytes, rdisp in plans:
@@ -56,13 +64,15 @@ class NcclTransport:
         stream.wait_event(self._own_done)
         return outs
 
-    def _plan(self, column, out, send_counts, recv_counts) -> tuple:
+    def _plan(self, column, out, send_counts, recv_counts, send_displs, recv_displs) -> tuple:
         """Byte buffers, byte counts and byte displacements for one column."""
         width = row_bytes(column)
         sbytes = np.asarray(send_counts, np.int64) * width
         rbytes = np.asarray(recv_counts, np.int64) * width
         sbuf = as_bytes(self.cp.ascontiguousarray(column))
-        return sbuf, sbytes, displacements(sbytes), as_bytes(out), rbytes, displacements(rbytes)
+        sdisp = np.asarray(send_displs, np.int64) * width
+        rdisp = np.asarray(recv_displs, np.int64) * width
+        return sbuf, sbytes, sdisp, as_bytes(out), rbytes, rdisp
 
     def _copy_own_rows(self, plans, stream) -> None:
         """Copy this rank's own rows on a side stream, overlapping the NCCL transfers."""

@@ -7,6 +7,8 @@ import os
 
 import numpy as np
 
+from ..exchange import aligned_displacements, displacements
+
 TILE = 256 * 16  # keep in step with partition.cu: BLOCK threads x ITEMS keys per thread
 MAX_BUCKETS = 256  # and its MAX_BUCKETS
 _CTYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
@@ -27,11 +29,13 @@ def supports(keys, buckets: int) -> bool:
     return keys.dtype.kind == "u" and keys.dtype.itemsize in _CTYPES and buckets <= MAX_BUCKETS
 
 
-def partition_keys(keys, offset: int, splitters: np.ndarray, want_dest: bool):
-    """Group keys by bucket (stable). Returns (grouped keys, dest or None, counts per bucket).
+def partition_keys(keys, offset: int, splitters: np.ndarray, want_dest: bool, align: int = 1):
+    """Group keys by bucket (stable). Returns (grouped keys, dest or None, counts per bucket,
+    where each bucket starts).
 
     splitters: (p-1, 2) uint64 host array of (key, global position); key i sits at global
-    position offset + i. dest[i] is where key i went, for moving other columns alike.
+    position offset + i. dest[i] is where key i went, for moving other columns alike. Buckets
+    start at multiples of align rows; the gaps between them hold no keys.
     """
     import cupy
 
@@ -45,10 +49,13 @@ def partition_keys(keys, offset: int, splitters: np.ndarray, want_dest: bool):
     grid, block = (tiles,), (TILE // 16,)
     count = _module().get_function(f"partition_count<{ctype}>")
     count(grid, block, args + (counts, np.int64(tiles)))
+    per_bucket = cupy.asnumpy(counts.reshape(buckets, tiles).sum(axis=1)).astype(np.int64)
+    bases = aligned_displacements(per_bucket, align)
     starts = cupy.cumsum(counts) - counts
-    out = cupy.empty_like(keys)
+    shift = bases - displacements(per_bucket)  # move every bucket to its aligned start
+    starts.reshape(buckets, tiles)[...] += cupy.asarray(shift)[:, None]
+    out = cupy.empty(int(bases[-1] + per_bucket[-1]), dtype=keys.dtype)
     dest = cupy.empty(n, dtype=np.int64) if want_dest else None
     scatter = _module().get_function(f"partition_scatter<{ctype}>")
     scatter(grid, block, args + (starts, np.int64(tiles), out, dest if want_dest else np.uintp(0)))
-    per_bucket = cupy.asnumpy(counts.reshape(buckets, tiles).sum(axis=1))
-    return out, dest, per_bucket.astype(np.int64)
+    return out, dest, per_bucket, bases
