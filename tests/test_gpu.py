@@ -27,9 +27,11 @@ def splitters_for(keys: np.ndarray, buckets: int, rng) -> np.ndarray:
 @pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64"])
 @pytest.mark.parametrize("n", [0, 1, 4095, 4097, 2**20 + 3])
 @pytest.mark.parametrize("buckets", [2, 5, 256])
-def test_partition_kernel_is_a_stable_grouping(dtype, n, buckets):
+@pytest.mark.parametrize("align", [1, 1024])
+def test_partition_kernel_is_a_stable_grouping(dtype, n, buckets, align):
     import cupy
 
+    from distsort.exchange import aligned_displacements
     from distsort.local.partition import partition_keys
 
     rng = np.random.default_rng(n + buckets)
@@ -38,14 +40,16 @@ def test_partition_kernel_is_a_stable_grouping(dtype, n, buckets):
         splitters = np.zeros((buckets - 1, 2), np.uint64)
     else:
         splitters = splitters_for(keys, buckets, rng)
-    grouped, dest, counts = partition_keys(cupy.asarray(keys), 1000, splitters, want_dest=True)
+    grouped, dest, counts, starts = partition_keys(cupy.asarray(keys), 1000, splitters,
+                                                   want_dest=True, align=align)
     expect_bucket = classify([keys], 1000, splitters, np)
-    order = np.argsort(expect_bucket, kind="stable")
-    np.testing.assert_array_equal(cupy.asnumpy(grouped), keys[order])
     np.testing.assert_array_equal(counts, np.bincount(expect_bucket, minlength=buckets))
-    where = np.empty(n, np.int64)
-    where[order] = np.arange(n)
-    np.testing.assert_array_equal(cupy.asnumpy(dest), where)
+    np.testing.assert_array_equal(starts, aligned_displacements(counts, align))
+    order = np.argsort(expect_bucket, kind="stable")
+    host = cupy.asnumpy(grouped)
+    packed = np.concatenate([host[a : a + c] for a, c in zip(starts, counts)])
+    np.testing.assert_array_equal(packed, keys[order])
+    np.testing.assert_array_equal(host[cupy.asnumpy(dest)], keys)  # dest says where each went
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "uint32", "int64", "uint64",

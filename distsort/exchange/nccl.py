@@ -8,6 +8,8 @@ a side stream at the same time. The communicator is built once per MPI communica
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from . import as_bytes, displacements, row_bytes
@@ -15,9 +17,6 @@ from . import as_bytes, displacements, row_bytes
 
 class NcclTransport:
     name = "nccl"
-    # Blocks start at multiples of 1024 rows (>= 4 KiB for 4-byte rows): NCCL moved blocks at
-    # unaligned addresses at 193 GB/s per rank, aligned ones at 300 (bench/RESULTS.md, run 7).
-    align_rows = 1024
 
     def __init__(self, comm):
         import cupy
@@ -28,6 +27,10 @@ class NcclTransport:
         uid = comm.bcast(uid, root=0)
         self.nccl_comm = nccl.NcclCommunicator(comm.Get_size(), uid, comm.Get_rank())
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
+        # NCCL moved blocks at unaligned addresses at 193 GB/s per rank and aligned ones at 300
+        # (bench/RESULTS.md, run 8). DISTSORT_NCCL_ALIGN_ROWS=1024 starts every block at a
+        # multiple of 1024 rows; it stays off until the sort's GPU tests have run with it.
+        self.align_rows = int(os.environ.get("DISTSORT_NCCL_ALIGN_ROWS", "1"))
         self._side = cupy.cuda.Stream(non_blocking=True)
         self._own_done = None
         self._connect()
