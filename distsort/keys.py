@@ -17,11 +17,9 @@ Descending order is the bitwise complement, rotated again so that NaN stays last
 
 from __future__ import annotations
 
-import functools
-import os
-
 import numpy as np
 
+from .cuda_source import CTYPES, load_module
 from .errors import DistsortError
 
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -108,7 +106,7 @@ class NumericCodec:
         out = cupy.empty_like(u)
         n = len(u)
         if n:
-            kernel = _codec_module().get_function(f"{way}_keys<{_CTYPE[self.word.itemsize]}>")
+            kernel = _codec_module().get_function(f"{way}_keys<{CTYPES[self.word.itemsize]}>")
             blocks = min((n + 255) // 256, 2**20)
             head = (u, out, np.int64(n), np.int32(self._kind))
             if way == "encode":
@@ -121,17 +119,9 @@ class NumericCodec:
         return out
 
 
-_CTYPE = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
-
-
-@functools.cache
 def _codec_module():
-    import cupy
-
-    with open(os.path.join(os.path.dirname(__file__), "keys.cu")) as f:
-        source = f.read()
-    names = [f"{way}_keys<{c}>" for way in ("encode", "decode") for c in _CTYPE.values()]
-    return cupy.RawModule(code=source, options=("-std=c++17",), name_expressions=names)
+    names = tuple(f"{way}_keys<{c}>" for way in ("encode", "decode") for c in CTYPES.values())
+    return load_module("keys.cu", names)
 
 
 def record_key_words(records, key_size: int, xp, descending: bool = False) -> list:

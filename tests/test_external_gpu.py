@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_gpu import tie_heavy
 
 import distsort
 from distsort import external
@@ -62,12 +63,7 @@ def test_gpu_keys_out_of_core(layouts, dtype, descending, on_device):
 def test_gpu_pairs_stable_and_argsort_out_of_core(layouts, dist):
     import cupy
 
-    rank = COMM.Get_rank()
-    rng = np.random.default_rng(rank)
-    x = {"equal": np.full(N, 3), "fewdistinct": rng.integers(0, 9, N),
-         "sorted": np.arange(N) + rank * N}[dist].astype(np.int32)
-    start = COMM.exscan(N) or 0
-    positions = np.arange(start, start + N)
+    x, positions = tie_heavy(dist, N)
     keys, values = distsort.sort_pairs(cupy.asarray(x), cupy.asarray(positions), stable=True,
                                        device_memory=BUDGET)
     order = np.argsort(np.concatenate(COMM.allgather(x)), kind="stable")

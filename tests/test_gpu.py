@@ -77,17 +77,22 @@ def test_sort_cupy_arrays_matches_numpy(dtype, descending):
     assert biggest <= max(1.05 * total / COMM.Get_size(), -(-total // COMM.Get_size()))
 
 
-@pytest.mark.parametrize("dist", ["equal", "fewdistinct", "sorted"])
-def test_gpu_pairs_stable_and_argsort(dist):
-    import cupy
-
-    n = 200_000
+def tie_heavy(dist: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """This rank's int32 keys with many ties (or globally sorted), and their global positions."""
     rank = COMM.Get_rank()
     rng = np.random.default_rng(rank)
     x = {"equal": np.full(n, 3), "fewdistinct": rng.integers(0, 9, n),
          "sorted": np.arange(n) + rank * n}[dist].astype(np.int32)
     start = COMM.exscan(n) or 0
-    positions = np.arange(start, start + n)
+    return x, np.arange(start, start + n)
+
+
+@pytest.mark.parametrize("dist", ["equal", "fewdistinct", "sorted"])
+def test_gpu_pairs_stable_and_argsort(dist):
+    import cupy
+
+    n = 200_000
+    x, positions = tie_heavy(dist, n)
     keys, values = distsort.sort_pairs(cupy.asarray(x), cupy.asarray(positions), stable=True)
     order = np.argsort(np.concatenate(COMM.allgather(x)), kind="stable")
     np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(values))), order)

@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-import functools
-import os
-
 import numpy as np
 
+from ..cuda_source import CTYPES, load_module
 from ..exchange import aligned_displacements, displacements
 
 TILE = 256 * 16  # keep in step with partition.cu: BLOCK threads x ITEMS keys per thread
 MAX_BUCKETS = 256  # and its MAX_BUCKETS
-_CTYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 
 
-@functools.cache
 def _module():
-    import cupy
-
-    with open(os.path.join(os.path.dirname(__file__), "partition.cu")) as f:
-        source = f.read()
-    names = [f"partition_{kind}<{c}>" for kind in ("count", "scatter") for c in _CTYPES.values()]
-    return cupy.RawModule(code=source, options=("-std=c++17",), name_expressions=names)
+    names = tuple(f"partition_{kind}<{c}>" for kind in ("count", "scatter")
+                  for c in CTYPES.values())
+    return load_module("local/partition.cu", names)
 
 
 def supports(keys, buckets: int) -> bool:
     """True if the kernel handles these keys (one unsigned word) and this many buckets."""
-    return keys.dtype.kind == "u" and keys.dtype.itemsize in _CTYPES and buckets <= MAX_BUCKETS
+    return keys.dtype.kind == "u" and keys.dtype.itemsize in CTYPES and buckets <= MAX_BUCKETS
 
 
 def partition_keys(keys, offset: int, splitters: np.ndarray, want_dest: bool, align: int = 1):
@@ -40,7 +33,7 @@ def partition_keys(keys, offset: int, splitters: np.ndarray, want_dest: bool, al
     import cupy
 
     n, buckets = len(keys), len(splitters) + 1
-    ctype = _CTYPES[keys.dtype.itemsize]
+    ctype = CTYPES[keys.dtype.itemsize]
     split_keys = cupy.asarray(splitters[:, 0].astype(keys.dtype))
     split_pos = cupy.asarray(np.ascontiguousarray(splitters[:, 1]))
     tiles = max((n + TILE - 1) // TILE, 1)

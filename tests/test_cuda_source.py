@@ -1,0 +1,39 @@
+"""The CUDA sources load with the instantiations the drivers ask for (checked without a GPU by
+a stand-in for cupy.RawModule that records what it is given)."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    made = []
+
+    class RawModule:
+        def __init__(self, code, options, name_expressions):
+            made.append((code, options, name_expressions))
+
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(RawModule=RawModule))
+    from distsort.cuda_source import load_module
+
+    load_module.cache_clear()
+    yield made
+    load_module.cache_clear()
+
+
+@pytest.mark.parametrize("loader, kernels", [
+    ("distsort.keys:_codec_module", ["encode_keys", "decode_keys"]),
+    ("distsort.local.partition:_module", ["partition_count", "partition_scatter"]),
+])
+def test_every_requested_template_is_defined_in_its_source(fake_cupy, loader, kernels):
+    module, name = loader.split(":")
+    getattr(__import__(module, fromlist=[name]), name)()
+    (code, options, names), = fake_cupy
+    assert "-std=c++17" in options and len(names) == 4 * len(kernels)
+    for kernel in kernels:
+        assert f"__global__ void {kernel}(" in code or f") {kernel}(" in code
+        assert sum(n.startswith(kernel + "<") for n in names) == 4
