@@ -175,3 +175,22 @@ def test_bench_reports_every_size(tmp_path):
     rows = json.loads((tmp_path / "b.json").read_text())
     assert [r["keys"] for r in rows] == [2**12, 2**14, 2**16]
     assert all(r["seconds"] > 0 and len(r["per_rank"]) == 2 for r in rows)
+
+
+def test_ctrl_c_on_mpiexec_stops_every_rank_cleanly(tmp_path):
+    import signal
+    import time
+
+    np.save(tmp_path / "in.npy", np.random.default_rng(0).integers(0, 2**31, 2**25))
+    env = dict(os.environ, DISTSORT_BACKEND="cpu", PYTHONPATH=os.getcwd())
+    cmd = [mpiexec(), "-n", "4", sys.executable, "-m", "distsort", "sort", "in.npy", "-o",
+           "out.npy", "--verify"]
+    job = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # the ranks are reading or sorting 256 MiB by now
+    assert job.poll() is None, "the job ended before it could be interrupted"
+    job.send_signal(signal.SIGINT)
+    _, err = job.communicate(timeout=30)  # stops within 30 s: no rank left waiting
+    assert job.returncode != 0
+    assert "Traceback" not in err
+    assert sorted(os.listdir(tmp_path)) == ["in.npy"]
