@@ -25,6 +25,9 @@ EXAMPLES = """examples:
   mpirun -n 4 python -m distsort gen recs.dat --count 1000000 --dist gensort
   mpirun -n 4 python -m distsort sort recs.dat -o sorted.dat --record-size 100 --key-size 10
   mpirun -n 4 python -m distsort check in.npy out.npy
+  mpirun -n 4 python -m distsort sort big.npy -o out.npy --device-memory 8GiB   # out of core
+  mpirun -n 4 python -m distsort bench --count 2^30 --plot bench.png
+  python -m distsort info --json
 """
 
 
@@ -64,14 +67,21 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = top.add_subparsers(dest="command")
     _run_options(top)
-    _run_options(sub.add_parser("run", help="generate, sort and validate a data set (default)"))
-    _sort_parser(sub.add_parser("sort", help="sort a file into another file"))
-    _gen_parser(sub.add_parser("gen", help="write a generated data set to a file"))
-    _check_parser(sub.add_parser("check", help="say whether OUTPUT is INPUT sorted"))
-    info = sub.add_parser("info", help="backend, GPUs, MPI and NCCL versions")
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        examples = "\n".join(line for line in EXAMPLES.splitlines()
+                              if f" distsort {name} " in line + " ")
+        return sub.add_parser(name, help=summary, description=summary,
+                              epilog=f"examples:\n{examples}" if examples else None,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    _run_options(command("run", "generate, sort and validate a data set (the default)"))
+    _sort_parser(command("sort", "sort a file into another file"))
+    _gen_parser(command("gen", "write a generated data set to a file"))
+    _check_parser(command("check", "say whether OUTPUT is INPUT sorted"))
+    info = command("info", "backend, GPUs, MPI and NCCL versions")
     info.add_argument("--json", action="store_true", help="print the details as JSON")
     info.set_defaults(func=commands.info)
-    _bench_parser(sub.add_parser("bench", help="throughput against size, with a plot"))
+    _bench_parser(command("bench", "throughput against size, with a plot"))
     return top
 
 

@@ -194,3 +194,11 @@ def test_ctrl_c_on_mpiexec_stops_every_rank_cleanly(tmp_path):
     assert job.returncode != 0
     assert "Traceback" not in err
     assert sorted(os.listdir(tmp_path)) == ["in.npy"]
+
+
+@pytest.mark.parametrize("command", ["sort", "gen", "check", "bench", "info"])
+def test_every_command_help_shows_examples(command):
+    from distsort.cli import parser
+
+    text = parser()._subparsers._group_actions[0].choices[command].format_help()
+    assert "examples:" in text and f"distsort {command}" in text
