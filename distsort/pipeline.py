@@ -110,7 +110,7 @@ def _scatter(column, dest, rows: int, xp):
     return out
 
 
-def upper_key(splitters: np.ndarray, rank: int, word) -> int:
+def upper_key(splitters: np.ndarray, rank: int, word) -> np.unsignedinteger:
     """The largest first key word this rank can receive: its upper splitter's, or the maximum."""
     top = int(splitters[rank, 0]) if rank < len(splitters) else np.iinfo(word).max
     return np.dtype(word).type(top)
