@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from .watchdog import watchdog
 
 PHASES = ("sample", "partition", "exchange", "finish")
 
@@ -30,14 +33,15 @@ class SortReport:
     @contextmanager
     def phase(self, name: str, synchronize) -> Iterator[None]:
         """Time a phase; synchronize() waits for queued device work at both ends."""
-        synchronize()
-        start = time.perf_counter()
-        _inject_fault(name, self.rank)
-        try:
-            yield
-        finally:
+        with watchdog(name, self.rank):
             synchronize()
-            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - start
+            start = time.perf_counter()
+            _inject_fault(name, self.rank)
+            try:
+                yield
+            finally:
+                synchronize()
+                self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - start
 
     @property
     def seconds(self) -> float:
@@ -53,9 +57,13 @@ class SortReport:
 
 
 def _inject_fault(phase: str, rank: int) -> None:
-    """Fault injection for the failure tests: DISTSORT_FAULT=PHASE:RANK kills that rank there."""
-    if os.environ.get("DISTSORT_FAULT") == f"{phase}:{rank}":
+    """Fault injection for the failure tests: DISTSORT_FAULT=PHASE:RANK kills that rank there,
+    PHASE:RANK:hang makes it stop answering."""
+    fault = os.environ.get("DISTSORT_FAULT", "")
+    if fault == f"{phase}:{rank}":
         os.kill(os.getpid(), signal.SIGKILL)
+    if fault == f"{phase}:{rank}:hang":
+        threading.Event().wait()
 
 
 def summarize(reports: list[dict], global_count: int) -> dict:

@@ -202,3 +202,14 @@ def test_every_command_help_shows_examples(command):
 
     text = parser()._subparsers._group_actions[0].choices[command].format_help()
     assert "examples:" in text and f"distsort {command}" in text
+
+
+def test_a_rank_that_stops_answering_is_caught_by_the_watchdog(tmp_path):
+    np.save(tmp_path / "in.npy", np.arange(100_000, dtype=np.int64)[::-1])
+    env = dict(os.environ, DISTSORT_BACKEND="cpu", PYTHONPATH=os.getcwd(),
+               DISTSORT_FAULT="exchange:1:hang", DISTSORT_TIMEOUT="4")
+    cmd = [mpiexec(), "-n", "3", sys.executable, "-m", "distsort", "sort", "in.npy", "-o", "o.npy"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert run.returncode != 0
+    assert "spent more than 4 s in the exchange phase" in run.stderr
+    assert os.listdir(tmp_path) == ["in.npy"]
