@@ -195,8 +195,9 @@ def test_property_sort_is_numpy_sort(dtype, sizes, distinct, descending, stable,
     n = sizes[COMM.Get_rank() % 4]
     rng = np.random.default_rng([seed, COMM.Get_rank()])
     x = rng.integers(0, distinct, n).astype(dtype)
-    if np.dtype(dtype).kind == "f" and n:
-        x[rng.random(n) < 0.1] = np.nan
+    if np.dtype(dtype).kind == "f" and n:  # NaN, +-inf and -0.0 among the values
+        special = rng.choice(np.array([np.nan, np.inf, -np.inf, -0.0], dtype), n)
+        x = np.where(rng.random(n) < 0.2, special, x)
     shard = distsort.sort(x, descending=descending, stable=stable)
     ok = np.array_equal(everything(shard), reference(everything(x), descending), equal_nan=True)
     assert all(COMM.allgather(ok))
