@@ -49,7 +49,7 @@ from .memory import default_budget, host_empty, parse_size
 from .pipeline import exchange, local_sort
 from .report import SortReport
 from .runtime import Runtime, get_runtime
-from .splitters import EPSILON
+from .splitters import EPSILON, sample_rows
 
 SAMPLE_TARGET = 1 << 18  # samples in all, when the balance bound allows that few
 SAMPLE_LIMIT = 1 << 24  # the most samples (a whole small data set) every rank gathers
@@ -226,10 +226,7 @@ def to_device(rt: Runtime, host, stream=None):
 def regular_sample(rt: Runtime, words: list, stride: int, run: int) -> np.ndarray:
     """Rows (key words..., run, index) of every stride-th element of a sorted run."""
     index = np.arange(0, len(words[0]), stride, dtype=np.int64)
-    rows = np.empty((len(index), len(words) + 2), np.uint64)
-    picks = rt.backend.from_host(index)
-    for j, word in enumerate(words):
-        rows[:, j] = rt.backend.to_host(word[picks])
+    rows = sample_rows(words, index, rt.backend, extra=2)
     rows[:, -2], rows[:, -1] = run, index
     return rows
 

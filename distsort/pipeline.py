@@ -36,7 +36,7 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
             columns = local_sort(rt, columns, key_words)
     else:
         with report.phase("sample", sync):
-            sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.xp)
+            sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.backend)
             splitters = choose_splitters(comm, sample, lambda cols: _host_order(rt, cols))
         with report.phase("partition", sync):
             columns, send_counts, send_displs = partition(rt, columns, key_words, offset,

@@ -28,7 +28,7 @@ def samples_per_bucket(p: int, eps: float = EPSILON, delta: float = DELTA) -> in
     return math.ceil(2 * (1 + eps) * math.log(max(p, 2) / delta) / eps**2)
 
 
-def local_sample(words, counts: list[int], rank: int, xp, seed: int = 0, per_bucket=None):
+def local_sample(words, counts: list[int], rank: int, backend, seed: int = 0, per_bucket=None):
     """This rank's share of the global sample: rows of (key words..., global position), uint64.
 
     counts are all ranks' element counts. The sample is exact (every element) when the data set
@@ -42,11 +42,18 @@ def local_sample(words, counts: list[int], rank: int, xp, seed: int = 0, per_buc
     else:
         take = min(n, math.ceil(want * n / total))
         idx = np.sort(np.random.default_rng([seed, rank]).integers(0, n, take))
-    rows = np.empty((len(idx), len(words) + 1), dtype=np.uint64)
-    dev_idx = xp.asarray(idx)
-    for col, word in enumerate(words):
-        rows[:, col] = _host(word[dev_idx], xp)
+    rows = sample_rows(words, idx, backend, extra=1)
     rows[:, -1] = idx + offset
+    return rows
+
+
+def sample_rows(words, index: np.ndarray, backend, extra: int) -> np.ndarray:
+    """Host rows of uint64: the key words at the given element indices, then `extra` columns
+    left for the caller to fill (positions, run numbers)."""
+    rows = np.empty((len(index), len(words) + extra), dtype=np.uint64)
+    picks = backend.from_host(index)
+    for col, word in enumerate(words):
+        rows[:, col] = backend.to_host(word[picks])
     return rows
 
 
@@ -110,7 +117,3 @@ def _tuple_le(a, b, xp):
         less |= equal & (x < y)
         equal &= x == y
     return less | equal
-
-
-def _host(a, xp) -> np.ndarray:
-    return a if xp is np else xp.asnumpy(a)

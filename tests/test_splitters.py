@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from distsort.backend import Backend
 from distsort.splitters import classify, local_sample, samples_per_bucket
 
 
@@ -13,13 +14,14 @@ def test_sample_size_grows_with_ranks_and_stays_small():
 
 def test_small_data_is_sampled_whole_with_global_positions():
     words = [np.array([5, 3, 9], dtype=np.uint32)]
-    rows = local_sample(words, [4, 3], rank=1, xp=np)
+    rows = local_sample(words, [4, 3], rank=1, backend=Backend())
     np.testing.assert_array_equal(rows, [[5, 4], [3, 5], [9, 6]])
 
 
 def test_large_data_sample_is_proportional_to_the_share():
     words = [np.arange(10**6, dtype=np.uint64)]
-    rows = local_sample(words, [10**6, 3 * 10**6], rank=0, xp=np, per_bucket=1000)
+    rows = local_sample(words, [10**6, 3 * 10**6], rank=0, backend=Backend(),
+                        per_bucket=1000)
     assert abs(len(rows) - 500) <= 1
     np.testing.assert_array_equal(rows[:, 0], rows[:, 1])  # key i sits at global position i
 
