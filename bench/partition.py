@@ -46,7 +46,7 @@ def one_rep(n: int, dtype, splitters: np.ndarray) -> dict:
         lambda: partition.partition_keys(keys, 0, splitters, False, align=1024))
     times["copy"] = event_ms(keys.copy)
     out = launch.scatter(counts, per_bucket, bases, False)[0]
-    got = cupy.searchsorted(cupy.asarray(splitters[:, 0].astype(dtype)), out, side="left")
+    got = cupy.searchsorted(cupy.asarray(splitters[:, 0].astype(dtype)), out, side="right")
     want = cupy.repeat(cupy.arange(buckets), cupy.asarray(per_bucket.astype(np.int64)))
     assert bool((got == want).all()), "grouping wrong"
     return times
