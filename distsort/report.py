@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -36,7 +37,7 @@ class SortReport:
         with watchdog(name, self.rank):
             synchronize()
             start = time.perf_counter()
-            _inject_fault(name, self.rank)
+            inject_fault(name, self.rank)
             try:
                 yield
             finally:
@@ -56,14 +57,21 @@ class SortReport:
         }
 
 
-def _inject_fault(phase: str, rank: int) -> None:
-    """Fault injection for the failure tests: DISTSORT_FAULT=PHASE:RANK kills that rank there,
-    PHASE:RANK:hang makes it stop answering."""
+def inject_fault(point: str, rank: int) -> None:
+    """Fault injection for the failure tests: DISTSORT_FAULT=POINT:RANK kills that rank there
+    (SIGKILL), POINT:RANK:term sends it SIGTERM, POINT:RANK:hang makes it stop answering.
+
+    The points are the phases, plus "written": a rank has written its piece of a temporary
+    output file (io/writer.py)."""
     fault = os.environ.get("DISTSORT_FAULT", "")
-    if fault == f"{phase}:{rank}":
-        os.kill(os.getpid(), signal.SIGKILL)
-    if fault == f"{phase}:{rank}:hang":
+    how = fault.removeprefix(f"{point}:{rank}")
+    if how == fault or how not in ("", ":term", ":hang"):
+        return
+    sys.stderr.write(f"distsort: injected fault {fault}\n")
+    sys.stderr.flush()
+    if how == ":hang":
         threading.Event().wait()
+    os.kill(os.getpid(), signal.SIGTERM if how == ":term" else signal.SIGKILL)
 
 
 def summarize(reports: list[dict], global_count: int) -> dict:

@@ -166,6 +166,35 @@ def test_a_rank_killed_mid_sort_stops_every_rank_and_leaves_no_output(tmp_path):
     assert os.listdir(tmp_path) == ["in.npy"]
 
 
+@pytest.mark.parametrize("how", ["", ":term"])  # SIGKILL, SIGTERM
+def test_a_rank_killed_while_writing_leaves_neither_output_nor_temporary(tmp_path, how):
+    np.save(tmp_path / "in.npy", np.arange(300_000, dtype=np.int64)[::-1])
+    tag = f"{os.getpid()}-{how}"
+    env = dict(os.environ, DISTSORT_BACKEND="cpu", PYTHONPATH=os.getcwd(),
+               DISTSORT_FAULT=f"written:2{how}", DISTSORT_TEST_JOB=tag)
+    cmd = [mpiexec(), "-n", "4", sys.executable, "-m", "distsort", "sort", "in.npy", "-o", "o.npy"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=env, cwd=tmp_path)
+    assert "injected fault written:2" in run.stderr  # rank 2 died with the temporary file there
+    assert run.returncode != 0
+    assert os.listdir(tmp_path) == ["in.npy"]
+    assert job_processes("DISTSORT_TEST_JOB", tag) == []  # no rank, no watcher left running
+
+
+def job_processes(name: str, value: str) -> list[int]:
+    """Processes whose environment holds name=value (Linux /proc; skips elsewhere)."""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("needs /proc")
+    mark, found = f"{name}={value}".encode(), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if mark in f.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:
+            continue  # gone, or not ours
+    return found
+
+
 def test_bench_reports_every_size(tmp_path):
     run = distsort("bench", "--count", "2^16", "--steps", "3", "--reps", "1", "--plot", "",
                    "--report", "b.json", ranks=2, cwd=tmp_path)

@@ -4,8 +4,10 @@ Rank 0 creates a temporary file beside the output (``.NAME.distsort-tmp-XXXXXXXX
 .npy header if any and sizes the file; every rank then positioned-writes its piece; `commit`
 flushes, agrees that every rank succeeded and renames the temporary file to the output name.
 On any failure every rank raises (see errors.agree) and neither the output nor the temporary file
-is left behind. Write errors (disk full, I/O errors) are kept until `commit`, which reports them on
-all ranks, so one rank's failure never leaves the others waiting in a collective.
+is left behind; a rank that dies (SIGKILL included) has a watcher process remove the temporary
+file (guard.py), so a job killed while writing leaves nothing either. Write errors (disk full,
+I/O errors) are kept until `commit`, which reports them on all ranks, so one rank's failure never
+leaves the others waiting in a collective.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import numpy as np
 import numpy.lib.format as npformat
 
 from ..errors import DistsortError, agree
+from ..report import inject_fault
 from .formats import FileFormat
+from .guard import TempGuard
 
 _IO_CHUNK = 1 << 30  # bytes per write call: stays below the per-call limits of every OS
 TEMP_MARK = "distsort-tmp"
@@ -75,33 +79,35 @@ class ShardWriter:
         self.header = npy_header(fmt.dtype, self.total) if fmt.kind == "npy" else b""
         self.nbytes = len(self.header) + self.total * fmt.itemsize
         self.temp: str | None = None
+        self._guard: TempGuard | None = None
         self._fd: int | None = None
         self._error: OSError | None = None
         self._committed = False
         try:
-            name = agree(comm, self._create if comm.Get_rank() == 0 else lambda: None)
-            self.temp = comm.bcast(name, root=0)
+            self.temp = comm.bcast(self._temp_name() if comm.Get_rank() == 0 else None, root=0)
+            self._guard = TempGuard(self.temp)  # on every rank, before the file exists
+            agree(comm, self._create if comm.Get_rank() == 0 else lambda: None)
             agree(comm, self._open_temp)
         except BaseException:
             self.abort()
             raise
 
-    def _create(self) -> str:
-        """Rank 0: make and size the temporary file; returns its name."""
+    def _temp_name(self) -> str:
+        folder, name = os.path.split(os.path.abspath(self.path))
+        return os.path.join(folder, f".{name}.{TEMP_MARK}-{secrets.token_hex(4)}")
+
+    def _create(self) -> None:
+        """Rank 0: make and size the temporary file."""
         if os.path.isdir(self.path):
             raise write_error(self.path, OSError(errno.EISDIR, "is a folder"))
-        folder, name = os.path.split(os.path.abspath(self.path))
-        temp = os.path.join(folder, f".{name}.{TEMP_MARK}-{secrets.token_hex(4)}")
         try:
-            self._check_space(folder)
-            self._fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            self.temp = temp
+            self._check_space(os.path.dirname(self.temp))
+            self._fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             _pwrite_all(self._fd, memoryview(self.header), 0)
             os.ftruncate(self._fd, self.nbytes)
         except OSError as exc:
             self.abort()
             raise write_error(self.path, exc, self.nbytes) from None
-        return temp
 
     def _check_space(self, folder: str) -> None:
         st = os.statvfs(folder)
@@ -137,6 +143,7 @@ class ShardWriter:
             _pwrite_all(self._fd, data, offset)
         except OSError as exc:
             self._error = exc
+        inject_fault("written", self.comm.Get_rank())  # failure tests: die with a partial file
 
     def _host_bytes(self, array) -> memoryview:
         if hasattr(array, "get") and not isinstance(array, np.ndarray):
@@ -162,6 +169,7 @@ class ShardWriter:
             self.abort()
             raise
         self._committed = True
+        self._release()
 
     def _finish_local(self) -> None:
         try:
@@ -193,6 +201,11 @@ class ShardWriter:
                 os.unlink(self.temp)
             except OSError:
                 pass  # already gone (another rank removed it) or never reached this rank
+        self._release()
+
+    def _release(self) -> None:
+        if self._guard is not None:
+            self._guard.release()
 
     def __enter__(self) -> ShardWriter:
         return self
