@@ -6,6 +6,15 @@ once, written once, global offsets from a chained scan with decoupled look-back.
 in [begin_bit, end_bit) are sorted, and from SYNC_MIN keys on, a pass whose digit is the same for
 every key (seen in the histogram) is skipped.
 
+Range rebasing: given `low`, the smallest key there can be, the digits are those of key - low, so
+keys known to lie in [low, high] need only end_bit = (high - low).bit_length() bits: a rank whose
+keys span 2^24 values sorts in 3 passes even where the keys themselves differ in 32 bits.
+
+Memory: by default the input is left as it is and the passes ping-pong between two new arrays
+(3x the keys' bytes, and as much again for 4/8-byte values). With overwrite=True the input is one
+of the two buffers and `scratch` (or a new array) the other, so input + one scratch: the result
+lands in the input after an even number of passes, in the scratch after an odd one.
+
 Where CUB (cupy.sort / cupy.argsort, through CubEngine) runs instead of our kernels:
 - below the sizes in MIN_N, per operation, where CUB measured faster (bench/local_sort.py on an
   H100, bench/RESULTS.md): launch and Python overheads weigh more there, and full-width key-only
@@ -36,11 +45,15 @@ DEFINES = {"RADIX_LOOKBACK_WINDOW": 4, "RADIX_EARLY_COUNTS": 1}
 SYNC_MIN = 1 << 22  # from here on the histogram is read back to skip constant digits
 # From these sizes on our kernels run, CUB below: the smallest power of two from which ours was
 # at least as fast in bench/local_sort.py (H100, 2026-11-22; bench/RESULTS.md). "sort" is for
-# 32-bit keys, "sort64" for 64-bit ones, "narrow" for a bit range that saves passes.
+# 32-bit keys, "sort64" for 64-bit ones, "narrow" for a bit range (of key - low) that saves
+# passes. "narrow64" (64-bit keys, a pass or more saved) is not measured but inferred: with all
+# 8 passes ours was 0.99x CUB at 2^24 and 0.92x at 2^22, and CUB sorts all 64 bits whatever
+# the range, so one pass fewer (1/8 less work) wins from 2^24.
 MIN_N = {
     "sort": 1 << 26,
     "sort64": 1 << 27,
     "narrow": 1 << 25,
+    "narrow64": 1 << 24,
     "argsort": 1 << 24,
     "pairs": 1 << 21,
 }
@@ -148,12 +161,12 @@ def _active_passes(state: _State, n: int, npasses: int) -> list[int]:
     return [p for p in range(npasses) if counts[p].max() < n]
 
 
-def _histogram(keys, state: _State, begin_bit: int, end_bit: int, npasses: int) -> None:
+def _histogram(keys, low, state: _State, begin_bit: int, end_bit: int, npasses: int) -> None:
     n, kb, dev = keys.size, keys.dtype.itemsize, keys.device.id
     nvec = n // (16 // kb)
     grid = max(1, min(_sm_count(dev), -(-nvec // HIST_BLOCK)))
     smem = npasses * 256 * HIST_LANES[kb] * 4
-    args = (keys, np.uint64(n), np.int32(begin_bit), np.int32(end_bit), np.int32(npasses))
+    args = (keys, np.uint64(n), low, np.int32(begin_bit), np.int32(end_bit), np.int32(npasses))
     hist = _kernel(dev, f"radix_histogram<{_WORD[kb]}>")
     hist((grid,), (HIST_BLOCK,), args + (state.counts,), shared_mem=smem)
     scan = _kernel(dev, "radix_scan")
@@ -170,44 +183,90 @@ def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
     return "u32", "i64" if last else "u32", 2 if i == 0 else 1
 
 
-def _launch_pass(state: _State, p: int, i: int, shift_bits, src, dst, kinds) -> None:
+def _launch_pass(state: _State, p: int, i: int, shift_bits, low, src, dst, kinds) -> None:
     """Run pass p (the i-th that runs): src/dst are (keys, values) arrays, kinds the value kind."""
     vin, vout, vmode = kinds
     name = _onesweep_name(_WORD[src[0].dtype.itemsize], vin, vout, vmode)
     kernel = _kernel(src[0].device.id, name)
     bases, counter, flags = state.pass_args(p, i)
-    scalars = (np.uint64(src[0].size), np.int32(shift_bits[0]), np.int32(shift_bits[1]))
+    n = np.uint64(src[0].size)
+    scalars = (n, low, np.int32(shift_bits[0]), np.int32(shift_bits[1]))
     tail = (bases, counter, flags, np.int32(state.wide))
     kernel((state.tiles,), (BLOCK,), src[:1] + dst[:1] + src[1:] + dst[1:] + scalars + tail)
 
 
-def radix_sort(keys, vals=None, mode: str = "keys", begin_bit: int = 0, end_bit: int = 64):
-    """Sort unsigned 32/64-bit keys (1-D, aligned, 2 <= n < 2^32) on bits [begin_bit, end_bit).
+def _scratch(cp, keys, scratch):
+    """The first ping-pong key buffer: scratch[:n] where given (checked), else a new array."""
+    if scratch is None:
+        return cp.empty_like(keys)
+    if scratch.dtype != keys.dtype or scratch.ndim != 1 or not scratch.flags.c_contiguous:
+        got = f"{scratch.ndim}-D {scratch.dtype}" + ("" if scratch.flags.c_contiguous else " view")
+        raise ValueError(f"scratch must be a 1-D contiguous {keys.dtype} array, not {got}")
+    if scratch.size < keys.size:
+        raise ValueError(f"scratch holds {scratch.size} keys, fewer than the {keys.size} sorted")
+    out = scratch[: keys.size]
+    lo, hi = keys.data.ptr, keys.data.ptr + keys.nbytes
+    if out.data.ptr < hi and lo < out.data.ptr + out.nbytes:
+        raise ValueError("scratch overlaps the keys")
+    return out
+
+
+def radix_sort(
+    keys,
+    vals=None,
+    mode: str = "keys",
+    begin_bit: int = 0,
+    end_bit: int = 64,
+    low: int = 0,
+    overwrite: bool = False,
+    scratch=None,
+):
+    """Sort unsigned 32/64-bit keys (1-D, aligned, 2 <= n < 2^32) on bits [begin_bit, end_bit)
+    of key - low (taken modulo 2^bits: keys below low would sort after the others).
 
     mode 'keys': returns (keys, None); 'pairs': vals (uint32/uint64) permuted alike;
-    'argsort': returns (keys, int64 permutation). Stable.
+    'argsort': returns (keys, int64 permutation). Stable. The keys returned are the input keys
+    (low is only subtracted to take digits).
+
+    The passes ping-pong between two key buffers (two value buffers in 'pairs'): the first is
+    scratch[:n] where scratch is given (1-D, contiguous, the keys' dtype, not overlapping them),
+    else a new array; the second is keys itself (and vals) with overwrite, else a new array.
+    So an even number of passes that run leaves the result in keys (and vals), an odd number in
+    the scratch; what is returned is whichever buffer holds it. With overwrite, the contents of
+    keys and vals afterwards are unspecified unless they are what is returned.
     """
     cp = _cupy()
-    n = keys.size
-    passes = digit_passes(begin_bit, end_bit)
-    state = _State(cp, n, keys.dtype.itemsize, len(passes))
+    n, kb = keys.size, keys.dtype.itemsize
+    if not 0 <= int(low) < 1 << (8 * kb):
+        raise ValueError(f"low={low} is not a {keys.dtype} value")
+    low = _UNSIGNED[kb](int(low))
+    passes = digit_passes(begin_bit, min(end_bit, 8 * kb))
+    state = _State(cp, n, kb, len(passes))
     if passes:
-        _histogram(keys, state, begin_bit, end_bit, len(passes))
+        _histogram(keys, low, state, begin_bit, min(end_bit, 8 * kb), len(passes))
     active = _active_passes(state, n, len(passes))
-    if not active:
+    if not active:  # already in order on these bits
+        out_k = keys if overwrite else _scratch(cp, keys, scratch)
+        if not overwrite:
+            out_k[...] = keys
         if mode == "keys":
-            return keys.copy(), None
-        return keys.copy(), vals.copy() if mode == "pairs" else cp.arange(n, dtype=cp.int64)
+            return out_k, None
+        if mode == "argsort":
+            return out_k, cp.arange(n, dtype=cp.int64)
+        return out_k, vals if overwrite else vals.copy()
     dummy = _dummy(keys.device.id)
-    kbuf = [cp.empty_like(keys), cp.empty_like(keys) if len(active) > 1 else None]
-    vbuf = [None, None]
+    kbuf = [_scratch(cp, keys, scratch), keys if overwrite else None]
+    vbuf = [None, vals if overwrite and mode == "pairs" else None]
     src = (keys, vals if mode == "pairs" else dummy)
     for i, p in enumerate(active):
         kinds = _value_plan(mode, vals, i, i == len(active) - 1)
+        if kbuf[i % 2] is None:
+            kbuf[i % 2] = cp.empty_like(keys)
         if kinds[2] and (vbuf[i % 2] is None or vbuf[i % 2].dtype != _VALUE_DTYPE[kinds[1]]):
             vbuf[i % 2] = cp.empty(n, dtype=_VALUE_DTYPE[kinds[1]])
         dst = (kbuf[i % 2], vbuf[i % 2] if kinds[2] else dummy)
-        _launch_pass(state, p, i, passes[p], src if kinds[2] == 1 else (src[0], dummy), dst, kinds)
+        pair = src if kinds[2] == 1 else (src[0], dummy)
+        _launch_pass(state, p, i, passes[p], low, pair, dst, kinds)
         src = dst
     return src[0], None if mode == "keys" else src[1]
 
@@ -240,49 +299,97 @@ class RadixEngine:
         if kb < 4:
             return False
         end = 8 * kb if end_bit is None else min(end_bit, 8 * kb)
-        if op == "sort" and len(digit_passes(max(0, begin_bit), end)) < kb:
-            op = "narrow"
-        elif op == "sort" and kb == 8:
-            op = "sort64"
+        if op == "sort":  # CUB (cupy.sort) always sorts every bit: fewer passes are ours to win
+            narrow = len(digit_passes(max(0, begin_bit), end)) < kb
+            op = ("narrow" if narrow else "sort") + ("64" if kb == 8 else "")
         return keys.size >= MIN_N[op]
 
-    def _run(self, keys, vals, mode: str, begin_bit: int, end_bit: int | None):
+    def _run(self, keys, vals, mode: str, bits: tuple, low: int, overwrite: bool, scratch):
+        """radix_sort on keys widened to 32 bits where narrower; bits is (begin_bit, end_bit)."""
         cp = _cupy()
-        bits = 8 * keys.dtype.itemsize
-        end_bit = bits if end_bit is None else min(end_bit, bits)
-        begin_bit = max(0, begin_bit)
-        work = _aligned(cp, keys if bits >= 32 else keys.astype(cp.uint32))
-        out_k, out_v = radix_sort(work, vals, mode, begin_bit, max(begin_bit, end_bit))
-        return (out_k if bits >= 32 else out_k.astype(keys.dtype)), out_v
+        width = 8 * keys.dtype.itemsize
+        begin_bit = max(0, bits[0])
+        end_bit = width if bits[1] is None else min(bits[1], width)
+        if width >= 32:
+            work = _aligned(cp, keys)
+            copied = work.data.ptr != keys.data.ptr
+        else:  # widened: a copy of ours, which a scratch of the caller's dtype cannot hold
+            work, copied, scratch = keys.astype(cp.uint32), True, None
+        # a copy of the keys is ours to overwrite, unless the caller's values ride along
+        mine = overwrite or (copied and mode != "pairs")
+        end_bit = max(begin_bit, end_bit)
+        out_k, out_v = radix_sort(work, vals, mode, begin_bit, end_bit, low, mine, scratch)
+        return (out_k if width >= 32 else out_k.astype(keys.dtype)), out_v
 
-    def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None):
-        """Keys sorted ascending (a new array)."""
+    def sort(
+        self,
+        keys,
+        begin_bit: int = 0,
+        end_bit: int | None = None,
+        *,
+        low: int = 0,
+        overwrite: bool = False,
+        scratch=None,
+    ):
+        """Keys sorted ascending; see LocalSortEngine (engine.py) for low, overwrite, scratch.
+
+        With overwrite (and scratch), the result is keys or scratch[:n] where our kernels run:
+        keys after an even number of passes, the scratch after an odd one (radix_sort).
+        """
         keys = _cupy().asarray(keys)
         if not self._ours(keys, "sort", begin_bit, end_bit):
-            return keys.copy() if keys.size < 2 else self._fallback().sort(keys)
-        return self._run(keys, None, "keys", begin_bit, end_bit)[0]
+            if keys.size < 2:
+                return keys if overwrite else keys.copy()
+            return self._fallback().sort(keys)
+        bits = (begin_bit, end_bit)
+        return self._run(keys, None, "keys", bits, low, overwrite, scratch)[0]
 
-    def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None):
-        """Stable permutation (int64) that sorts keys ascending."""
+    def argsort(
+        self,
+        keys,
+        begin_bit: int = 0,
+        end_bit: int | None = None,
+        *,
+        low: int = 0,
+        overwrite: bool = False,
+        scratch=None,
+    ):
+        """Stable permutation (int64) that sorts keys ascending; keys may be overwritten."""
         cp = _cupy()
         keys = cp.asarray(keys)
-        if not self._ours(keys, "argsort"):
+        if not self._ours(keys, "argsort", begin_bit, end_bit):
             if keys.size < 2:
                 return cp.arange(keys.size, dtype=cp.int64)
             return self._fallback().argsort(keys).astype(cp.int64, copy=False)
-        return self._run(keys, None, "argsort", begin_bit, end_bit)[1]
+        bits = (begin_bit, end_bit)
+        return self._run(keys, None, "argsort", bits, low, overwrite, scratch)[1]
 
-    def sort_pairs(self, keys, values, begin_bit: int = 0, end_bit: int | None = None):
-        """(sorted keys, values permuted alike), stable; values is 1-D of any dtype."""
+    def sort_pairs(
+        self,
+        keys,
+        values,
+        begin_bit: int = 0,
+        end_bit: int | None = None,
+        *,
+        low: int = 0,
+        overwrite: bool = False,
+        scratch=None,
+    ):
+        """(sorted keys, values permuted alike), stable; values is 1-D of any dtype.
+
+        With overwrite, 4- and 8-byte values share the keys' ping-pong: they come back in
+        values after an even number of passes, else in a new array (scratch is for keys only).
+        """
         cp = _cupy()
         keys, values = cp.asarray(keys), cp.asarray(values)
-        if not self._ours(keys, "pairs"):
+        if not self._ours(keys, "pairs", begin_bit, end_bit):
             if keys.size < 2:
-                return keys.copy(), values.copy()
+                return (keys, values) if overwrite else (keys.copy(), values.copy())
             return self._fallback().sort_pairs(keys, values)
+        bits = (begin_bit, end_bit)
         if values.dtype.itemsize not in (4, 8) or values.ndim != 1:
-            out_k, order = self._run(keys, None, "argsort", begin_bit, end_bit)
+            out_k, order = self._run(keys, None, "argsort", bits, low, overwrite, scratch)
             return out_k, values[order]
         words = cp.ascontiguousarray(values).view(_UNSIGNED[values.dtype.itemsize])
-        out_k, out_v = self._run(keys, words, "pairs", begin_bit, end_bit)
+        out_k, out_v = self._run(keys, words, "pairs", bits, low, overwrite, scratch)
         return out_k, out_v.view(values.dtype)
