@@ -4,6 +4,17 @@ Every engine sorts *unsigned* integer keys (uint8/16/32/64) ascending: keys.py h
 signed, float, descending and byte keys into such codes. `argsort` and `sort_pairs` are stable,
 which the pipeline relies on to keep equal keys in input order across ranks. begin_bit/end_bit
 say which key bits can differ (others are equal across the array); an engine may ignore them.
+
+Keyword-only options every engine takes (and may ignore):
+- low: the smallest key there can be (every key >= low). begin_bit/end_bit are then bits of
+  key - low: keys in [low, high] differ only below end_bit = (high - low).bit_length().
+- overwrite: the caller gives up its keys (and sort_pairs' values): the engine MAY overwrite them
+  and use them as working memory; afterwards their contents are unspecified unless they are what
+  was returned. Default False: the input is left untouched.
+- scratch: a 1-D array of at least n keys of the keys' dtype the engine MAY use as working memory
+  (and return a view of); its contents afterwards are unspecified.
+Whatever an engine returns, use what it returns: with overwrite or scratch it may be the input,
+a view of the scratch or a new array.
 """
 
 from __future__ import annotations
@@ -16,34 +27,69 @@ import numpy as np
 class LocalSortEngine(Protocol):
     name: str
 
-    def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None):
-        """Return the keys sorted ascending (a new array)."""
+    def sort(
+        self,
+        keys,
+        begin_bit: int = 0,
+        end_bit: int | None = None,
+        *,
+        low: int = 0,
+        overwrite: bool = False,
+        scratch=None,
+    ):
+        """Return the keys sorted ascending: a new array, or with overwrite/scratch possibly
+        keys or a view of scratch (the engine MAY overwrite keys when overwrite is True)."""
 
-    def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None):
-        """Return the stable permutation (int64) that sorts keys ascending."""
+    def argsort(
+        self,
+        keys,
+        begin_bit: int = 0,
+        end_bit: int | None = None,
+        *,
+        low: int = 0,
+        overwrite: bool = False,
+        scratch=None,
+    ):
+        """Return the stable permutation (int64) that sorts keys ascending (the engine MAY
+        overwrite keys when overwrite is True)."""
 
-    def sort_pairs(self, keys, values, begin_bit: int = 0, end_bit: int | None = None):
-        """Return (sorted keys, values permuted alike), stable; values is 1-D of any dtype."""
+    def sort_pairs(
+        self,
+        keys,
+        values,
+        begin_bit: int = 0,
+        end_bit: int | None = None,
+        *,
+        low: int = 0,
+        overwrite: bool = False,
+        scratch=None,
+    ):
+        """Return (sorted keys, values permuted alike), stable; values is 1-D of any dtype (the
+        engine MAY overwrite keys and values when overwrite is True)."""
 
 
 class NumpyEngine:
-    """CPU engine: NumPy's radix sort (<= 16-bit keys) or timsort, both stable."""
+    """CPU engine: NumPy's radix sort (<= 16-bit keys) or timsort, both stable. It ignores the
+    bit range and the keyword options (low, overwrite, scratch): its results are new arrays."""
 
     name = "numpy"
 
-    def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None):
+    def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
         return np.sort(keys)
 
-    def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None):
+    def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
         return np.argsort(keys, kind="stable")
 
-    def sort_pairs(self, keys, values, begin_bit: int = 0, end_bit: int | None = None):
+    def sort_pairs(
+        self, keys, values, begin_bit: int = 0, end_bit: int | None = None, **ignored: object
+    ):
         order = self.argsort(keys)
         return keys[order], values[order]
 
 
 class CubEngine:
-    """GPU engine: cupy.sort / cupy.argsort, CUB's radix sort underneath (stable)."""
+    """GPU engine: cupy.sort / cupy.argsort, CUB's radix sort underneath (stable). It ignores
+    the bit range and the keyword options (low, overwrite, scratch): its results are new arrays."""
 
     name = "cub"
 
@@ -52,13 +98,15 @@ class CubEngine:
 
         self.cp = cupy
 
-    def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None):
+    def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
         return self.cp.sort(keys)
 
-    def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None):
+    def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
         return self.cp.argsort(keys)
 
-    def sort_pairs(self, keys, values, begin_bit: int = 0, end_bit: int | None = None):
+    def sort_pairs(
+        self, keys, values, begin_bit: int = 0, end_bit: int | None = None, **ignored: object
+    ):
         order = self.argsort(keys)
         return keys[order], values[order]
 
