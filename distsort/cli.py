@@ -1,8 +1,10 @@
 """Command line: `python -m distsort [run|sort|gen|check|info]`, one process per rank under mpirun.
 
 Failures follow one rule: a DistsortError that went through errors.agree is printed once, by the
-lowest rank that failed, and every rank exits with status 2; anything else that escapes on one
-rank is printed there and the whole job is aborted (status 1), so no rank waits forever.
+lowest rank that failed, and every rank exits with status 2; running out of memory is printed
+as one line by the rank it happened on, which then aborts the job (status 2); anything else that
+escapes on one rank is printed there and the whole job is aborted (status 1), so no rank waits
+forever.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from mpi4py import MPI
 
 from . import commands
 from .errors import DistsortError, RemoteError
+from .gpu_safety import out_of_memory_message
 from .memory import size_argument
 
 EXAMPLES = """examples:
@@ -48,9 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         print("distsort: interrupted", file=sys.stderr, flush=True)
         comm.Abort(130)
     except Exception as exc:
-        if type(exc).__name__ == "OutOfMemoryError":  # CuPy's; its module may not be loaded
-            print(f"distsort: error: rank {comm.Get_rank()} ran out of GPU memory ({exc}); "
-                  "use more ranks, or fewer keys per rank", file=sys.stderr, flush=True)
+        oom = out_of_memory_message(comm.Get_rank(), exc)
+        if oom:  # no other rank can be told: end the job, no rank waits, no output is left
+            print(f"distsort: error: {oom}", file=sys.stderr, flush=True)
             comm.Abort(2)
         print(f"distsort: internal error on rank {comm.Get_rank()}:", file=sys.stderr)
         traceback.print_exc()

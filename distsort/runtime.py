@@ -14,8 +14,9 @@ from mpi4py import MPI
 
 from .backend import Backend, GpuBackend, gpu_count
 from .binding import device_for_rank, device_from_env
-from .errors import DistsortError
+from .errors import DistsortError, agree
 from .exchange import Transport
+from .gpu_safety import require_safe_cupy
 
 BACKENDS = ("auto", "cpu", "gpu")
 
@@ -62,7 +63,10 @@ def choose_backend(comm, requested: str | None) -> str:
             "--backend gpu: some rank sees no CUDA GPU (is CuPy installed and a GPU visible?); "
             "use --backend cpu"
         )
-    return "gpu" if everyone_has_gpu else "cpu"
+    if not everyone_has_gpu:
+        return "cpu"
+    agree(comm, require_safe_cupy)  # a CuPy that can sort wrongly on OOM: one message, all stop
+    return "gpu"
 
 
 def _build(comm, name: str, engine: str | None) -> Runtime:
