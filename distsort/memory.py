@@ -42,8 +42,10 @@ def default_budget(backend: str, ranks_on_node: int = 1) -> int:
     if backend == "gpu":
         import cupy
 
-        free, _ = cupy.cuda.runtime.memGetInfo()
-        free += cupy.get_default_memory_pool().free_bytes()
+        pool = cupy.get_default_memory_pool()
+        free = cupy.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
+        if pool.get_limit():  # set_limit or CUPY_GPU_MEMORY_LIMIT: above it CuPy runs out
+            free = min(free, pool.get_limit() - pool.used_bytes())
         return int(GPU_FRACTION * free)
     return int(HOST_FRACTION * available_host_memory() / max(ranks_on_node, 1))
 
