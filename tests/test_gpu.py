@@ -26,7 +26,7 @@ def splitters_for(keys: np.ndarray, buckets: int, rng) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64"])
 @pytest.mark.parametrize("n", [0, 1, 4095, 4097, 2**20 + 3])
-@pytest.mark.parametrize("buckets", [2, 5, 256])
+@pytest.mark.parametrize("buckets", [2, 5, 33, 256])
 @pytest.mark.parametrize("align", [1, 1024])
 def test_partition_kernel_is_a_stable_grouping(dtype, n, buckets, align):
     import cupy

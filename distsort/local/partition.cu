@@ -2,18 +2,23 @@
 //
 // Why this shape: the pipeline's partition step should move every key once. It takes two passes
 // over the keys -- count (read 4 or 8 B/key) and scatter (read + write) -- so 12 B per 4-byte key
-// instead of a full sort's ~36. The scatter stages each tile in shared memory (16 or 32 KiB) so
-// that its writes are coalesced runs, not scattered partial sectors. A tile is 256 threads x 16 keys = 4096 keys; each tile counts its
-// keys per bucket, one exclusive scan over the (bucket, tile) counts (bucket-major) gives every
-// tile's start in every bucket, and the scatter ranks keys inside the tile stably with warp
-// votes (a ballot per bucket up to 32 buckets, __match_any_sync beyond, up to 256), so equal
-// keys keep their input order.
+// instead of a full sort's ~36. A tile is 256 threads x 16 keys = 4096 keys. The count kernel
+// gives each tile's count per bucket; one exclusive scan over the (bucket, tile) counts
+// (bucket-major) gives every tile's start in every bucket; the scatter ranks the tile's keys
+// stably and stages them in shared memory in bucket order, so that its writes are coalesced runs,
+// not scattered partial sectors.
+// Both kernels are bound by instructions per key, not by memory (H200, 2^30 uint32, 4 buckets:
+// the first version counted at 1.0 TB/s and scattered at 0.9 TB/s against a 1.7 TB/s device copy,
+// bench/partition.py), so the per-key work is kept small: counts go to lane-private shared
+// counters (no votes), ranking takes one ballot per bit of the bucket number (2 for 4 buckets,
+// 8 for 256) instead of one per bucket, and the staged bucket numbers spare the write-out a search.
 // Ties with a splitter's key are broken by global position (offset + index), which spreads runs of
 // equal keys over ranks. Splitters live in shared memory; the bucket search is a binary search.
 
 #define BLOCK 256
 #define ITEMS 16
 #define WARPS (BLOCK / 32)
+#define TILE (BLOCK * ITEMS)
 #define MAX_BUCKETS 256
 
 typedef unsigned long long u64;
@@ -29,16 +34,42 @@ __device__ __forceinline__ int bucket_of(K key, u64 pos, const K* sk, const u64*
     return lo;
 }
 
-// Lanes of this warp whose bucket equals this lane's (invalid lanes carry -1). Up to 32 buckets
-// take one ballot per bucket, cheap instructions; beyond that one __match_any_sync, a slow one.
-__device__ __forceinline__ unsigned int same_bucket(int bucket, int buckets) {
-    if (buckets > 32) return __match_any_sync(0xffffffffu, bucket);
-    unsigned int peers = 0;
-    for (int b = 0; b < buckets; ++b) {
-        unsigned int m = __ballot_sync(0xffffffffu, bucket == b);
-        if (bucket == b) peers = m;
+// bucket[k] = bucket of key[k] (global position pos0 + 32 k), or `absent` past n. All buckets are
+// found before any is used, so the searches of the ITEMS keys overlap (inside the ranking loop
+// each waited on the previous key's shared-memory update). Up to 15 splitters are compared with
+// every key -- splitter-major, one broadcast read of each splitter for all keys, no dependent
+// loads -- and more take a binary search per key.
+template <typename K>
+__device__ __forceinline__ void buckets_of(const K (&key)[ITEMS], u64 pos0, long long first,
+                                           long long n, const K* sk, const u64* sp, int ns,
+                                           int absent, unsigned int (&bucket)[ITEMS]) {
+    if (ns <= 15) {
+        #pragma unroll
+        for (int k = 0; k < ITEMS; ++k) bucket[k] = 0;
+        for (int j = 0; j < ns; ++j) {
+            const K s = sk[j];
+            const long long d = (long long)(sp[j] - pos0);  // key k ties above iff d <= 32 k
+            #pragma unroll
+            for (int k = 0; k < ITEMS; ++k)
+                bucket[k] += (key[k] > s) | ((key[k] == s) & (d <= 32LL * k));
+        }
+    } else {
+        #pragma unroll
+        for (int k = 0; k < ITEMS; ++k) bucket[k] = bucket_of(key[k], pos0 + 32 * k, sk, sp, ns);
     }
-    return bucket < 0 ? 0u : peers;
+    #pragma unroll
+    for (int k = 0; k < ITEMS; ++k)
+        if (first + 32 * k >= n) bucket[k] = absent;
+}
+
+// Lanes of this warp whose value equals this lane's, over the low nbits bits: one ballot a bit.
+__device__ __forceinline__ unsigned int same_value(unsigned int v, int nbits) {
+    unsigned int peers = 0xffffffffu;
+    for (int b = 0; b < nbits; ++b) {
+        unsigned int vote = __ballot_sync(0xffffffffu, (v >> b) & 1u);
+        peers &= ((v >> b) & 1u) ? vote : ~vote;
+    }
+    return peers;
 }
 
 template <typename K>
@@ -61,102 +92,137 @@ __device__ __forceinline__ void load_keys(const K* keys, long long n, long long 
     }
 }
 
-// counts[b * tiles + t] = keys of tile t that go to bucket b.
+// Both kernels are persistent (a few blocks per SM, each walking tiles tile += gridDim.x): the
+// splitters are loaded once per block, and the next tile's keys are loaded while this one's are
+// still being counted or written, so the load latency hides behind work (the first version, one
+// block per tile, waited on it: 2.6 ms to count and 8.1 ms to scatter 2^30 uint32 keys, H200).
+
+// counts[b * tiles + t] = keys of tile t that go to bucket b. Dynamic shared memory: (ns + 1) x 32
+// counters, copy l of each in bank l, so a warp's adds never conflict whatever their buckets.
 template <typename K>
 __global__ void __launch_bounds__(BLOCK) partition_count(
         const K* keys, long long n, u64 offset, const K* split_keys, const u64* split_pos, int ns,
         long long* counts, long long tiles) {
     __shared__ K sk[MAX_BUCKETS];
     __shared__ u64 sp[MAX_BUCKETS];
-    __shared__ unsigned int hist[MAX_BUCKETS];
-    load_splitters(split_keys, split_pos, ns, sk, sp);
-    for (int b = threadIdx.x; b <= ns; b += BLOCK) hist[b] = 0;
-    __syncthreads();
+    extern __shared__ unsigned int hist[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const long long first = (long long)blockIdx.x * BLOCK * ITEMS + (long long)warp * 32 * ITEMS;
     K key[ITEMS];
-    load_keys(keys, n, first, lane, key);
-    #pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {  // one shared-memory atomic per bucket per warp step
-        long long i = first + k * 32 + lane;
-        int bucket = i < n ? bucket_of(key[k], offset + (u64)i, sk, sp, ns) : -1;
-        unsigned int peers = same_bucket(bucket, ns + 1);
-        if (bucket >= 0 && lane == __ffs(peers) - 1) atomicAdd(&hist[bucket], __popc(peers));
-    }
+    long long tile = blockIdx.x;
+    if (tile < tiles) load_keys(keys, n, tile * TILE + warp * 32 * ITEMS, lane, key);
+    load_splitters(split_keys, split_pos, ns, sk, sp);
+    for (int i = threadIdx.x; i < (ns + 1) * 32; i += BLOCK) hist[i] = 0;
     __syncthreads();
-    for (int b = threadIdx.x; b <= ns; b += BLOCK) counts[(long long)b * tiles + blockIdx.x] = hist[b];
+    for (; tile < tiles; tile += gridDim.x) {
+        const long long first = tile * TILE + (long long)warp * 32 * ITEMS;
+        unsigned int bucket[ITEMS];
+        buckets_of(key, offset + (u64)(first + lane), first + lane, n, sk, sp, ns, ns + 1, bucket);
+        #pragma unroll
+        for (int k = 0; k < ITEMS; ++k)
+            if (bucket[k] <= (unsigned int)ns) atomicAdd(&hist[bucket[k] * 32 + lane], 1u);
+        if (tile + gridDim.x < tiles)
+            load_keys(keys, n, first + (long long)gridDim.x * TILE, lane, key);
+        __syncthreads();
+        if (threadIdx.x <= ns) {
+            const int b = threadIdx.x;
+            unsigned int sum = 0;
+            for (int l = 0; l < 32; ++l) {
+                const int at = b * 32 + ((l + b) & 31);
+                sum += hist[at];
+                hist[at] = 0;
+            }
+            counts[(long long)b * tiles + tile] = sum;
+        }
+        __syncthreads();
+    }
 }
 
 // Each warp owns 32 * ITEMS consecutive keys of the tile, in order; starts is the exclusive scan of
-// counts. The tile's keys are first put in bucket order in shared memory, then each bucket's run is
-// written out by consecutive threads to consecutive addresses: full, coalesced sectors instead of
-// scattered partial ones. dest_out[i], when given, is where key i went (to move other columns).
+// counts. The tile's keys are first put in bucket order in shared memory (with their bucket
+// numbers), then written out by consecutive threads to consecutive addresses. dest_out[i], when
+// given, is where key i went (to move other columns). Bucket b's bookkeeping is thread b's
+// (ns < MAX_BUCKETS = BLOCK).
 template <typename K>
-__global__ void __launch_bounds__(BLOCK) partition_scatter(
+__global__ void __launch_bounds__(BLOCK, sizeof(K) > 4 ? 3 : 4) partition_scatter(
         const K* keys, long long n, u64 offset, const K* split_keys, const u64* split_pos, int ns,
         const long long* starts, long long tiles, K* out, long long* dest_out) {
     __shared__ K sk[MAX_BUCKETS];
     __shared__ u64 sp[MAX_BUCKETS];
-    __shared__ long long tile_start[MAX_BUCKETS];
-    __shared__ unsigned int warp_count[WARPS][MAX_BUCKETS];
-    __shared__ unsigned int run_start[MAX_BUCKETS + 1];
-    __shared__ K staged[BLOCK * ITEMS];
-    load_splitters(split_keys, split_pos, ns, sk, sp);
-    for (int b = threadIdx.x; b <= ns; b += BLOCK) {
-        tile_start[b] = starts[(long long)b * tiles + blockIdx.x];
-        for (int w = 0; w < WARPS; ++w) warp_count[w][b] = 0;
-    }
-    __syncthreads();
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    __shared__ long long base[MAX_BUCKETS];  // output index of the tile's slot 0, per bucket
+    __shared__ unsigned short warp_count[WARPS][MAX_BUCKETS];  // <= 32 x ITEMS keys a warp
+    __shared__ unsigned int run_start[MAX_BUCKETS];
+    __shared__ K staged[TILE];
+    __shared__ unsigned char staged_bucket[TILE];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, b = threadIdx.x;
     const unsigned int lower = (1u << lane) - 1u;
-    const long long tile_first = (long long)blockIdx.x * BLOCK * ITEMS;
-    const long long first = tile_first + (long long)warp * 32 * ITEMS;
+    const int bits = 32 - __clz(ns), absent = 1 << bits;  // absent keys: bucket 2^bits
     K key[ITEMS];
-    int bucket[ITEMS];
-    unsigned int rank[ITEMS];
-    load_keys(keys, n, first, lane, key);
-    #pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-        long long i = first + k * 32 + lane;
-        bool valid = i < n;
-        bucket[k] = valid ? bucket_of(key[k], offset + (u64)i, sk, sp, ns) : -1;
-        unsigned int peers = same_bucket(bucket[k], ns + 1);
-        rank[k] = valid ? warp_count[warp][bucket[k]] + __popc(peers & lower) : 0;
-        __syncwarp();
-        if (valid && lane == __ffs(peers) - 1) warp_count[warp][bucket[k]] += __popc(peers);
-        __syncwarp();
-    }
-    __syncthreads();
-    for (int b = threadIdx.x; b <= ns; b += BLOCK) {  // exclusive scan over warps, per bucket
-        unsigned int running = 0;
-        for (int w = 0; w < WARPS; ++w) {
-            unsigned int c = warp_count[w][b];
-            warp_count[w][b] = running;
-            running += c;
+    long long tile = blockIdx.x;
+    if (tile < tiles) load_keys(keys, n, tile * TILE + warp * 32 * ITEMS, lane, key);
+    load_splitters(split_keys, split_pos, ns, sk, sp);
+    for (; tile < tiles; tile += gridDim.x) {
+        const long long tile_first = tile * TILE, first = tile_first + (long long)warp * 32 * ITEMS;
+        const int nbits = bits + (tile_first + TILE <= n ? 0 : 1);
+        long long tile_start = 0;
+        if (b <= ns) {
+            tile_start = starts[(long long)b * tiles + tile];
+            for (int w = 0; w < WARPS; ++w) warp_count[w][b] = 0;
         }
-        run_start[b + 1] = running;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {  // bucket runs inside the tile: exclusive scan over <= 256 buckets
-        run_start[0] = 0;
-        for (int b = 1; b <= ns + 1; ++b) run_start[b] += run_start[b - 1];
-    }
-    __syncthreads();
-    #pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-        if (bucket[k] < 0) continue;
-        unsigned int within = warp_count[warp][bucket[k]] + rank[k];
-        staged[run_start[bucket[k]] + within] = key[k];
-        if (dest_out) dest_out[first + k * 32 + lane] = tile_start[bucket[k]] + within;
-    }
-    __syncthreads();
-    const int in_tile = (int)min((long long)BLOCK * ITEMS, n - tile_first);
-    for (int slot = threadIdx.x; slot < in_tile; slot += BLOCK) {
-        int lo = 0, hi = ns;  // the bucket whose run holds this slot
-        while (lo < hi) {
-            int mid = (lo + hi + 1) >> 1;
-            if (run_start[mid] <= (unsigned int)slot) lo = mid; else hi = mid - 1;
+        __syncthreads();
+        unsigned int rank[ITEMS];  // the bucket, then rank among the warp's keys of it << 8 | bucket
+        buckets_of(key, offset + (u64)(first + lane), first + lane, n, sk, sp, ns, absent, rank);
+        #pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const unsigned int bucket = rank[k];
+            unsigned int peers = same_value(bucket, nbits);
+            int leader = 31 - __clz(peers);
+            unsigned int before = 0;
+            if (lane == leader && bucket != (unsigned int)absent) {
+                before = warp_count[warp][bucket];
+                warp_count[warp][bucket] = (unsigned short)(before + __popc(peers));
+            }
+            rank[k] = (__shfl_sync(0xffffffffu, before, leader) + __popc(peers & lower)) << 8 |
+                      (bucket & 0xff);
+            __syncwarp();
         }
-        out[tile_start[lo] + (slot - run_start[lo])] = staged[slot];
+        __syncthreads();
+        if (b <= ns) {  // exclusive scan over warps, per bucket
+            unsigned int running = 0;
+            for (int w = 0; w < WARPS; ++w) {
+                unsigned int c = warp_count[w][b];
+                warp_count[w][b] = (unsigned short)running;
+                running += c;
+            }
+            run_start[b] = running;  // the bucket's count in the tile, for now
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {  // bucket runs inside the tile: exclusive scan over <= 256 buckets
+            unsigned int running = 0;
+            for (int c = 0; c <= ns; ++c) {
+                unsigned int count = run_start[c];
+                run_start[c] = running;
+                running += count;
+            }
+        }
+        __syncthreads();
+        if (b <= ns) base[b] = tile_start - run_start[b];
+        __syncthreads();
+        #pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            long long i = first + k * 32 + lane;
+            if (i >= n) continue;
+            int bucket = rank[k] & 0xff;
+            unsigned int slot = run_start[bucket] + warp_count[warp][bucket] + (rank[k] >> 8);
+            staged[slot] = key[k];
+            staged_bucket[slot] = (unsigned char)bucket;
+            if (dest_out) dest_out[i] = base[bucket] + slot;
+        }
+        if (tile + gridDim.x < tiles)
+            load_keys(keys, n, first + (long long)gridDim.x * TILE, lane, key);
+        __syncthreads();
+        const int in_tile = (int)min((long long)TILE, n - tile_first);
+        for (int slot = threadIdx.x; slot < in_tile; slot += BLOCK)
+            out[base[staged_bucket[slot]] + slot] = staged[slot];
+        __syncthreads();
     }
 }

@@ -49,19 +49,21 @@ class Launch:
         self.cp, self.keys, n = cupy, keys, len(keys)
         self.buckets, self.ctype = len(splitters) + 1, CTYPES[keys.dtype.itemsize]
         self.tiles = max((n + TILE - 1) // TILE, 1)
+        sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+        self.grid = min(self.tiles, sms * (4 if keys.dtype.itemsize <= 4 else 3))  # all resident
         split_keys = cupy.asarray(splitters[:, 0].astype(keys.dtype))
         split_pos = cupy.asarray(np.ascontiguousarray(splitters[:, 1]))
         self.args = (keys, np.int64(n), np.uint64(offset), split_keys, split_pos,
                      np.int32(self.buckets - 1))
 
-    def _kernel(self, kind: str, *more) -> None:
+    def _kernel(self, kind: str, *more, shared_mem: int = 0) -> None:
         fn = _module().get_function(f"partition_{kind}<{self.ctype}>")
-        fn((self.tiles,), (TILE // 16,), self.args + more)
+        fn((self.grid,), (TILE // 16,), self.args + more, shared_mem=shared_mem)
 
     def tile_counts(self):
         """counts[b * tiles + t]: keys of tile t that go to bucket b."""
         counts = self.cp.zeros(self.buckets * self.tiles, dtype=np.int64)
-        self._kernel("count", counts, np.int64(self.tiles))
+        self._kernel("count", counts, np.int64(self.tiles), shared_mem=self.buckets * 32 * 4)
         return counts
 
     def scatter(self, counts, per_bucket: np.ndarray, bases: np.ndarray, want_dest: bool):
