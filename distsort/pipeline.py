@@ -42,9 +42,10 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
             columns, send_counts, send_displs = partition(rt, columns, key_words, offset,
                                                           splitters)
         with report.phase("exchange", sync):
-            columns, blocks = exchange(rt, columns, send_counts, send_displs, report)
+            spare = [columns]  # the only reference: finish frees it or sorts in it
+            columns, blocks = exchange(rt, spare[0], send_counts, send_displs, report)
         with report.phase("finish", sync):
-            columns = finish(rt, columns, key_words, blocks, splitters)
+            columns = finish(rt, columns, key_words, blocks, splitters, spare)
     report.count_out = len(columns[0])
     return columns
 
@@ -83,25 +84,39 @@ def exchange(rt: Runtime, columns: list, send_counts, send_displs, report: SortR
     return received, (recv_counts, recv_displs)
 
 
-def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters) -> list:
+def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
+           spare: list) -> list:
     """Sort what this rank received, whose source blocks may have gaps between them.
 
-    Plain keys fill the gaps with this rank's largest possible key and drop as many keys from the
-    end of the sorted result; other data are first packed together.
+    Plain keys are sorted in place, over only the bits of key - low that vary in this rank's key
+    range, with the sent keys (spare: [sent columns], given up here) as the sort's scratch, so the
+    sort takes no memory beyond the two exchange buffers; the gaps are filled with the range's
+    largest key, and as many keys are dropped from the end of the result. Other data are packed.
     """
     counts, starts = blocks
     n, rank = int(counts.sum()), rt.comm.Get_rank()
     words = key_words(columns)
-    end_bit = varying_bits(splitters, rank, words[0].dtype)
-    if len(columns[0]) == n:
-        return local_sort(rt, columns, key_words, end_bit)
+    low, end_bit = key_range(splitters, rank, words[0].dtype)
     if len(columns) == 1 and words[0] is columns[0]:
         top = upper_key(splitters, rank, words[0].dtype)
         for start, count, end in zip(starts, counts, list(starts[1:]) + [len(columns[0])]):
             columns[0][start + count : end] = top
-        return [c[:n] for c in local_sort(rt, columns, key_words, end_bit)]
-    packed = [rt.xp.concatenate([c[a : a + k] for a, k in zip(starts, counts)]) for c in columns]
-    return local_sort(rt, packed, key_words, end_bit)
+        scratch = _fitting_scratch(spare.pop(), columns[0])
+        out = rt.backend.engine.sort(columns[0], end_bit=end_bit, low=low, overwrite=True,
+                                     scratch=scratch)
+        return [out[:n]]
+    spare.clear()
+    if len(columns[0]) != n:
+        columns = [rt.xp.concatenate([c[a : a + k] for a, k in zip(starts, counts)])
+                   for c in columns]
+    return local_sort(rt, columns, key_words)
+
+
+def _fitting_scratch(sent: list, keys):
+    """The sent keys' buffer, if it can hold these keys (else None: the engine allocates)."""
+    buf = sent[0]
+    fits = buf.dtype == keys.dtype and buf.ndim == 1 and len(buf) >= len(keys)
+    return buf if fits else None
 
 
 def _scatter(column, dest, rows: int, xp):
@@ -116,24 +131,18 @@ def upper_key(splitters: np.ndarray, rank: int, word) -> np.unsignedinteger:
     return np.dtype(word).type(top)
 
 
-def varying_bits(splitters: np.ndarray, rank: int, word) -> int:
-    """How many low bits of the first key word can differ on this rank after the exchange.
-
-    Its keys lie between the first words of splitters rank-1 and rank, so every bit above the
-    highest bit where those two bounds differ is the same for all of them.
-    """
+def key_range(splitters: np.ndarray, rank: int, word) -> tuple[int, int]:
+    """(low, end_bit): this rank's first key words after the exchange lie in [low, high], the
+    first words of splitters rank-1 and rank, so key - low fits in end_bit bits."""
     low = int(splitters[rank - 1, 0]) if rank > 0 else 0
-    return (low ^ int(upper_key(splitters, rank, word))).bit_length()
+    return low, (int(upper_key(splitters, rank, word)) - low).bit_length()
 
 
-def local_sort(rt: Runtime, columns: list, key_words: KeyWords, end_bit: int | None = None):
-    """Sort this rank's rows by their key words: plain keys directly, else by a stable order.
-
-    end_bit (from varying_bits) lets an engine skip the first word's bits that cannot differ.
-    """
+def local_sort(rt: Runtime, columns: list, key_words: KeyWords):
+    """Sort this rank's rows by their key words: plain keys directly, else by a stable order."""
     words = key_words(columns)
     if len(columns) == 1 and len(words) == 1 and words[0] is columns[0]:
-        return [rt.backend.engine.sort(words[0], end_bit=end_bit)]
+        return [rt.backend.engine.sort(words[0])]
     order = stable_order(words, rt.backend.engine)
     return [c[order] for c in columns]
 
