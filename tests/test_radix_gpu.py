@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from distsort.local import radix
 from distsort.local.engine import get_engine
 from distsort.local.radix import BLOCK, ITEMS, SYNC_MIN, RadixEngine
 
@@ -142,6 +143,209 @@ def test_get_engine_names(cp):
     assert get_engine("gpu").name == "radix"
     assert get_engine("gpu", "radix").name == "radix"
     assert get_engine("gpu", "cub").name == "cub"
+
+
+# (end_bit, passes): an even number of passes ends in the input, an odd one in the scratch
+PARITY = [(16, 2), (24, 3)]
+
+
+def same(a, b) -> bool:
+    """Whether device arrays a and b start at the same address (one is the other's buffer)."""
+    return a.data.ptr == b.data.ptr
+
+
+@pytest.mark.parametrize("with_scratch", [False, True])
+@pytest.mark.parametrize("end_bit,passes", PARITY)
+@pytest.mark.parametrize("size", ["tile+1", "2^20+3"])
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+def test_overwrite_sort(cp, engine, dtype, size, end_bit, passes, with_scratch):
+    rng = np.random.default_rng(8)
+    n = size_of(size, dtype)
+    x = rng.integers(0, 1 << end_bit, n, dtype=np.uint64).astype(dtype)
+    keys = cp.asarray(x)
+    scratch = cp.zeros(n + 7, dtype=dtype) if with_scratch else None  # longer than needed
+    got = engine.sort(keys, 0, end_bit, overwrite=True, scratch=scratch)
+    assert got.dtype == x.dtype and got.size == n
+    np.testing.assert_array_equal(got.get(), np.sort(x))
+    if passes % 2 == 0:
+        assert same(got, keys)
+    elif with_scratch:
+        assert same(got, scratch)
+    else:
+        assert not same(got, keys)
+
+
+@pytest.mark.parametrize("end_bit,passes", PARITY)
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+def test_scratch_without_overwrite_keeps_input(cp, engine, dtype, end_bit, passes):
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 1 << end_bit, 70001, dtype=np.uint64).astype(dtype)
+    keys, scratch = cp.asarray(x), cp.empty(70001, dtype=dtype)
+    got = engine.sort(keys, 0, end_bit, scratch=scratch)
+    np.testing.assert_array_equal(got.get(), np.sort(x))
+    np.testing.assert_array_equal(keys.get(), x)  # overwrite=False: input untouched
+    assert same(got, scratch) == (passes % 2 == 1)
+    order = engine.argsort(keys, 0, end_bit, scratch=scratch)
+    np.testing.assert_array_equal(order.get(), np.argsort(x, kind="stable"))
+    np.testing.assert_array_equal(keys.get(), x)
+
+
+@pytest.mark.parametrize("with_scratch", [False, True])
+@pytest.mark.parametrize("end_bit,passes", PARITY)
+@pytest.mark.parametrize("vdtype", [np.float32, np.uint64, np.int16])
+@pytest.mark.parametrize("kdtype", [np.uint32, np.uint64])
+def test_overwrite_pairs_and_argsort(cp, engine, kdtype, vdtype, end_bit, passes, with_scratch):
+    rng = np.random.default_rng(10)
+    n = 3 * tile_of(kdtype) + 17
+    x = rng.integers(0, 1 << end_bit, n // 4, dtype=np.uint64).astype(kdtype)
+    x = rng.choice(x, n)  # duplicates: payload order matters
+    v = rng.integers(-1000, 1000, n).astype(vdtype)
+    order = np.argsort(x, kind="stable")
+    keys, vals = cp.asarray(x), cp.asarray(v)
+    scratch = cp.empty(n, dtype=kdtype) if with_scratch else None
+    got_k, got_v = engine.sort_pairs(keys, vals, 0, end_bit, overwrite=True, scratch=scratch)
+    np.testing.assert_array_equal(got_k.get(), x[order])
+    assert got_v.dtype == v.dtype
+    np.testing.assert_array_equal(got_v.get(), v[order])
+    if passes % 2 == 0:
+        assert same(got_k, keys)
+        assert same(got_v, vals) == (v.itemsize in (4, 8))  # other payloads are gathered
+    elif with_scratch:
+        assert same(got_k, scratch)
+    got = engine.argsort(cp.asarray(x), 0, end_bit, overwrite=True, scratch=scratch)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got.get(), order)
+
+
+@pytest.mark.parametrize("kdtype", [np.uint32, np.uint64])
+def test_overwrite_after_skipped_passes(cp, engine, kdtype):
+    """From SYNC_MIN keys on constant digits are skipped: 10 varying bits at 20-29 leave the
+    passes at bits 16 and 24, two, so the result is back in the input."""
+    rng = np.random.default_rng(11)
+    n = SYNC_MIN + 12345
+    x = rng.integers(0, 1000, n).astype(kdtype) << np.array(20, kdtype)
+    keys, vals = cp.asarray(x), cp.arange(n, dtype=cp.uint32)
+    got_k, got_v = engine.sort_pairs(keys, vals, overwrite=True, scratch=cp.empty_like(keys))
+    np.testing.assert_array_equal(got_v.get(), np.argsort(x, kind="stable"))
+    np.testing.assert_array_equal(got_k.get(), np.sort(x))
+    assert same(got_k, keys) and same(got_v, vals)
+    same_keys = cp.full(n, 5, dtype=kdtype)  # no pass runs at all
+    got = engine.sort(same_keys, overwrite=True)
+    assert same(got, same_keys) and bool((got == 5).all())
+    got = engine.sort(same_keys, scratch=cp.zeros(n, dtype=kdtype))
+    assert not same(got, same_keys) and bool((got == 5).all())
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_overwrite_and_low_narrow_dtypes(cp, engine, dtype):
+    """uint8/16 keys are widened to uint32 for our kernels; a scratch of their dtype is unused."""
+    rng = np.random.default_rng(12)
+    x = rng.integers(100, 151, 70001).astype(dtype)
+    scratch = cp.empty(70001, dtype=dtype)
+    got = engine.sort(cp.asarray(x), 0, 6, low=100, overwrite=True, scratch=scratch)
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got.get(), np.sort(x))
+    order = engine.argsort(cp.asarray(x), 0, 6, low=100, overwrite=True)
+    np.testing.assert_array_equal(order.get(), np.argsort(x, kind="stable"))
+
+
+def test_overwrite_small_and_bad_scratch(cp, engine):
+    one = cp.asarray(np.array([7], dtype=np.uint32))
+    assert same(engine.sort(one, overwrite=True), one)
+    assert not same(engine.sort(one), one)
+    k, v = engine.sort_pairs(one, one + 1, overwrite=True)
+    assert same(k, one) and int(v[0]) == 8
+    keys = cp.arange(100, dtype=cp.uint32)[::-1].copy()
+    bad = [
+        cp.empty(99, dtype=cp.uint32),  # too short
+        cp.empty(100, dtype=cp.uint64),  # other dtype
+        cp.empty(200, dtype=cp.uint32)[::2],  # not contiguous
+    ]
+    for scratch in bad:
+        with pytest.raises(ValueError, match="scratch"):
+            engine.sort(keys, overwrite=True, scratch=scratch)
+    with pytest.raises(ValueError, match="overlaps"):
+        engine.sort(keys[:50], overwrite=True, scratch=keys[25:])
+    with pytest.raises(ValueError, match="low"):
+        engine.sort(keys, low=1 << 32)
+
+
+def low_of(where: str, dtype, k: int) -> int:
+    """The smallest key of a range of 2^k keys: straddling the dtype's top bit, or at its top."""
+    bits = 8 * np.dtype(dtype).itemsize
+    return (1 << (bits - 1)) - (1 << (k - 1)) if where == "middle" else (1 << bits) - (1 << k)
+
+
+LOW_CASES = [(np.uint32, k) for k in (7, 20, 24)] + [(np.uint64, k) for k in (7, 20, 24, 33)]
+
+
+@pytest.mark.parametrize("size", ["0", "1", "tile-1", "tile+1", "2^20+3"])
+@pytest.mark.parametrize("where", ["middle", "top"])
+@pytest.mark.parametrize("dtype,k", LOW_CASES)
+def test_low_rebased(cp, engine, dtype, k, where, size):
+    """Keys in [low, low + 2^k), sorted on the k bits of key - low, come back as they were."""
+    rng = np.random.default_rng(13)
+    n = size_of(size, dtype)
+    low = low_of(where, dtype, k)
+    x = (rng.integers(0, 1 << k, n, dtype=np.uint64) + np.uint64(low)).astype(dtype)
+    if n >= 2:
+        x[0], x[-1] = low + (1 << k) - 1, low  # both ends of the range, out of order
+    order = np.argsort(x, kind="stable")
+    got = engine.sort(cp.asarray(x), 0, k, low=low)
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got.get(), x[order])
+    np.testing.assert_array_equal(engine.argsort(cp.asarray(x), 0, k, low=low).get(), order)
+    v = np.arange(n, dtype=np.uint32)
+    got_k, got_v = engine.sort_pairs(cp.asarray(x), cp.asarray(v), 0, k, low=low, overwrite=True)
+    np.testing.assert_array_equal(got_k.get(), x[order])
+    np.testing.assert_array_equal(got_v.get(), order)
+
+
+@pytest.mark.parametrize("dtype,k", LOW_CASES)
+def test_low_saves_passes(cp, engine, monkeypatch, dtype, k):
+    """A range of 2^k keys around the top bit (all of the key's bits vary) takes ceil(k/8)
+    passes with low, where without it the sort takes a pass per byte of the key."""
+    launched = []
+    launch = radix._launch_pass
+    monkeypatch.setattr(radix, "_launch_pass", lambda *a: launched.append(a[1]) or launch(*a))
+    low = low_of("middle", dtype, k)
+    x = np.random.default_rng(14).integers(0, 1 << k, 100003, dtype=np.uint64) + np.uint64(low)
+    x = x.astype(dtype)
+    end_bit = (int(x.max()) - low).bit_length()
+    got = engine.sort(cp.asarray(x), end_bit=end_bit, low=low)
+    np.testing.assert_array_equal(got.get(), np.sort(x))
+    assert len(launched) == -(-k // 8)
+    launched.clear()
+    plain_end = (int(x.min()) ^ int(x.max())).bit_length()  # what varying bits alone allow
+    np.testing.assert_array_equal(engine.sort(cp.asarray(x), end_bit=plain_end).get(), np.sort(x))
+    assert len(launched) == np.dtype(dtype).itemsize
+
+
+def test_low_on_the_cub_route(cp):
+    """Where CUB sorts (small arrays by default), low and the bit range are ignored, correctly."""
+    low = (1 << 31) - (1 << 23)
+    x = (np.random.default_rng(15).integers(0, 1 << 24, 100003) + low).astype(np.uint32)
+    default = RadixEngine()
+    got = default.sort(cp.asarray(x), 0, 24, low=low, overwrite=True)
+    np.testing.assert_array_equal(got.get(), np.sort(x))
+    order = default.argsort(cp.asarray(x), 0, 24, low=low, scratch=cp.empty_like(cp.asarray(x)))
+    np.testing.assert_array_equal(order.get(), np.argsort(x, kind="stable"))
+    for name in ("cub", "radix"):
+        k, v = get_engine("gpu", name).sort_pairs(cp.asarray(x), cp.asarray(x), 0, 24, low=low)
+        np.testing.assert_array_equal(k.get(), np.sort(x))
+        np.testing.assert_array_equal(v.get(), np.sort(x))
+
+
+def test_narrow_routing(cp):
+    """A 64-bit sort that saves a pass is ours from MIN_N["narrow64"] keys, CUB below."""
+    default = RadixEngine()
+    n = radix.MIN_N["narrow64"]
+    keys = cp.empty(n, dtype=cp.uint64)
+    assert default._ours(keys, "sort", 0, 33)
+    assert not default._ours(keys[: n // 2], "sort", 0, 33)
+    assert not default._ours(keys, "sort", 0, 64) and not default._ours(keys, "sort")
+    keys32 = cp.empty(radix.MIN_N["narrow"], dtype=cp.uint32)
+    assert default._ours(keys32, "sort", 0, 24) and not default._ours(keys32, "sort")
 
 
 @pytest.mark.slow
