@@ -10,6 +10,7 @@ sort keeps equal keys in global input order).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -19,7 +20,7 @@ from .local import partition as gpu_partition
 from .local.order import stable_order
 from .report import SortReport
 from .runtime import Runtime
-from .splitters import choose_splitters, classify, local_sample
+from .splitters import EPSILON, choose_splitters, classify, local_sample
 
 KeyWords = Callable[[list], list]
 
@@ -40,7 +41,7 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
             splitters = choose_splitters(comm, sample, lambda cols: _host_order(rt, cols))
         with report.phase("partition", sync):
             columns, send_counts, send_displs = partition(rt, columns, key_words, offset,
-                                                          splitters)
+                                                          splitters, sum(counts))
         with report.phase("exchange", sync):
             spare = [columns]  # the only reference: finish frees it or sorts in it
             columns, blocks = exchange(rt, spare[0], send_counts, send_displs, report)
@@ -50,15 +51,22 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     return columns
 
 
-def partition(rt: Runtime, columns: list, key_words: KeyWords, offset: int, splitters):
+def partition(rt: Runtime, columns: list, key_words: KeyWords, offset: int, splitters,
+              total: int):
     """Group the rows by destination rank, stably; return the columns, the rows for each rank
-    and where each rank's block starts (blocks start where the transport moves them fastest)."""
+    and where each rank's block starts (blocks start where the transport moves them fastest).
+
+    Grouped plain keys get room for a whole received shard ((1 + EPSILON)·total/p rows plus the
+    gaps), so that after the exchange their buffer can be the finish's scratch.
+    """
     words, p = key_words(columns), len(splitters) + 1
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
         keyed = words[0] is columns[0]
+        align = rt.transport.align_rows
+        room = math.ceil((1 + EPSILON) * total / p) + p * align if keyed else 0
         grouped, dest, send_counts, starts = gpu_partition.partition_keys(
-            words[0], offset, splitters, want_dest=len(columns) > int(keyed),
-            align=rt.transport.align_rows)
+            words[0], offset, splitters, want_dest=len(columns) > int(keyed), align=align,
+            capacity=room)
         rest = [_scatter(c, dest, len(grouped), rt.xp) for c in columns[int(keyed):]]
         return ([grouped] if keyed else []) + rest, send_counts, starts
     buckets = classify(words, offset, splitters, rt.xp)
@@ -115,7 +123,8 @@ def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
 def _fitting_scratch(sent: list, keys):
     """The sent keys' buffer, if it can hold these keys (else None: the engine allocates)."""
     buf = sent[0]
-    fits = buf.dtype == keys.dtype and buf.ndim == 1 and len(buf) >= len(keys)
+    fits = (buf.dtype == keys.dtype and buf.ndim == 1 and len(buf) >= len(keys)
+            and buf.flags.c_contiguous)
     return buf if fits else None
 
 
