@@ -1,8 +1,9 @@
 """The array backend seam: NumPy arrays on the CPU or CuPy arrays on one GPU.
 
 The pipeline is written once against `Backend.xp` (the array module) plus the few operations that
-differ between host and device: moving small arrays to and from the host, and waiting for queued
-device work before a phase is timed.
+differ between host and device: moving small arrays to and from the host, waiting for queued
+device work before a phase is timed, and copy lanes (CopyLane) that move data between host and
+device beside the work on the device.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ class Backend:
         """True if `a` is an array of this backend."""
         return isinstance(a, np.ndarray)
 
+    def copy_lane(self) -> CopyLane:
+        """A lane for host<->device copies that overlap the device's work (CPU: copies at once)."""
+        return CopyLane()
+
 
 class GpuBackend(Backend):
     """GPU backend: CuPy arrays on the current device, the GPU local sort engine."""
@@ -57,6 +62,68 @@ class GpuBackend(Backend):
 
     def owns(self, a) -> bool:
         return isinstance(a, self.xp.ndarray)
+
+    def copy_lane(self) -> GpuCopyLane:
+        return GpuCopyLane(self.xp)
+
+
+class CopyLane:
+    """Copies between host arrays and the backend's arrays, in order, beside the device's work.
+
+    follow(): the next copies start after the work queued so far; join(): work queued next
+    waits for the copies issued so far; wait(): the host waits for them (after which the arrays
+    they used may be reused). On the CPU every copy is done when it returns.
+    """
+
+    def follow(self) -> None:
+        pass
+
+    def join(self) -> None:
+        pass
+
+    def wait(self) -> None:
+        pass
+
+    def upload(self, host: np.ndarray, out=None):
+        """host's rows on the device (into `out` if given)."""
+        if out is None:
+            return host
+        out[...] = host
+        return out
+
+    def download(self, column, host: np.ndarray) -> None:
+        """Copy a backend array into a host array of its shape."""
+        host[...] = column
+
+
+class GpuCopyLane(CopyLane):
+    """A non-blocking CUDA stream; from and to pinned host memory the copies are asynchronous
+    (PCIe carries both directions at once: one lane each way). The lane keeps the device arrays
+    it copies alive until wait()."""
+
+    def __init__(self, cp):
+        self.cp, self.stream = cp, cp.cuda.Stream(non_blocking=True)
+        self.busy: list = []
+
+    def follow(self) -> None:
+        self.stream.wait_event(self.cp.cuda.get_current_stream().record())
+
+    def join(self) -> None:
+        self.cp.cuda.get_current_stream().wait_event(self.stream.record())
+
+    def wait(self) -> None:
+        self.stream.synchronize()
+        self.busy.clear()
+
+    def upload(self, host: np.ndarray, out=None):
+        out = self.cp.empty(host.shape, host.dtype) if out is None else out
+        out.set(host, stream=self.stream)
+        self.busy.append(out)
+        return out
+
+    def download(self, column, host: np.ndarray) -> None:
+        column.get(stream=self.stream, out=host, blocking=False)
+        self.busy.append(column)
 
 
 def gpu_count() -> int:

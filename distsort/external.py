@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from .backend import Backend
+from .backend import Backend, CopyLane
 from .errors import DistsortError, agree
 from .exchange import displacements, row_bytes
 from .exchange.mpi import MpiTransport
@@ -116,22 +116,21 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     sync = rt.backend.synchronize
     store = store or [host_empty((source.count,) + c.shape[1:], c.dtype,
                                  rt.backend.name == "gpu") for c in template]
-    with report.phase("partition", sync):
+    with report.phase("partition", sync):  # the runs
         sample = form_runs(rt, source, layout, store, progress)
-    with report.phase("sample", sync):
+    with report.phase("sample", sync):  # the splitters, and where they cut the runs
         samples, picks = pick_splitters(rt.comm, sample, len(layout.counts) * layout.pieces)
         cuts = cut_runs(store, source.key_words, layout, samples, picks)
-    totals = rt.comm.allreduce(bucket_sizes(cuts, len(picks) + 1))
+        totals = rt.comm.allreduce(bucket_sizes(cuts, len(picks) + 1))
     first, q = layout.rank * layout.pieces, layout.pieces
     start, report.count_out = int(totals[:first].sum()), int(totals[first : first + q].sum())
-    outputs = None
+    output = None
     if write is None:
-        outputs = _output_buffers(rt, source.decode(template), report.count_out)
-        write = _write_into(rt, outputs, start)
+        output = write = ShardOutput(rt, source.decode(template), report.count_out, start)
     cost = row_cost(template, source.key_words(template))
     room = budget - layout.piece_rows * (cost + sum(row_bytes(c) for c in template))
     merge_rounds(rt, source, layout, store, cuts, report, write, start, room, progress)
-    return outputs
+    return output.close() if output else None
 
 
 def plan_layout(rt: Runtime, source: Source, template: list, budget: int) -> Layout:
@@ -163,64 +162,64 @@ def _too_small(budget: int, total: int, cost: int) -> DistsortError:
 
 def row_cost(columns: list, words: list) -> int:
     """Device bytes one row needs while it is sorted: columns in and out, the next piece
-    coming in (Loader), key words, order and the engine's temporaries. Plain keys (one column
-    that is its own key) need less."""
+    coming in (Loader), the last run going out, key words, order and the engine's temporaries.
+    Plain keys (one column that is its own key) need less."""
     width = sum(row_bytes(c) for c in columns)
     if len(columns) == 1 and len(words) == 1 and words[0] is columns[0]:
-        return 5 * width
-    return 4 * width + 4 * (sum(w.dtype.itemsize for w in words) + 8)
+        return 6 * width
+    return 5 * width + 4 * (sum(w.dtype.itemsize for w in words) + 8)
 
 
 def form_runs(rt: Runtime, source: Source, layout: Layout, store: list, progress) -> np.ndarray:
     """Sort each budget-sized piece of this rank's input into a run kept in the host store
-    (run i at its input rows); return the regular sample rows (key words..., run, index)."""
+    (run i at its input rows); return the regular sample rows (key words..., run, index).
+
+    On GPUs three things overlap: piece i+1 comes in (Loader), piece i is sorted, run i-1
+    goes out to the store (a second lane: PCIe carries both directions at once).
+    """
     samples = []
     runs = layout.runs()
-    pieces = Loader(rt, source.read, runs)
+    pieces, out = Loader(rt, source.read, runs), rt.backend.copy_lane()
     for i, (lo, hi) in enumerate(runs):
         columns = local_sort(rt, source.encode(pieces.take(i)), source.key_words)
         words = source.key_words(columns)
         samples.append(regular_sample(rt, words, layout.stride, layout.first_run + i))
+        out.wait()  # run i-1 is in the store: at most one run in flight
+        out.follow()
         for column, host in zip(columns, store):
-            to_host_into(rt, column, host[lo:hi])
+            out.download(column, host[lo:hi])
         progress.show(f"runs formed {i + 1}/{len(runs)}", last=i + 1 == len(runs))
+    out.wait()
     return np.concatenate(samples) if samples else None
 
 
 class Loader:
     """The device columns of pieces [lo, hi) of the input, in order. On GPUs piece i+1 is
-    copied in on a side stream while piece i is sorted and its run copied out (pinned host
-    memory copies directly; PCIe carries both directions at once)."""
+    copied in on a lane while piece i is sorted (pinned host memory copies directly)."""
 
     def __init__(self, rt: Runtime, read, ranges: list):
         self.rt, self.read, self.ranges = rt, read, ranges
-        self.stream = None
-        if rt.backend.name == "gpu":
-            self.stream = rt.xp.cuda.Stream(non_blocking=True)
+        self.lane = rt.backend.copy_lane()
         self.next = self._start(0) if ranges else None
 
     def take(self, i: int) -> list:
         columns = self.next
-        if self.stream is not None:
-            self.stream.synchronize()
+        self.lane.join()  # the device's next work waits for piece i
         self.next = self._start(i + 1) if i + 1 < len(self.ranges) else None
         return columns
 
     def _start(self, i: int) -> list:
         lo, hi = self.ranges[i]
-        if self.stream is not None:  # the side stream starts after the work queued so far
-            self.stream.wait_event(self.rt.xp.cuda.get_current_stream().record())
-        return [to_device(self.rt, a, self.stream) for a in self.read(lo, hi)]
+        self.lane.follow()  # its buffers may be memory that the queued work frees
+        return [to_device(self.rt, a, self.lane) for a in self.read(lo, hi)]
 
 
-def to_device(rt: Runtime, host, stream=None):
-    """A host array on the backend's device; on GPUs one direct copy (asynchronous on the
-    stream, if given), not CuPy's staging through its own pinned buffer."""
+def to_device(rt: Runtime, host, lane: CopyLane):
+    """A host array on the backend's device; on GPUs one direct copy on the lane, not CuPy's
+    staging through its own pinned buffer (an extra host copy). The caller joins the lane."""
     if rt.backend.name != "gpu" or not isinstance(host, np.ndarray) or not host.dtype.isnative:
         return rt.backend.from_host(host)
-    out = rt.xp.empty(host.shape, host.dtype)
-    out.set(np.ascontiguousarray(host), stream=stream)
-    return out
+    return lane.upload(host)
 
 
 def regular_sample(rt: Runtime, words: list, stride: int, run: int) -> np.ndarray:
@@ -232,9 +231,16 @@ def regular_sample(rt: Runtime, words: list, stride: int, run: int) -> np.ndarra
 
 
 def pick_splitters(comm, sample, buckets: int) -> tuple[np.ndarray, np.ndarray]:
-    """All ranks' samples in (key, run, index) order, and the ranks of the buckets-1 splitters."""
-    rows = np.concatenate([s for s in comm.allgather(sample) if s is not None] or
-                          [np.zeros((0, 2), np.uint64)])
+    """All ranks' samples in (key, run, index) order, and the ranks of the buckets-1 splitters.
+
+    The samples are gathered into one array (no per-rank copies) and put in order by one
+    gather through their sorted positions: host memory about 56 bytes a sample row.
+    """
+    width = comm.allreduce(0 if sample is None else sample.shape[1], op=MPI.MAX) or 2
+    mine = np.zeros((0, width), np.uint64) if sample is None else sample
+    counts = np.array(comm.allgather(mine.size), np.int64)
+    rows = np.empty((int(counts.sum()) // width, width), np.uint64)
+    comm.Allgatherv(mine, [rows, (counts, displacements(counts)), MPI.UINT64_T])
     rows = rows[np.lexsort(rows.T[::-1])]
     return rows, np.arange(1, buckets, dtype=np.int64) * len(rows) // buckets
 
@@ -290,17 +296,21 @@ def bucket_sizes(cuts: list[np.ndarray], buckets: int) -> np.ndarray:
 
 def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts: list,
                  report: SortReport, write, start: int, room: int, progress) -> None:
-    """Round j: every rank's j-th piece is exchanged, sorted on the device and written."""
-    p, q = len(layout.counts), layout.pieces
-    starts = [lo for lo, _ in layout.runs()]
+    """Round j: every rank's j-th piece is exchanged, sorted on the device and written. On
+    GPUs round j+1's send buffer comes in on a lane while round j is exchanged and sorted."""
+    q = layout.pieces
+    sends = [round_slices(layout, cuts, j) for j in range(q)]
+    on_device = device_rounds(rt, store, [counts for _, counts in sends], room)
+    lane = rt.backend.copy_lane()
+    staged = stage(rt, store, sends[0][0], lane) if on_device[0] else None
     done = start
-    for j in range(q):
-        buckets = [d * q + j for d in range(p)]
-        slices = [(s + cut[b], s + cut[b + 1]) for b in buckets for s, cut in zip(starts, cuts)]
-        send_counts = np.array([sum(int(c[b + 1] - c[b]) for c in cuts) for b in buckets],
-                               dtype=np.int64)
+    for j, (slices, send_counts) in enumerate(sends):
+        columns = staged if on_device[j] else [gather(c, slices) for c in store]
+        lane.join()
+        ahead = j + 1 < q and on_device[j + 1]
+        staged = stage(rt, store, sends[j + 1][0], lane) if ahead else None
         with report.phase("exchange", rt.backend.synchronize):
-            columns = exchange_round(rt, store, slices, send_counts, room, report)
+            columns = exchange_round(rt, columns, send_counts, on_device[j], report, lane)
         with report.phase("finish", rt.backend.synchronize):
             columns = local_sort(rt, columns, source.key_words)
             write(done, source.decode(columns))
@@ -309,26 +319,56 @@ def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts:
                       "key ranges", last=j + 1 == q)
 
 
-def exchange_round(rt: Runtime, store: list, slices: list, send_counts: np.ndarray, room: int,
-                   report: SortReport) -> list:
-    """One round's all-to-all of the given slices of the runs; the rows received, by source
-    rank, on the device.
+def round_slices(layout: Layout, cuts: list, j: int) -> tuple[list, np.ndarray]:
+    """Round j's [lo, hi) slices of the store, by destination rank then run, and the rows
+    each rank gets."""
+    p, q = len(layout.counts), layout.pieces
+    starts = [lo for lo, _ in layout.runs()]
+    buckets = [d * q + j for d in range(p)]
+    slices = [(s + cut[b], s + cut[b + 1]) for b in buckets for s, cut in zip(starts, cuts)]
+    send_counts = np.array([sum(int(c[b + 1] - c[b]) for c in cuts) for b in buckets],
+                           dtype=np.int64)
+    return slices, send_counts
 
-    On GPUs, when every rank's share fits the `room` its budget leaves beside the piece it
-    receives, the slices are copied straight from the pinned runs into one device buffer and
-    go over NCCL: each byte crosses PCIe once on its way in and no host copy is made.
-    Otherwise (the CPU backend, or a skewed round whose share would not fit the device) MPI
-    moves host buffers, which bounds the device memory whatever the input.
-    """
+
+def device_rounds(rt: Runtime, store: list, send_counts: list, room: int) -> np.ndarray:
+    """Which rounds go from device buffers over the backend's transport: on GPUs, those where
+    every rank's send buffers of the round and the next (copied in ahead) fit the `room` its
+    budget leaves beside the piece it receives. The others (all on the CPU backend, or rounds
+    made too big by a skewed input) move host buffers over MPI, which bounds the device
+    memory whatever the input. Collective on GPUs."""
+    if rt.backend.name != "gpu":
+        return np.zeros(len(send_counts), bool)
     width = sum(row_bytes(c) for c in store)
-    fits = int(send_counts.sum()) * width <= room
-    if rt.backend.name == "gpu" and rt.comm.allreduce(fits, op=MPI.LAND):
-        columns = [device_gather(rt, c, slices) for c in store]
-        return exchange(rt, columns, send_counts, displacements(send_counts), report, 1)[0]
-    host = rt if rt.backend.name == "cpu" else Runtime(rt.comm, Backend(), MpiTransport(rt.comm))
-    columns = [gather(c, slices) for c in store]
-    received = exchange(host, columns, send_counts, displacements(send_counts), report, 1)[0]
-    return [to_device(rt, c) for c in received]
+    sent = np.array([int(c.sum()) * width for c in send_counts] + [0], np.int64)
+    fits = (sent[:-1] + sent[1:] <= room).astype(np.int32)
+    rt.comm.Allreduce(MPI.IN_PLACE, fits, op=MPI.MIN)
+    return fits.astype(bool)
+
+
+def stage(rt: Runtime, store: list, slices: list, lane: CopyLane) -> list:
+    """A round's send rows copied from the (pinned) runs into device buffers on the lane,
+    after the work queued so far: each byte crosses PCIe once and no host copy is made."""
+    lane.follow()
+    return [device_gather(rt, c, slices, lane) for c in store]
+
+
+def exchange_round(rt: Runtime, columns: list, send_counts: np.ndarray, on_device: bool,
+                   report: SortReport, lane: CopyLane) -> list:
+    """One round's all-to-all of the send rows (grouped by destination); the rows received, by
+    source rank, on the device. Device buffers go over the backend's transport, host buffers
+    over MPI (and then to the device on the lane)."""
+    alone, displs = rt.comm.Get_size() == 1, displacements(send_counts)
+    if on_device:
+        return columns if alone else exchange(rt, columns, send_counts, displs, report, 1)[0]
+    if not alone:
+        host = rt if rt.backend.name == "cpu" else Runtime(rt.comm, Backend(),
+                                                           MpiTransport(rt.comm))
+        columns = exchange(host, columns, send_counts, displs, report, 1)[0]
+    lane.follow()
+    columns = [to_device(rt, c, lane) for c in columns]
+    lane.join()
+    return columns
 
 
 def gather(column: np.ndarray, slices: list[tuple[int, int]]) -> np.ndarray:
@@ -336,36 +376,40 @@ def gather(column: np.ndarray, slices: list[tuple[int, int]]) -> np.ndarray:
     return np.concatenate([column[a:b] for a, b in slices]) if slices else column[:0]
 
 
-def device_gather(rt: Runtime, column: np.ndarray, slices: list[tuple[int, int]]):
-    """gather() into one device array, one direct copy per slice (pinned host memory)."""
+def device_gather(rt: Runtime, column: np.ndarray, slices: list[tuple[int, int]],
+                  lane: CopyLane):
+    """gather() into one device array, one copy per slice on the lane (direct from pinned
+    memory; the caller joins the lane)."""
     out = rt.xp.empty((sum(b - a for a, b in slices),) + column.shape[1:], column.dtype)
     at = 0
     for a, b in slices:
         if b > a:
-            out[at : at + b - a].set(column[a:b])
+            lane.upload(column[a:b], out[at : at + b - a])
             at += b - a
     return out
 
 
-def to_host_into(rt: Runtime, column, host: np.ndarray) -> None:
-    """Copy a backend array into a host array of its shape (pinned: a direct DMA copy)."""
-    if rt.backend.name == "gpu":
-        column.get(out=host)
-    else:
-        host[...] = column
+class ShardOutput:
+    """write() for external_sort without one: the shard's output columns in host memory
+    (pinned on GPUs), each piece copied straight to its rows; on GPUs on a lane, while the
+    next round runs (one piece in flight)."""
 
+    def __init__(self, rt: Runtime, template: list, rows: int, first: int):
+        pinned = rt.backend.name == "gpu"
+        self.columns = [host_empty((rows,) + c.shape[1:], c.dtype, pinned) for c in template]
+        self.first, self.lane = first, rt.backend.copy_lane()
 
-def _output_buffers(rt: Runtime, template: list, rows: int) -> list:
-    pinned = rt.backend.name == "gpu"
-    return [host_empty((rows,) + c.shape[1:], c.dtype, pinned) for c in template]
+    def __call__(self, row: int, columns: list) -> None:
+        self.lane.wait()  # the last piece is out: its device buffers may go
+        self.lane.follow()
+        at = row - self.first
+        for column, out in zip(columns, self.columns):
+            self.lane.download(column, out[at : at + len(column)])
 
-
-def _write_into(rt: Runtime, outputs: list, first: int):
-    def write(row: int, columns: list) -> None:
-        for column, out in zip(columns, outputs):
-            to_host_into(rt, column, out[row - first : row - first + len(column)])
-
-    return write
+    def close(self) -> list:
+        """The output columns, once every piece is in them."""
+        self.lane.wait()
+        return self.columns
 
 
 class Progress:
