@@ -219,3 +219,39 @@ def test_a_budget_far_too_small_is_a_clear_error(monkeypatch):
         distsort.sort(x, device_memory=256)
     if COMM.Get_rank() == 0:  # the one message; the other ranks know that rank 0 failed
         assert "too small" in str(failed.value) and "at least" in str(failed.value)
+
+
+def test_host_memory_is_input_output_and_a_tenth(layouts, monkeypatch):
+    """The benchmark's way (runs formed in place in the input, the output made by the sort):
+    the path's host allocations (tracemalloc: NumPy reports its buffers to it) peak at the
+    output plus at most 10% of the input for a round's buffers, plus what does not scale with
+    the input: the sort work the budget allows (on the CPU backend the device is the host) and
+    the splitter samples every rank gathers (about 56 bytes each). Here that allowance stays
+    below half the input, so one more copy of the input (or of the output) would fail."""
+    import tracemalloc
+
+    from distsort.report import SortReport
+    from distsort.runtime import get_runtime
+
+    monkeypatch.setattr(external, "SAMPLE_TARGET", 1 << 12)
+    keys = np.random.default_rng([22, COMM.Get_rank()]).integers(0, 2**32, 1 << 22, np.uint32)
+    lowest = COMM.allreduce(int(keys.min()), op=MPI.MIN)
+    source = external.Source(len(keys), lambda lo, hi: [keys[lo:hi]], lambda c: c,
+                             lambda c: [c[0]], lambda c: c)
+    budget = keys.nbytes // 4
+    tracing = tracemalloc.is_tracing()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    out = external.external_sort(get_runtime(COMM, "cpu"), source, budget, SortReport(),
+                                 store=[keys])[0]
+    extra = tracemalloc.get_traced_memory()[1] - before - out.nbytes
+    if not tracing:
+        tracemalloc.stop()
+    layout = layouts[-1]
+    samples = sum(layout.counts) // layout.stride + sum(layout.runs_per_rank)
+    allowed = 0.10 * keys.nbytes + budget / 2 + 56 * samples
+    assert allowed < 0.6 * keys.nbytes and extra <= allowed
+    assert np.all(out[1:] >= out[:-1]) and COMM.allreduce(len(out)) == COMM.allreduce(len(keys))
+    assert COMM.allgather(int(out[0]) if len(out) else None)[0] == lowest
+    assert_many_runs(layouts)
