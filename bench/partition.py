@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from dist_sort import random_keys  # noqa: E402
 
 from distsort.cli import parse_count  # noqa: E402
+from distsort.exchange import displacements  # noqa: E402
 from distsort.local import partition  # noqa: E402
 
 
@@ -39,7 +40,7 @@ def one_rep(n: int, dtype, splitters: np.ndarray) -> dict:
     times = {"count": event_ms(launch.tile_counts)}
     counts = launch.tile_counts()
     per_bucket = cupy.asnumpy(counts.reshape(buckets, launch.tiles).sum(axis=1))
-    bases = np.concatenate([[0], np.cumsum(per_bucket)[:-1]]).astype(np.int64)
+    bases = displacements(per_bucket.astype(np.int64))
     times["scatter"] = event_ms(lambda: launch.scatter(counts, per_bucket, bases, False))
     times["scatter+dest"] = event_ms(lambda: launch.scatter(counts, per_bucket, bases, True))
     times["partition_keys"] = event_ms(

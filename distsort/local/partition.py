@@ -37,9 +37,10 @@ def partition_keys(keys, offset: int, splitters: np.ndarray, want_dest: bool, al
     launch = Launch(keys, offset, splitters)
     counts = launch.tile_counts()
     per_bucket = cupy.asnumpy(counts.reshape(launch.buckets, launch.tiles).sum(axis=1))
-    bases = aligned_displacements(per_bucket.astype(np.int64), align)
+    per_bucket = per_bucket.astype(np.int64, copy=False)
+    bases = aligned_displacements(per_bucket, align)
     out, dest = launch.scatter(counts, per_bucket, bases, want_dest, capacity)
-    return out, dest, per_bucket.astype(np.int64), bases
+    return out, dest, per_bucket, bases
 
 
 class Launch:
