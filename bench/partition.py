@@ -41,12 +41,13 @@ def one_rep(n: int, dtype, splitters: np.ndarray) -> dict:
     counts = launch.tile_counts()
     per_bucket = cupy.asnumpy(counts.reshape(buckets, launch.tiles).sum(axis=1))
     bases = displacements(per_bucket.astype(np.int64))
-    times["scatter"] = event_ms(lambda: launch.scatter(counts, per_bucket, bases, False))
-    times["scatter+dest"] = event_ms(lambda: launch.scatter(counts, per_bucket, bases, True))
+    out = cupy.empty_like(keys)
+    times["scatter"] = event_ms(lambda: launch.scatter(counts, per_bucket, bases, out, False))
+    times["scatter+dest"] = event_ms(lambda: launch.scatter(counts, per_bucket, bases, out, True))
     times["partition_keys"] = event_ms(
         lambda: partition.partition_keys(keys, 0, splitters, False, align=1024))
     times["copy"] = event_ms(keys.copy)
-    out = launch.scatter(counts, per_bucket, bases, False)[0]
+    launch.scatter(counts, per_bucket, bases, out, False)
     got = cupy.searchsorted(cupy.asarray(splitters[:, 0].astype(dtype)), out, side="right")
     want = cupy.repeat(cupy.arange(buckets), cupy.asarray(per_bucket.astype(np.int64)))
     assert bool((got == want).all()), "grouping wrong"

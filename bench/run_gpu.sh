@@ -3,7 +3,8 @@
 # distributed benchmark at P = 1, 2, 4 (as many GPUs as the machine has). Logs go to $OUT.
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
-#   partition cub4 external examples scaling (default: tests mpitests quickstart bench)
+#   partition cub4 external examples scaling chunks4 sample4
+#   (default: tests mpitests quickstart bench)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -11,6 +12,7 @@ export PYTHONPATH=$PWD:/tmp/site
 [ -d .whl ] && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 gpus=$(nvidia-smi -L | wc -l)
 mpi="mpirun --oversubscribe -x NCCL_NVLS_ENABLE -x PYTHONPATH -x PYTHONUNBUFFERED -x DISTSORT_ENGINE"
+mpi="$mpi -x DISTSORT_CHUNKS"
 steps=${*:-tests mpitests quickstart bench}
 nvidia-smi -L | tee "$OUT/gpus.txt"
 for step in $steps; do
@@ -31,6 +33,11 @@ for step in $steps; do
     bench4) timeout 200 $mpi -n 4 python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6 ;;
     unaligned4) timeout 100 $mpi -x DISTSORT_NCCL_ALIGN_ROWS=1 -n 4 python3 bench/dist_sort.py \
                   --cases u32-4x2^30 --no-baselines --out "$OUT/unaligned" 2>&1 | tail -3 ;;
+    chunks4) for c in 1 2 4 8; do  # chunks of the overlapped partition + exchange
+               DISTSORT_CHUNKS=$c timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
+                 u32-4x2^30,u64-4x2^29 --no-baselines --reps 3 --out "$OUT/chunks$c" 2>&1 | tail -2
+             done ;;
+    sample4) timeout 100 $mpi -n 4 python3 bench/sample.py 2>&1 | tail -6 ;;
     partition) timeout 150 python3 bench/partition.py 2>&1 | tail -8 ;;
     cub4) DISTSORT_ENGINE=cub timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
             u32-4x2^30,u64-4x2^29 --no-baselines --out "$OUT/cub" 2>&1 | tail -3 ;;

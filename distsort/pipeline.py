@@ -10,17 +10,18 @@ sort keeps equal keys in global input order).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
+from . import chunked
 from .exchange import aligned_displacements, displacements
 from .local import partition as gpu_partition
 from .local.order import stable_order
 from .report import SortReport
 from .runtime import Runtime
-from .splitters import EPSILON, choose_splitters, classify, local_sample
+from .splitters import choose_splitters, classify, local_sample
 
 KeyWords = Callable[[list], list]
 
@@ -40,40 +41,56 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
             sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.backend)
             splitters = choose_splitters(comm, sample, lambda cols: _host_order(rt, cols))
         with report.phase("partition", sync):
-            columns, send_counts, send_displs = partition(rt, columns, key_words, offset,
-                                                          splitters, sum(counts))
+            routed = partition(rt, columns, key_words, offset, splitters)
         with report.phase("exchange", sync):
-            spare = [columns]  # the only reference: finish frees it or sorts in it
-            columns, blocks = exchange(rt, spare[0], send_counts, send_displs, report)
+            columns, blocks, spare = routed.send(rt, report)
+            del routed  # spare holds the only reference to the sent rows: finish takes it
         with report.phase("finish", sync):
             columns = finish(rt, columns, key_words, blocks, splitters, spare)
     report.count_out = len(columns[0])
     return columns
 
 
-def partition(rt: Runtime, columns: list, key_words: KeyWords, offset: int, splitters,
-              total: int):
-    """Group the rows by destination rank, stably; return the columns, the rows for each rank
-    and where each rank's block starts (blocks start where the transport moves them fastest).
-
-    Grouped plain keys get room for a whole received shard ((1 + EPSILON)·total/p rows plus the
-    gaps), so that after the exchange their buffer can be the finish's scratch.
-    """
+def partition(rt: Runtime, columns: list, key_words: KeyWords, offset: int, splitters):
+    """Route every row to its destination rank: on GPUs count each chunk's rows per rank, to be
+    grouped chunk by chunk while the exchange runs (chunked.py); elsewhere group them all now,
+    stably, by a sort of their destinations."""
     words, p = key_words(columns), len(splitters) + 1
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
-        keyed = words[0] is columns[0]
-        align = rt.transport.align_rows
-        room = math.ceil((1 + EPSILON) * total / p) + p * align if keyed else 0
-        grouped, dest, send_counts, starts = gpu_partition.partition_keys(
-            words[0], offset, splitters, want_dest=len(columns) > int(keyed), align=align,
-            capacity=room)
-        rest = [_scatter(c, dest, len(grouped), rt.xp) for c in columns[int(keyed):]]
-        return ([grouped] if keyed else []) + rest, send_counts, starts
+        return Chunked(columns, words, chunked.plan(rt, words[0], offset, splitters))
     buckets = classify(words, offset, splitters, rt.xp)
     small = buckets.astype(np.uint16 if p <= 2**16 else np.uint32)
     order = rt.backend.engine.argsort(small)
     send_counts = rt.backend.to_host(rt.xp.bincount(buckets, minlength=p)).astype(np.int64)
-    return [c[order] for c in columns], send_counts, displacements(send_counts)
+    return Grouped([c[order] for c in columns], send_counts, displacements(send_counts))
+
+
+@dataclass
+class Grouped:
+    """Rows grouped by destination rank: send_counts[j] rows for rank j from send_displs[j]."""
+
+    columns: list
+    send_counts: np.ndarray
+    send_displs: np.ndarray
+
+    def send(self, rt: Runtime, report: SortReport) -> tuple[list, tuple, list]:
+        """The exchange: (received columns, their blocks, [the sent columns])."""
+        received, blocks = exchange(rt, self.columns, self.send_counts, self.send_displs, report)
+        return received, blocks, [self.columns]
+
+
+@dataclass
+class Chunked:
+    """Rows counted per destination, chunk by chunk, to be grouped while they are sent."""
+
+    columns: list
+    words: list
+    layout: chunked.Plan
+
+    def send(self, rt: Runtime, report: SortReport) -> tuple[list, tuple, list]:
+        """The overlapped partition + exchange: (received columns, their blocks, [sent])."""
+        received, sent = chunked.exchange(rt, self.columns, self.words, self.layout, report)
+        return received, self.layout.blocks(), [sent]
 
 
 def exchange(rt: Runtime, columns: list, send_counts, send_displs, report: SortReport,
@@ -126,12 +143,6 @@ def _fitting_scratch(sent: list, keys):
     fits = (buf.dtype == keys.dtype and buf.ndim == 1 and len(buf) >= len(keys)
             and buf.flags.c_contiguous)
     return buf if fits else None
-
-
-def _scatter(column, dest, rows: int, xp):
-    out = xp.empty((rows,) + column.shape[1:], dtype=column.dtype)
-    out[dest] = column
-    return out
 
 
 def upper_key(splitters: np.ndarray, rank: int, word) -> np.unsignedinteger:

@@ -131,3 +131,32 @@ def test_gpu_codec_kernel_matches_the_numpy_transform(dtype, descending, canonic
     np.testing.assert_array_equal(cupy.asnumpy(codes), codec.encode(x, np))
     back = cupy.asnumpy(codec.decode(codes, cupy))
     assert back.tobytes() == codec.decode(codec.encode(x, np), np).tobytes()
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+@pytest.mark.parametrize("with_values", [False, True])
+def test_chunked_exchange_keeps_order_and_stability(monkeypatch, chunks, with_values):
+    """Many small chunks, a different number on every rank (unequal shards), ties across chunk
+    and rank borders: the result is the global stable order."""
+    import cupy
+
+    from distsort import chunked
+    from distsort.local.partition import TILE
+
+    monkeypatch.setattr(chunked, "CHUNKS", chunks)
+    monkeypatch.setattr(chunked, "MIN_CHUNK", TILE)
+    rank = COMM.Get_rank()
+    n = TILE * (2 + 2 * rank) + 123 * rank
+    x = np.random.default_rng([rank, 3]).integers(0, 40, n).astype(np.uint32)
+    start = COMM.exscan(n) or 0
+    positions = np.arange(start, start + n, dtype=np.int64)
+    order = np.argsort(np.concatenate(COMM.allgather(x)), kind="stable")
+    if with_values:
+        keys, values = distsort.sort_pairs(cupy.asarray(x), cupy.asarray(positions), stable=True)
+        got = np.concatenate(COMM.allgather(cupy.asnumpy(values)))
+        np.testing.assert_array_equal(got, order)
+    else:
+        keys = distsort.sort(cupy.asarray(x))
+    everyone = np.concatenate(COMM.allgather(x))
+    np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(keys))),
+                                  everyone[order])

@@ -18,11 +18,13 @@ class Transport(Protocol):
     align_rows: int  # blocks placed at multiples of this many rows move fastest
 
     def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
-                  send_displs=None, recv_displs=None) -> list:
+                  send_displs=None, recv_displs=None, outs: list | None = None) -> list:
         """Send each column's rows for rank j to rank j; return the rows received, by source.
 
         Displacements (in rows; default: blocks back to back) place each peer's block; with
         recv_displs the receive buffer has recv_displs[-1] + recv_counts[-1] rows, gaps included.
+        outs: receive buffers, one per column, to fill (at least that many rows) instead of new
+        ones. GPU transports work on the current CUDA stream.
         """
 
 

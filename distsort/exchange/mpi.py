@@ -28,16 +28,17 @@ class MpiTransport:
         self.chunk_bytes = int(chunk_bytes or env or 256 * 2**20)
 
     def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
-                  send_displs=None, recv_displs=None) -> list:
+                  send_displs=None, recv_displs=None, outs: list | None = None) -> list:
         send_displs = displacements(send_counts) if send_displs is None else send_displs
         recv_displs = displacements(recv_counts) if recv_displs is None else recv_displs
         rows = int(recv_displs[-1] + recv_counts[-1])
-        return [self._column(c, rows, send_counts, recv_counts, send_displs, recv_displs)
-                for c in columns]
+        outs = outs or [np.empty((rows,) + c.shape[1:], dtype=c.dtype) for c in columns]
+        for c, out in zip(columns, outs):
+            self._column(c, out, send_counts, recv_counts, send_displs, recv_displs)
+        return outs
 
-    def _column(self, send, rows: int, send_counts, recv_counts, send_displs, recv_displs):
+    def _column(self, send, out, send_counts, recv_counts, send_displs, recv_displs) -> None:
         width = row_bytes(send)
-        out = np.empty((rows,) + send.shape[1:], dtype=send.dtype)
         sbytes = np.asarray(send_counts, np.int64) * width
         rbytes = np.asarray(recv_counts, np.int64) * width
         sdisp = np.asarray(send_displs, np.int64) * width
@@ -49,7 +50,6 @@ class MpiTransport:
             self._one_call(sbuf, sbytes, sdisp, rbuf, rbytes, rdisp)
         else:
             self._rounds(sbuf, sbytes, sdisp, rbuf, rbytes, rdisp, limit // self.comm.Get_size())
-        return out
 
     def _one_call(self, sbuf, sbytes, sdisp, rbuf, rbytes, rdisp) -> None:
         self.comm.Alltoallv([sbuf, (sbytes.tolist(), sdisp.tolist()), MPI.BYTE],

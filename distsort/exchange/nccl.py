@@ -44,14 +44,14 @@ class NcclTransport:
         self.cp.cuda.get_current_stream().synchronize()
 
     def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
-                  send_displs=None, recv_displs=None) -> list:
+                  send_displs=None, recv_displs=None, outs: list | None = None) -> list:
         """Every column in one NCCL group; this rank's own rows by a device copy beside it."""
         cp, nccl = self.cp, self.nccl
         stream = cp.cuda.get_current_stream()
         send_displs = displacements(send_counts) if send_displs is None else send_displs
         recv_displs = displacements(recv_counts) if recv_displs is None else recv_displs
         rows = int(recv_displs[-1] + recv_counts[-1])
-        outs = [cp.empty((rows,) + c.shape[1:], dtype=c.dtype) for c in columns]
+        outs = outs or [cp.empty((rows,) + c.shape[1:], dtype=c.dtype) for c in columns]
         plans = [self._plan(c, out, send_counts, recv_counts, send_displs, recv_displs)
                  for c, out in zip(columns, outs)]
         self._copy_own_rows(plans, stream)

@@ -22,15 +22,14 @@ def supports(keys, buckets: int) -> bool:
     return keys.dtype.kind == "u" and keys.dtype.itemsize in CTYPES and buckets <= MAX_BUCKETS
 
 
-def partition_keys(keys, offset: int, splitters: np.ndarray, want_dest: bool, align: int = 1,
-                   capacity: int = 0):
+def partition_keys(keys, offset: int, splitters: np.ndarray, want_dest: bool, align: int = 1):
     """Group keys by bucket (stable). Returns (grouped keys, dest or None, counts per bucket,
     where each bucket starts).
 
     splitters: (p-1, 2) uint64 host array of (key, global position); key i sits at global
     position offset + i. dest[i] is where key i went, for moving other columns alike. Buckets
-    start at multiples of align rows; the gaps between them hold no keys. The grouped array has
-    at least capacity rows (the rest unused), so it can serve later as a larger buffer.
+    start at multiples of align rows; the gaps between them hold no keys. (The pipeline drives
+    Launch chunk by chunk instead: chunked.py.)
     """
     import cupy
 
@@ -39,7 +38,8 @@ def partition_keys(keys, offset: int, splitters: np.ndarray, want_dest: bool, al
     per_bucket = cupy.asnumpy(counts.reshape(launch.buckets, launch.tiles).sum(axis=1))
     per_bucket = per_bucket.astype(np.int64, copy=False)
     bases = aligned_displacements(per_bucket, align)
-    out, dest = launch.scatter(counts, per_bucket, bases, want_dest, capacity)
+    out = cupy.empty(int(bases[-1] + per_bucket[-1]), dtype=keys.dtype)
+    dest = launch.scatter(counts, per_bucket, bases, out, want_dest)
     return out, dest, per_bucket, bases
 
 
@@ -69,15 +69,14 @@ class Launch:
         self._kernel("count", counts, np.int64(self.tiles), shared_mem=self.buckets * 32 * 4)
         return counts
 
-    def scatter(self, counts, per_bucket: np.ndarray, bases: np.ndarray, want_dest: bool,
-                capacity: int = 0):
-        """Every key to its bucket's block starting at bases[b]; dest[i] = where key i went."""
+    def scatter(self, counts, per_bucket: np.ndarray, bases: np.ndarray, out, want_dest: bool):
+        """Every key into out, bucket b's block starting at out[bases[b]]; returns dest (where
+        key i went) if wanted, else None."""
         cp = self.cp
         starts = cp.cumsum(counts) - counts
         shift = bases - displacements(per_bucket)  # move every bucket to its aligned start
         starts.reshape(self.buckets, self.tiles)[...] += cp.asarray(shift)[:, None]
-        out = cp.empty(max(int(bases[-1] + per_bucket[-1]), capacity), dtype=self.keys.dtype)
         dest = cp.empty(len(self.keys), dtype=np.int64) if want_dest else None
         self._kernel("scatter", starts, np.int64(self.tiles), out,
                      dest if want_dest else np.uintp(0))
-        return out, dest
+        return dest

@@ -1,0 +1,136 @@
+"""Partition and exchange in chunks, overlapped: the GPU path from splitters to received rows.
+
+The shard is cut into chunks of whole partition tiles. One count kernel per chunk gives each
+chunk's rows per destination, and one Alltoall of those counts lets every rank place every block
+it will receive before any key moves. Then, chunk by chunk, the scatter kernel groups chunk c by
+destination on the compute stream while chunk c-1's blocks are in flight on the exchange stream
+(NCCL send/recv): the exchange hides every scatter but the first chunk's.
+
+Layouts, every block starting at a multiple of the transport's align_rows:
+- sent: chunk-major, then destination (chunk c's block for rank j at send_starts[c, j]), so a
+  chunk's blocks are complete as soon as its scatter is;
+- received: source-major, then chunk (source s's chunk c at recv_starts[s, c]): the rows lie in
+  global input order, which keeps the finish's stable sort stable across ranks.
+The send buffer holds at least as many rows as the receive buffer, so the finish can take it as
+its scratch.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+from .exchange import aligned_displacements
+from .local import partition as gpu_partition
+
+CHUNKS = int(os.environ.get("DISTSORT_CHUNKS", "4"))  # chunks of a large shard
+MIN_CHUNK = 1 << 24  # rows: smaller chunks cost more in launches than the overlap saves
+
+
+def chunk_bounds(n: int, chunks: int, min_chunk: int) -> list[tuple]:
+    """(lo, hi) of each chunk: at most `chunks`, none under min_chunk rows but the only one,
+    all cut at whole partition tiles."""
+    count = max(1, min(chunks, n // max(min_chunk, 1)))
+    tiles = -(-n // gpu_partition.TILE)
+    cuts = [min(n, (tiles * c // count) * gpu_partition.TILE) for c in range(count + 1)]
+    return [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo] or [(0, n)]
+
+
+def block_starts(counts: np.ndarray, align: int) -> np.ndarray:
+    """Where each block of a 2-D count table starts when the blocks lie in row-major order,
+    each at a multiple of align rows."""
+    return aligned_displacements(counts.reshape(-1), align).reshape(counts.shape)
+
+
+@dataclass
+class Plan:
+    """Counts and places of every block: sent (chunk, destination), received (source, chunk)."""
+
+    bounds: list
+    launches: list
+    tile_counts: list
+    sent: np.ndarray
+    send_starts: np.ndarray
+    received: np.ndarray
+    recv_starts: np.ndarray
+
+    @property
+    def send_rows(self) -> int:
+        return int(self.send_starts[-1, -1] + self.sent[-1, -1])
+
+    @property
+    def recv_rows(self) -> int:
+        return int(self.recv_starts[-1, -1] + self.received[-1, -1])
+
+    def blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, start) of every received block, in buffer order."""
+        return self.received.reshape(-1), self.recv_starts.reshape(-1)
+
+
+def plan(rt, keys, offset: int, splitters: np.ndarray) -> Plan:
+    """Count every chunk's rows per destination and agree with every rank on the layouts."""
+    import cupy
+
+    bounds = chunk_bounds(len(keys), CHUNKS, MIN_CHUNK)
+    launches = [gpu_partition.Launch(keys[lo:hi], offset + lo, splitters) for lo, hi in bounds]
+    tile_counts = [launch.tile_counts() for launch in launches]
+    p = len(splitters) + 1
+    sent = cupy.asnumpy(cupy.stack([t.reshape(p, -1).sum(axis=1) for t in tile_counts]))
+    chunks = rt.comm.allreduce(len(bounds), op=MPI.MAX)  # ranks with fewer send empty ones
+    sent = np.zeros((chunks, p), dtype=np.int64)
+    sent[: len(bounds)] = cupy.asnumpy(cupy.stack([t.reshape(p, -1).sum(axis=1)
+                                                   for t in tile_counts]))
+    received = np.empty((p, chunks), dtype=np.int64)
+    rt.comm.Alltoall(sent.T.copy(), received)
+    align = rt.transport.align_rows
+    return Plan(bounds, launches, tile_counts, sent, block_starts(sent, align), received,
+                block_starts(received, align))
+
+
+def exchange(rt, columns: list, words: list, layout: Plan, report) -> tuple[list, list]:
+    """Scatter each chunk by destination and send it while the next one is scattered. Returns
+    the received columns and the send buffers (the finish's scratch)."""
+    import cupy
+
+    keyed = words[0] is columns[0]
+    outgoing = [cupy.empty((max(layout.send_rows, layout.recv_rows),) + c.shape[1:], c.dtype)
+                for c in ([] if keyed else [words[0]]) + columns]
+    incoming = [cupy.empty((layout.recv_rows,) + c.shape[1:], c.dtype) for c in columns]
+    sending = outgoing[1 - int(keyed):]  # the buffers of the columns (not of loose key words)
+    compute, side = cupy.cuda.get_current_stream(), _exchange_stream(cupy.cuda.Device().id)
+    for c in range(len(layout.sent)):
+        if c < len(layout.bounds):
+            _scatter(layout, c, columns, outgoing[0], sending[int(keyed):], keyed)
+        side.wait_event(compute.record())
+        with side:
+            rt.transport.alltoallv(sending, layout.sent[c], layout.received[:, c],
+                                   layout.send_starts[c], layout.recv_starts[:, c], incoming)
+    compute.wait_event(side.record())
+    _count_bytes(rt, columns, layout, report)
+    return incoming, sending
+
+
+def _scatter(layout: Plan, c: int, columns: list, grouped_words, others: list, keyed: bool):
+    """Chunk c's key words into their blocks of the send buffer, and the other columns alike."""
+    lo, hi = layout.bounds[c]
+    dest = layout.launches[c].scatter(layout.tile_counts[c], layout.sent[c],
+                                      layout.send_starts[c], grouped_words, bool(others))
+    for column, out in zip(columns[int(keyed):], others):
+        out[dest] = column[lo:hi]
+
+
+@functools.cache
+def _exchange_stream(device: int):
+    import cupy
+
+    return cupy.cuda.Stream(non_blocking=True)
+
+
+def _count_bytes(rt, columns: list, layout: Plan, report) -> None:
+    widths, me = sum(c.nbytes // max(len(c), 1) for c in columns), rt.comm.Get_rank()
+    report.bytes_sent += int(layout.sent.sum() - layout.sent[:, me].sum()) * widths
+    report.bytes_received += int(layout.received.sum() - layout.received[me].sum()) * widths
