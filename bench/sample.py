@@ -2,8 +2,8 @@
 
 Times, on fresh random uint32 keys per run (median of --reps after a warm-up, slowest rank,
 device synchronized at both ends of each step): local_sample (draw this rank's sample), the
-gather of the samples at rank 0 alone, the ordering of the gathered sample on rank 0 alone, and
-choose_splitters as a whole (gather, order, broadcast).
+all-to-all that gives every rank every sample, alone, and choose_splitters as a whole (that
+all-to-all, the ordering of the sample on every rank, the picks).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from dist_sort import random_keys, timed  # noqa: E402
 
 from distsort.cli import parse_count  # noqa: E402
-from distsort.pipeline import _host_order  # noqa: E402
 from distsort.runtime import get_runtime  # noqa: E402
 from distsort.splitters import choose_splitters, local_sample  # noqa: E402
 
@@ -35,12 +34,11 @@ def one_run(rt, n: int) -> dict:
     out["local_sample"] = timed(lambda: out.setdefault(
         "rows", local_sample([keys], counts, COMM.Get_rank(), rt.backend)))
     rows = out.pop("rows")
-    out["gather"] = timed(lambda: COMM.gather(rows, root=0))
-    everything = np.concatenate(COMM.allgather(rows))
-    out["order_on_rank0"] = timed(
-        lambda: COMM.Get_rank() == 0 and _host_order(rt, [everything[:, 0]]))
-    out["choose_splitters"] = timed(
-        lambda: choose_splitters(COMM, rows, lambda cols: _host_order(rt, cols)))
+    p = COMM.Get_size()
+    send = np.full(p, len(rows), dtype=np.int64)
+    recv = np.asarray(COMM.allgather(len(rows)), dtype=np.int64)
+    out["share"] = timed(lambda: rt.transport.alltoallv([rows], send, recv, np.zeros(p, np.int64)))
+    out["choose_splitters"] = timed(lambda: choose_splitters(rt, rows))
     out["rows_per_rank"] = len(rows)
     return out
 
@@ -56,7 +54,7 @@ def main() -> None:
     if COMM.Get_rank() == 0:
         print(f"P={COMM.Get_size()} n={args.n} per rank, sample rows per rank "
               f"{runs[0]['rows_per_rank']}; ms (median of {args.reps}):")
-        for step in ("local_sample", "gather", "order_on_rank0", "choose_splitters"):
+        for step in ("local_sample", "share", "choose_splitters"):
             print(f"  {step:>16}: {statistics.median(r[step] for r in runs) * 1e3:.3f}")
 
 

@@ -39,7 +39,7 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     else:
         with report.phase("sample", sync):
             sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.backend)
-            splitters = choose_splitters(comm, sample, lambda cols: _host_order(rt, cols))
+            splitters = choose_splitters(rt, sample)
         with report.phase("partition", sync):
             routed = partition(rt, columns, key_words, offset, splitters)
         with report.phase("exchange", sync):
@@ -165,9 +165,3 @@ def local_sort(rt: Runtime, columns: list, key_words: KeyWords):
         return [rt.backend.engine.sort(words[0])]
     order = stable_order(words, rt.backend.engine)
     return [c[order] for c in columns]
-
-
-def _host_order(rt: Runtime, host_columns: list) -> np.ndarray:
-    """Stable order of host rows by their columns, computed on the backend's device."""
-    words = [rt.backend.from_host(c) for c in host_columns]
-    return rt.backend.to_host(stable_order(words, rt.backend.engine))

@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from .local.order import stable_order
+
 EPSILON = 0.04
 DELTA = 1e-9
 
@@ -29,10 +31,16 @@ def samples_per_bucket(p: int, eps: float = EPSILON, delta: float = DELTA) -> in
 
 
 def local_sample(words, counts: list[int], rank: int, backend, seed: int = 0, per_bucket=None):
-    """This rank's share of the global sample: rows of (key words..., global position), uint64.
+    """This rank's share of the global sample, on the backend's device: rows of (key words...,
+    global position), uint64, in position order.
 
     counts are all ranks' element counts. The sample is exact (every element) when the data set
-    is small enough; otherwise each rank draws its share in proportion to its element count.
+    is small enough; otherwise each rank takes its share in proportion to its element count, by
+    stratified sampling: the shard is cut into as many equal strata as it takes rows, and one
+    element is drawn uniformly from each. The strata are drawn independently, so the count of
+    sampled rows in any key window is a sum of independent trials with the same mean as plain
+    random sampling and no larger variance: the bound above holds. The indices come out sorted,
+    and the whole draw is a few vector operations.
     """
     total, p = sum(counts), len(counts)
     n, offset = counts[rank], sum(counts[:rank])
@@ -41,41 +49,48 @@ def local_sample(words, counts: list[int], rank: int, backend, seed: int = 0, pe
         idx = np.arange(n, dtype=np.int64)
     else:
         take = min(n, math.ceil(want * n / total))
-        idx = np.sort(np.random.default_rng([seed, rank]).integers(0, n, take))
-    rows = sample_rows(words, idx, backend, extra=1)
-    rows[:, -1] = idx + offset
+        edges = np.arange(take + 1, dtype=np.int64) * n // max(take, 1)
+        rng = np.random.default_rng([seed, rank])
+        idx = edges[:-1] + rng.integers(0, np.diff(edges))
+    rows = device_rows(words, backend.from_host(idx), backend.xp, extra=1)
+    rows[:, -1] = backend.from_host(idx.astype(np.uint64) + np.uint64(offset))
+    return rows
+
+
+def device_rows(words, picks, xp, extra: int):
+    """Rows of uint64 on the words' device: the key words at the indices picks, then `extra`
+    zero columns left for the caller to fill (positions, run numbers)."""
+    rows = xp.zeros((len(picks), len(words) + extra), dtype=np.uint64)
+    for col, word in enumerate(words):
+        rows[:, col] = word[picks]
     return rows
 
 
 def sample_rows(words, index: np.ndarray, backend, extra: int) -> np.ndarray:
-    """Host rows of uint64: the key words at the given element indices, then `extra` columns
-    left for the caller to fill (positions, run numbers)."""
-    rows = np.empty((len(index), len(words) + extra), dtype=np.uint64)
-    picks = backend.from_host(index)
-    for col, word in enumerate(words):
-        rows[:, col] = backend.to_host(word[picks])
-    return rows
+    """device_rows at the host indices, as a host array."""
+    return backend.to_host(device_rows(words, backend.from_host(index), backend.xp, extra))
 
 
-def choose_splitters(comm, sample: np.ndarray, sort_order) -> np.ndarray:
-    """Gather every rank's sample at rank 0, order it, broadcast p-1 evenly spaced splitters.
+def choose_splitters(rt, sample) -> np.ndarray:
+    """Every rank's sample to every rank, ordered there, p-1 evenly spaced rows: the splitters,
+    (p-1, columns) uint64 on the host, the same on every rank without a broadcast.
 
-    The gathered rows already run in global-position order (ranks in order, each rank's sample
-    sorted by position), so sort_order(key columns) -- a stable sort by the key words alone,
-    done on the backend's device -- leaves them in (key words, position) order.
+    One all-to-all in which each rank sends its whole sample to every rank (all its send blocks
+    start at row 0) moves it over the transport, device to device. The received rows run in
+    global-position order (ranks in order, each sample in position order), so a stable sort by
+    the key words alone, on the device, leaves them in (key words, position) order; the sort is
+    deterministic, so every rank picks the same rows.
     """
-    p = comm.Get_size()
-    gathered = comm.gather(sample, root=0)
-    splitters = None
-    if comm.Get_rank() == 0:
-        rows = np.concatenate(gathered)
-        picks = np.array([i * len(rows) // p for i in range(1, p)], dtype=np.int64)
-        if len(rows):
-            order = sort_order([rows[:, c] for c in range(rows.shape[1] - 1)])
-            splitters = rows[order[picks]]
-        else:
-            splitters = np.zeros((0, sample.shape[1]), np.uint64)
-    return comm.bcast(splitters, root=0)
+    p = rt.comm.Get_size()
+    counts = np.full(p, len(sample), dtype=np.int64)
+    recv = np.asarray(rt.comm.allgather(len(sample)), dtype=np.int64)
+    rows = rt.transport.alltoallv([sample], counts, recv, np.zeros(p, np.int64))[0]
+    if len(rows) == 0:
+        return np.zeros((p - 1, sample.shape[1]), np.uint64)
+    keys = [rt.xp.ascontiguousarray(rows[:, c]) for c in range(rows.shape[1] - 1)]
+    order = stable_order(keys, rt.backend.engine)
+    picks = np.arange(1, p, dtype=np.int64) * len(rows) // p
+    return rt.backend.to_host(rows[order[rt.backend.from_host(picks)]])
 
 
 def classify(words, offset: int, splitters: np.ndarray, xp):

@@ -60,3 +60,13 @@ def test_key_range_covers_every_key_between_the_bounds():
             assert base == low
             assert ((keys - np.uint64(base)) >> np.uint64(end) == 0).all()  # key - low < 2^end
             assert end <= 32
+
+
+def test_sample_draws_one_row_from_each_stratum():
+    n, take = 10_000, 64  # 2 ranks of n keys: this rank's share is half the sample
+    words = [np.arange(n, dtype=np.uint32)]
+    rows = local_sample(words, [n, n], rank=0, backend=Backend(), per_bucket=take)
+    edges = np.arange(take + 1) * n // take  # stratum j: [edges[j], edges[j + 1])
+    strata = np.searchsorted(edges, rows[:, 1].astype(np.int64), side="right") - 1
+    np.testing.assert_array_equal(strata, np.arange(take))
+    assert len(local_sample(words[:0] + [words[0][:0]], [0, n], 0, Backend(), per_bucket=8)) == 0
