@@ -177,6 +177,8 @@ def main() -> None:
                         help="keys per rank for every case (weak scaling)")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--no-baselines", action="store_true")
+    parser.add_argument("--exchange-only", action="store_true",
+                        help="only the plain all-to-all of each case's keys (NCCL settings)")
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
     get_runtime(COMM, "gpu")  # bind the GPU, build NCCL before anything is timed
@@ -185,6 +187,11 @@ def main() -> None:
     for name in args.cases.split(","):
         total, dtype, vdtype = CASES[name]
         total = args.per_rank * p if args.per_rank else args.total or total
+        if args.exchange_only:
+            rate = exchange_reference(total // p, dtype, args.reps)
+            if COMM.Get_rank() == 0:
+                print(f"{name} P={p}: plain all-to-all {rate:.0f} GB/s sent per rank", flush=True)
+            continue
         row = {"case": name if not (args.total or args.per_rank) else f"{name}@{total}",
                "ranks": p, "total_keys": total,
                **run_distsort(total // p, dtype, vdtype, args.reps)}

@@ -3,7 +3,7 @@
 # distributed benchmark at P = 1, 2, 4 (as many GPUs as the machine has). Logs go to $OUT.
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
-#   partition cub4 external examples scaling chunks4 sample4
+#   partition cub4 external examples scaling chunks4 sample4 nccl4
 #   (default: tests mpitests quickstart bench)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -37,6 +37,12 @@ for step in $steps; do
                DISTSORT_CHUNKS=$c timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
                  u32-4x2^30,u64-4x2^29 --no-baselines --reps 3 --out "$OUT/chunks$c" 2>&1 | tail -2
              done ;;
+    nccl4) for setting in NCCL_DEBUG=WARN NCCL_MIN_NCHANNELS=32 NCCL_MIN_P2P_NCHANNELS=8 \
+             NCCL_P2P_NVL_CHUNKSIZE=2097152 NCCL_BUFFSIZE=16777216 NCCL_P2P_READ_ENABLE=1; do
+             echo "$setting"  # the plain all-to-all under one NCCL setting each
+             timeout 60 $mpi -x "$setting" -n 4 python3 bench/dist_sort.py --cases u32-4x2^30 \
+               --exchange-only --reps 5 2>&1 | tail -1
+           done ;;
     sample4) timeout 100 $mpi -n 4 python3 bench/sample.py 2>&1 | tail -6 ;;
     partition) timeout 150 python3 bench/partition.py 2>&1 | tail -8 ;;
     cub4) DISTSORT_ENGINE=cub timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
