@@ -43,18 +43,25 @@ def local_sample(words, counts: list[int], rank: int, backend, seed: int = 0, pe
     and the whole draw is a few vector operations.
     """
     total, p = sum(counts), len(counts)
-    n, offset = counts[rank], sum(counts[:rank])
+    n, offset, xp = counts[rank], sum(counts[:rank]), backend.xp
     want = (per_bucket or samples_per_bucket(p)) * p
     if total <= want:
-        idx = np.arange(n, dtype=np.int64)
+        picks = xp.arange(n, dtype=np.int64)
     else:
         take = min(n, math.ceil(want * n / total))
-        edges = np.arange(take + 1, dtype=np.int64) * n // max(take, 1)
-        rng = np.random.default_rng([seed, rank])
-        idx = edges[:-1] + rng.integers(0, np.diff(edges))
-    rows = device_rows(words, backend.from_host(idx), backend.xp, extra=1)
-    rows[:, -1] = backend.from_host(idx.astype(np.uint64) + np.uint64(offset))
+        uniform = backend.from_host(np.random.default_rng([seed, rank]).random(take))
+        picks = stratified(n, uniform, xp)
+    rows = device_rows(words, picks, xp, extra=1)
+    rows[:, -1] = picks + offset
     return rows
+
+
+def stratified(n: int, uniform, xp):
+    """One index from each of len(uniform) equal strata of range(n), at the fraction uniform[i]
+    (in [0, 1)) of stratum i: sorted, on the device of uniform."""
+    i = xp.arange(len(uniform) + 1, dtype=np.int64)
+    edges = i * n // max(len(uniform), 1)
+    return edges[:-1] + (uniform * (edges[1:] - edges[:-1])).astype(np.int64)
 
 
 def device_rows(words, picks, xp, extra: int):
