@@ -10,7 +10,7 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv \
     >"$OUT/gpu.txt" 2>&1
 # Compile first, so that an NVRTC error ends the run at once.
-python3 -c "from distsort.local.radix import _module; _module().get_function('radix_scan')" \
+python3 -c "from distsort.local.radix import _module; _module(8).get_function('radix_scan<8>')" \
     2>&1 | tee "$OUT/compile.log" || exit 1
 timeout "${TEST_TIMEOUT:-180}" python3 -m pytest -m gpu -p no:cacheprovider -q -rfE \
     tests/test_radix_gpu.py 2>&1 | tee "$OUT/tests.log"
