@@ -337,8 +337,9 @@ struct OnesweepSmem {
 // Zero `bytes` (a multiple of 16) of 16-byte aligned shared memory with the whole block.
 __device__ __forceinline__ void zero_shared(void* p, int bytes)
 {
-    for (int i = threadIdx.x; i < bytes / 16; i += blockDim.x)
-        reinterpret_cast<uint4*>(p)[i] = make_uint4(0u, 0u, 0u, 0u);
+    uint4 z;
+    z.x = z.y = z.z = z.w = 0u;
+    for (int i = threadIdx.x; i < bytes / 16; i += blockDim.x) reinterpret_cast<uint4*>(p)[i] = z;
 }
 
 // The work on one tile; FULL tiles (all but the last) skip every bounds check.
