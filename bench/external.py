@@ -4,18 +4,24 @@
     (b) python bench/external.py --total 8GB --budget-fraction 8      # one GPU, budget = data/8
     (c) mpiexec -n 4 python bench/external.py --backend cpu --total 400MB --budget-fraction 64
 
-Each rank generates its share of --total bytes of random uint32 keys into host memory (pinned on
-GPUs; drawn on the GPU, in pieces), takes the input's checksum, and sorts with distsort's
-out-of-core path (external.external_sort; the runs are formed in place in the input buffer, the
-output is a new buffer: host memory = input + output + one round's buffers). The output is
-checked piece by piece, without a copy: order within and across ranks, count, and checksum equal
-to the input's. Reported: seconds, GB/s of input per GPU against the pinned PCIe rate (--pcie,
-~55 GB/s) and against the floor of a run-then-merge sort (every byte crosses PCIe four times:
-~pcie/2 of input per GPU), per-phase seconds of the slowest rank (runs, splitters, exchange,
-merge), and per rank the peak host memory (VmHWM) against input + output: the extra over the
-process's resident memory before the input was made (interpreter, CUDA, MPI), as a fraction of
-the input (goal: <= 10%; on the CPU backend the budget's sort work is host memory too). JSON to
---out. Before generating, each node checks that its ranks' input + output + 10% fit MemAvailable.
+Each rank allocates its share of --total bytes of uint32 keys in host memory and an output of
+distsort.shard_capacity rows (pinned on GPUs: DISTSORT_PINNED says how, see distsort/memory.py),
+both before the timer, each allocation timed and reported on its own line; it draws random keys
+into the input (on the GPU, in pieces), takes their checksum, runs one small out-of-core sort as
+a warm-up (kernels compiled and loaded, NCCL set up), and then sorts with distsort's out-of-core
+path (external.external_sort, runs formed in place in the input, the shard written into the
+output: out=). The output is checked piece by piece, without a copy: order within and across
+ranks, count, and checksum equal to the input's. Reported: seconds, GB/s of input per GPU
+against the pinned PCIe rate (--pcie, ~55 GB/s) and against the floor of a run-then-merge sort
+(every byte crosses PCIe four times: ~pcie/2 of input per GPU), per-phase seconds of the slowest
+rank (runs, splitters, exchange, merge) and what the phases leave out, and host memory per rank:
+the sort's own peak beyond the input and output that exist before it (VmHWM reset just before
+the sort, as a fraction of the input; goal <= 10%; on the CPU backend the budget's sort work is
+host memory too), and the process's peak against interpreter/CUDA/MPI + input + output. JSON to
+--out. Before allocating, each node checks that its ranks' input + output + 10% fit the memory
+it has left (MemAvailable and the cgroup limit) and refuses with the total that fits if not.
+Rank 0 prints each step on stderr as it starts (seconds, resident memory), so a run that is
+killed shows where.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 
@@ -32,11 +39,15 @@ from mpi4py import MPI
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from distsort import external  # noqa: E402
 from distsort.check import checksum  # noqa: E402
+from distsort.errors import DistsortError  # noqa: E402
+from distsort.memory import PINNED_RESERVE as RESERVE  # noqa: E402
 from distsort.memory import (  # noqa: E402
     available_host_memory,
+    cgroup_room,
     default_budget,
+    first_touch,
     host_empty,
-    parse_size,  # noqa: E402
+    parse_size,
 )
 from distsort.report import SortReport  # noqa: E402
 from distsort.runtime import get_runtime  # noqa: E402
@@ -45,14 +56,15 @@ COMM = MPI.COMM_WORLD
 PIECE = {"gpu": 1 << 28, "cpu": 1 << 20}  # keys generated, hashed or checked at a time
 PHASES = {"runs": "partition", "splitters": "sample", "exchange": "exchange", "merge": "finish"}
 HOST_EXTRA = 0.10  # goal: host memory <= input + output + 10% of the input
+STARTED = time.perf_counter()
 
 
-def generate(rt, n: int, seed: int) -> np.ndarray:
-    """n random uint32 keys in host memory (pinned on GPUs, drawn there), piece by piece."""
-    gpu, piece = rt.backend.name == "gpu", PIECE[rt.backend.name]
-    keys = host_empty((n,), np.uint32, pinned=gpu)
+def generate(rt, keys: np.ndarray, seed: int) -> None:
+    """Random uint32 keys into a host array (drawn on the GPU there), piece by piece."""
+    gpu, piece, n = rt.backend.name == "gpu", PIECE[rt.backend.name], len(keys)
     rng = (rt.xp.random.RandomState if gpu else np.random.RandomState)(
         seed * 100_003 + COMM.Get_rank())
+    lane = rt.backend.copy_lane()
     for lo in range(0, n, piece):
         size = min(piece, n - lo)
         if gpu:  # 32 random low bits from two 31-bit draws
@@ -60,8 +72,10 @@ def generate(rt, n: int, seed: int) -> np.ndarray:
             bits = ((draws[0] << 16) ^ draws[1]).astype(np.uint32)
         else:
             bits = rng.randint(0, 2**32, size=size, dtype=np.uint32)
-        rt.backend.copy_lane().download(bits, keys[lo : lo + size])  # direct, no staging
-    return keys
+        lane.wait()  # one piece in flight
+        lane.follow()
+        lane.download(bits, keys[lo : lo + size])  # direct, no staging
+    lane.wait()
 
 
 def pieces(rt, keys: np.ndarray, overlap: int = 0):
@@ -69,6 +83,7 @@ def pieces(rt, keys: np.ndarray, overlap: int = 0):
     next): direct copies from pinned memory, no staging copy."""
     lane = rt.backend.copy_lane()
     for lo in range(0, len(keys), PIECE[rt.backend.name]):
+        lane.follow()
         piece = lane.upload(keys[lo : lo + PIECE[rt.backend.name] + overlap])
         lane.join()
         yield piece
@@ -106,32 +121,98 @@ def host_bytes(field: str) -> int:
     return 0
 
 
-def check_host_memory(n: int) -> None:
+def reset_peak() -> bool:
+    """Start VmHWM again from the resident memory now (Linux: clear_refs 5); False if not."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def step(text: str) -> None:
+    """Rank 0 says on stderr which step starts, when, and its resident memory then."""
+    if COMM.Get_rank() == 0:
+        print(f"[{time.perf_counter() - STARTED:8.1f} s, rank 0 RSS {host_bytes('VmRSS') / 1e9:.1f}"
+              f" GB] {text}", file=sys.stderr, flush=True)
+
+
+def check_host_memory(n: int, rows_out: int) -> None:
     """Exit with a message, before any allocation, if this node's ranks' input + output + 10%
-    would not fit its available host memory (the kernel would kill the run instead)."""
+    would not fit the memory it has left (MemAvailable and the cgroup limit, less the page-lock
+    reserve): the kernel would kill the run instead. The message says what --total fits."""
     node = COMM.Split_type(MPI.COMM_TYPE_SHARED)
-    need = node.allreduce(int(n * 4 * (2 + HOST_EXTRA)))
-    have = node.allreduce(available_host_memory(), op=MPI.MIN)
+    per_key = 4 * (1 + rows_out / max(n, 1) + HOST_EXTRA)
+    need = node.allreduce(int(n * per_key))
+    have = node.allreduce(available_host_memory() - RESERVE, op=MPI.MIN)
+    ranks_here = node.Get_size()
     node.Free()
     if COMM.allreduce(need > have, op=MPI.LOR):
         if COMM.Get_rank() == 0:
-            print(f"a node's ranks need about {need / 1e9:.1f} GB of host memory (input + output "
-                  f"+ {HOST_EXTRA:.0%}); MemAvailable is {have / 1e9:.1f} GB", file=sys.stderr)
+            fits = have / per_key * 4 * COMM.Get_size() / ranks_here
+            limit = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+            room = cgroup_room()
+            print(f"a node's ranks need about {need / 1e9:.1f} GB of host memory (input + "
+                  f"output + {HOST_EXTRA:.0%}); {have / 1e9:.1f} GB are left (MemAvailable "
+                  f"{available_memory_text(room)}, less {RESERVE / 2**30:.0f} GiB); about "
+                  f"--total {fits / 1e9:.0f}GB fits (ulimit -l: "
+                  f"{'unlimited' if limit == resource.RLIM_INFINITY else limit})",
+                  file=sys.stderr)
         sys.exit(2)
+
+
+def available_memory_text(room: int) -> str:
+    return "" if room == sys.maxsize else f"and cgroup room {room / 1e9:.1f} GB"
+
+
+def allocate(rows: int, gpu: bool) -> tuple[np.ndarray, float]:
+    """A resident host array of uint32 (pinned on GPUs, else first touched) and the seconds it
+    took, slowest rank; distsort's one message and exit 2 on every rank if it cannot be had."""
+    start = time.perf_counter()
+    try:
+        array, failure = host_empty((rows,), np.uint32, pinned=gpu), None
+        if not gpu:
+            first_touch(array.view(np.uint8))
+    except DistsortError as exc:
+        array, failure = None, str(exc)
+    failures = [f for f in COMM.allgather(failure) if f]
+    if failures:
+        if COMM.Get_rank() == 0:
+            print(f"distsort: error: {failures[0]}", file=sys.stderr)
+        sys.exit(2)
+    return array, COMM.allreduce(time.perf_counter() - start, op=MPI.MAX)
+
+
+def warm_up(rt, budget_fraction: int) -> None:
+    """One small out-of-core sort (many runs and rounds): kernels compiled and loaded, NCCL
+    and the pools set up before the timed sort."""
+    small = np.random.default_rng(COMM.Get_rank()).integers(0, 2**32, 1 << 20, np.uint32)
+    source = external.Source(len(small), lambda lo, hi: [small[lo:hi]], lambda c: c,
+                             lambda c: [c[0]], lambda c: c)
+    external.external_sort(rt, source, small.nbytes // budget_fraction, SortReport())
 
 
 def run(args) -> dict:
     rt = get_runtime(COMM, args.backend)
-    p, total_bytes = COMM.Get_size(), parse_size(args.total)
+    gpu, p, total_bytes = rt.backend.name == "gpu", COMM.Get_size(), parse_size(args.total)
     n = total_bytes // 4 // p
-    check_host_memory(n)
+    rows_out = external.shard_capacity(n * p, p)
+    check_host_memory(n, rows_out)
     baseline = host_bytes("VmRSS")
-    keys = generate(rt, n, args.seed)
+    step(f"allocating the input: {n * 4 / 1e9:.1f} GB a rank")
+    keys, input_seconds = allocate(n, gpu)
+    step("generating the keys")
+    generate(rt, keys, args.seed)
     keys_sum = device_checksum(rt, keys)
+    step(f"allocating the output: {rows_out * 4 / 1e9:.1f} GB a rank")
+    out, output_seconds = allocate(rows_out, gpu)
     budget = parse_size(args.device_memory) if args.device_memory else None
     if args.budget_fraction:
         budget = keys.nbytes // args.budget_fraction
     budget = budget or default_budget(rt.backend.name)
+    step("warm-up sort")
+    warm_up(rt, max(args.budget_fraction or 8, 8))
     source = external.Source(n, lambda lo, hi: [keys[lo:hi]], lambda c: c,
                              lambda c: [c[0]], lambda c: c)
     report = SortReport(rank=COMM.Get_rank(), backend=rt.backend.name,
@@ -139,43 +220,60 @@ def run(args) -> dict:
     layouts = []
     plan = external.plan_layout
     external.plan_layout = lambda *a: layouts.append(plan(*a)) or layouts[-1]
+    process_peak = host_bytes("VmHWM")
     rt.backend.synchronize()
     COMM.Barrier()
+    step("sorting")
+    before = host_bytes("VmRSS") if reset_peak() else None
     start = time.perf_counter()
-    out = external.external_sort(rt, source, budget, report, store=[keys])[0]
+    shard = external.external_sort(rt, source, budget, report, store=[keys], out=[out])[0]
     rt.backend.synchronize()
-    seconds = COMM.allreduce(time.perf_counter() - start, op=MPI.MAX)
-    ok = verify(rt, keys_sum, n, out)
-    memory = host_memory(baseline, keys.nbytes, out.nbytes, budget)
-    return summary(rt, args, total_bytes, n, budget, seconds, ok, report, layouts[-1], memory)
+    elapsed = time.perf_counter() - start
+    seconds = COMM.allreduce(elapsed, op=MPI.MAX)
+    memory = host_memory(baseline, before, max(process_peak, host_bytes("VmHWM")),
+                         keys.nbytes, out.nbytes, budget)
+    step("verifying")
+    ok = verify(rt, keys_sum, n, shard)
+    allocation = {"input_seconds": input_seconds, "output_seconds": output_seconds,
+                  "input_bytes": keys.nbytes, "output_bytes": out.nbytes,
+                  "pinned": os.environ.get("DISTSORT_PINNED", "alloc") if gpu else "no"}
+    timing = {"seconds": seconds, "unaccounted_seconds": COMM.allreduce(
+        elapsed - report.seconds, op=MPI.MAX), "allocation": allocation}
+    return summary(rt, args, total_bytes, n, budget, timing, ok, report, layouts[-1], memory)
 
 
-def host_memory(baseline: int, input_bytes: int, output_bytes: int, budget: int) -> dict:
-    """Peak host memory of every rank against its input + output."""
-    peak = host_bytes("VmHWM")
+def host_memory(baseline: int, before: int | None, peak: int, input_bytes: int,
+                output_bytes: int, budget: int) -> dict:
+    """Host memory of every rank: the sort's own peak beyond what was resident just before it
+    (input and output included; None where VmHWM could not be reset), and the process's peak
+    against baseline (interpreter, CUDA, MPI) + input + output."""
+    sort_extra = None if before is None else host_bytes("VmHWM") - before
     extra = peak - baseline - input_bytes - output_bytes
     mine = {"peak": peak, "baseline": baseline, "input": input_bytes, "output": output_bytes,
-            "extra": extra, "extra_over_input": extra / max(input_bytes, 1)}
+            "extra": extra, "extra_over_input": extra / max(input_bytes, 1),
+            "sort_extra": sort_extra}
     ranks = COMM.allgather(mine)
+    sorts = [r["sort_extra"] for r in ranks]
     return {
         "per_rank": ranks,
         "peak_sum": sum(r["peak"] for r in ranks),
+        "baseline_sum": sum(r["baseline"] for r in ranks),
         "input_plus_output_sum": sum(r["input"] + r["output"] for r in ranks),
         "extra_over_input_max": max(r["extra_over_input"] for r in ranks),
-        "extra_over_input_total": sum(r["extra"] for r in ranks)
-        / max(sum(r["input"] for r in ranks), 1),
+        "sort_extra_over_input_max": None if None in sorts else max(
+            s / max(r["input"], 1) for s, r in zip(sorts, ranks)),
         "budget_over_input": budget / max(input_bytes, 1),
     }
 
 
-def summary(rt, args, total_bytes, n, budget, seconds, ok, report, layout, memory) -> dict:
-    per_gpu = n * 4 / seconds / 1e9
+def summary(rt, args, total_bytes, n, budget, timing, ok, report, layout, memory) -> dict:
+    per_gpu = n * 4 / timing["seconds"] / 1e9
     pool = 0
     if rt.backend.name == "gpu":
         pool = COMM.allreduce(rt.xp.get_default_memory_pool().total_bytes(), op=MPI.MAX)
     return {
         "backend": rt.backend.name, "ranks": COMM.Get_size(), "total_bytes": total_bytes,
-        "keys_per_rank": n, "budget_bytes": budget, "seconds": seconds, "verified": bool(ok),
+        "keys_per_rank": n, "budget_bytes": budget, **timing, "verified": bool(ok),
         "gb_per_s_per_rank": per_gpu,
         "pcie_gb_per_s": args.pcie,
         "fraction_of_pcie": per_gpu / args.pcie,
@@ -191,18 +289,30 @@ def summary(rt, args, total_bytes, n, budget, seconds, ok, report, layout, memor
 
 
 def headline(result: dict) -> str:
-    """One line per measure: time, rate, phases, host memory against the goal."""
-    memory, phases = result["host_memory"], result["phases_slowest_rank"]
+    """One line per measure: allocation, time, rate, phases, host memory against the goal."""
+    memory, phases, alloc = result["host_memory"], result["phases_slowest_rank"], \
+        result["allocation"]
+    sort_extra = memory["sort_extra_over_input_max"]
+    per_gb = (alloc["input_seconds"] + alloc["output_seconds"]) * 1e9 / max(
+        alloc["input_bytes"] + alloc["output_bytes"], 1)
     return "\n".join([
+        f"host allocation (before the timer, slowest rank; pinned: {alloc['pinned']}): input "
+        f"{alloc['input_bytes'] / 1e9:.2f} GB in {alloc['input_seconds']:.2f} s, output "
+        f"{alloc['output_bytes'] / 1e9:.2f} GB in {alloc['output_seconds']:.2f} s "
+        f"({per_gb:.3f} s/GB)",
         f"{'ok' if result['verified'] else 'WRONG'}: {result['ranks']} rank(s), "
         f"{result['total_bytes'] / 1e9:.2f} GB in {result['seconds']:.3f} s, "
         f"{result['gb_per_s_per_rank']:.2f} GB/s of input per rank "
         f"({result['fraction_of_run_merge_floor']:.0%} of the run-merge floor)",
-        "phases (s, slowest rank): " + ", ".join(f"{k} {v:.3f}" for k, v in phases.items()),
-        f"host memory: peak {memory['peak_sum'] / 1e9:.2f} GB over all ranks, input + output "
-        f"{memory['input_plus_output_sum'] / 1e9:.2f} GB; extra over input + output: "
-        f"{memory['extra_over_input_max']:.1%} of the input (worst rank), "
-        f"{memory['extra_over_input_total']:.1%} (all ranks); goal <= {HOST_EXTRA:.0%}",
+        "phases (s, slowest rank): " + ", ".join(f"{k} {v:.3f}" for k, v in phases.items())
+        + f"; outside them {result['unaccounted_seconds']:.3f}",
+        "host memory, the sort's own peak beyond input + output: "
+        + ("unknown (VmHWM not resettable)" if sort_extra is None else f"{sort_extra:.1%}")
+        + f" of the input (worst rank; goal <= {HOST_EXTRA:.0%})",
+        f"host memory, process: peak {memory['peak_sum'] / 1e9:.2f} GB over all ranks = "
+        f"interpreter/CUDA/MPI {memory['baseline_sum'] / 1e9:.2f} + input + output "
+        f"{memory['input_plus_output_sum'] / 1e9:.2f} + extra "
+        f"{memory['extra_over_input_max']:.1%} of the input (worst rank)",
     ])
 
 

@@ -3,8 +3,9 @@
 # distributed benchmark at P = 1, 2, 4 (as many GPUs as the machine has). Logs go to $OUT.
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
-#   partition cub4 external examples scaling chunks4 sample4 nccl4
-#   (default: tests mpitests quickstart bench)
+#   partition cub4 pinned external external4 examples scaling chunks4 sample4 nccl4 (default:
+#   tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less);
+#   DISTSORT_PINNED=register pins by cudaHostRegister instead of cudaHostAlloc (bench/pinned.py)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -14,6 +15,14 @@ gpus=$(nvidia-smi -L | wc -l)
 mpi="mpirun --oversubscribe -x NCCL_NVLS_ENABLE -x PYTHONPATH -x PYTHONUNBUFFERED -x DISTSORT_ENGINE"
 mpi="$mpi -x DISTSORT_CHUNKS"
 steps=${*:-tests mpitests quickstart bench}
+host_memory() {  # what the kernel would kill for: free memory, cgroup limit and OOM kills, locking
+  grep -E "MemTotal|MemAvailable|Mlocked" /proc/meminfo | tr -s ' ' | paste -sd' '
+  for f in memory.max memory.current memory.peak; do
+    [ -r /sys/fs/cgroup/$f ] && echo "cgroup $f: $(cat /sys/fs/cgroup/$f)"
+  done
+  [ -r /sys/fs/cgroup/memory.events ] && grep -E "oom" /sys/fs/cgroup/memory.events | paste -sd' '
+  echo "ulimit -l: $(ulimit -l); /dev/shm: $(df -h /dev/shm | tail -1 | tr -s ' ')"
+}
 nvidia-smi -L | tee "$OUT/gpus.txt"
 for step in $steps; do
   echo "=== $step"
@@ -47,10 +56,14 @@ for step in $steps; do
     partition) timeout 150 python3 bench/partition.py 2>&1 | tail -8 ;;
     cub4) DISTSORT_ENGINE=cub timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
             u32-4x2^30,u64-4x2^29 --no-baselines --out "$OUT/cub" 2>&1 | tail -3 ;;
-    external) timeout 100 python3 bench/external.py --total 8GB --budget-fraction 8 \
-                --out "$OUT" 2>&1 | tail -8 &&
-              timeout 240 $mpi -n 4 python3 bench/external.py --total 200GB --out "$OUT" 2>&1 \
-                | tail -8 ;;
+    pinned) timeout 100 python3 bench/pinned.py --size 4GB --out "$OUT" 2>&1 | tail -14 ;;
+    external) host_memory
+              timeout 150 python3 bench/external.py --total 8GB --budget-fraction 8 \
+                --out "$OUT" 2>&1 | tail -14 ;;
+    external4) host_memory
+               timeout 540 $mpi ${DISTSORT_PINNED:+-x DISTSORT_PINNED} -n 4 python3 \
+                 bench/external.py --total "${EXTERNAL_TOTAL:-200GB}" --out "$OUT" 2>&1 | tail -16
+               host_memory ;;
     examples) timeout 60 $mpi -n 2 python3 examples/library_sort.py 2>&1 | tail -4
               timeout 60 $mpi -n 2 launch/distsort-run --verbose python3 -m distsort info \
                 2>&1 | tail -12 ;;

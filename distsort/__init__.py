@@ -7,6 +7,7 @@
 
 from .api import argsort, sort, sort_pairs, sort_records
 from .errors import DistsortError
+from .external import shard_capacity
 
-__all__ = ["DistsortError", "argsort", "sort", "sort_pairs", "sort_records"]
+__all__ = ["DistsortError", "argsort", "shard_capacity", "sort", "sort_pairs", "sort_records"]
 __version__ = "0.1.0"

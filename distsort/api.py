@@ -3,14 +3,21 @@
 The shards, concatenated in rank order, are the whole data set sorted. Arrays come back as the
 kind that came in (NumPy in, NumPy out; CuPy in, CuPy out), in the input's dtype. Every call is
 collective over `comm` (default MPI.COMM_WORLD).
+
+`out=` (host inputs) writes the shard into the caller's NumPy arrays instead of new ones, so a
+large output can be allocated (pinned, first-touched, reused) before and apart from the sort:
+C-contiguous, writeable, the result's dtype in native byte order and row shape, not overlapping
+the inputs, with at least as many rows as the shard (shard_capacity(total, ranks) rows always
+suffice). The result is then the first rows of `out`, a view, whichever path sorted.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from mpi4py import MPI
 
 from . import external
-from .errors import DistsortError
+from .errors import DistsortError, agree
 from .keys import NumericCodec, record_key_words
 from .pipeline import distributed_sort
 from .report import SortReport
@@ -19,56 +26,72 @@ from .runtime import Runtime, get_runtime
 
 def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
          backend: str | None = None, report: SortReport | None = None,
-         device_memory: int | str | None = None):
+         device_memory: int | str | None = None, out: np.ndarray | None = None):
     """Sort 1-D numeric keys across all ranks; return this rank's shard of the result.
 
     device_memory (bytes, or a size like "8GiB") bounds the device memory a rank may use; when
     a rank's shard does not fit, the out-of-core sort runs (external.py). Default: a safe
     fraction of the free device memory. Likewise for sort_pairs, argsort and sort_records.
+    out: a NumPy array for the shard (see the module doc).
     """
+    outs = _outputs(comm, None if out is None else [out], [(keys.dtype, ())], [keys])
     keys_out, _ = _sort_numeric(keys, None, comm, descending, stable, backend, report,
-                                device_memory)
+                                device_memory, outs)
     return keys_out
 
 
 def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: bool = False,
                backend: str | None = None, report: SortReport | None = None,
-               device_memory: int | str | None = None):
-    """Sort keys and permute values (1-D of any dtype, or 2-D rows) alike; return both shards."""
+               device_memory: int | str | None = None, out: tuple | None = None):
+    """Sort keys and permute values (1-D of any dtype, or 2-D rows) alike; return both shards.
+
+    out: a (keys, values) pair of NumPy arrays for the shards (see the module doc)."""
     if values is None or len(values) != len(keys):
         raise DistsortError(
             f"values must have one row per key: got {_len(values)} values for {len(keys)} keys"
         )
-    return _sort_numeric(keys, values, comm, descending, stable, backend, report, device_memory)
+    kinds = [(keys.dtype, ()), (values.dtype, np.shape(values)[1:])]
+    outs = _outputs(comm, out, kinds, [keys, values])
+    return _sort_numeric(keys, values, comm, descending, stable, backend, report, device_memory,
+                         outs)
 
 
 def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = None,
-            report: SortReport | None = None, device_memory: int | str | None = None):
-    """Global input positions (int64) of this rank's shard of the stably sorted keys."""
+            report: SortReport | None = None, device_memory: int | str | None = None,
+            out: np.ndarray | None = None):
+    """Global input positions (int64) of this rank's shard of the stably sorted keys.
+
+    out: an int64 NumPy array for them (see the module doc)."""
+    outs = _outputs(comm, None if out is None else [out], [(np.int64, ())], [keys])
     job = external.plan(keys, comm, backend, device_memory, extra_row_bytes=8)
     if job:
-        return external.argsort(job, keys, descending, _report(report, job.rt))
+        return external.argsort(job, keys, descending, _report(report, job.rt), outs)
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
     codec = NumericCodec(_dtype_of(keys), descending, canonical=True)
     offset = _offset(rt.comm, len(dev_keys))
     positions = rt.xp.arange(offset, offset + len(dev_keys), dtype=np.int64)
     columns = [codec.encode(dev_keys, rt.xp), positions]
     out = distributed_sort(rt, columns, lambda c: [c[0]], _report(report, rt))
-    return to_caller(out[1])
+    return _into(rt.comm, outs, [to_caller(out[1])])[0]
 
 
 def sort_records(records, key_size: int, comm=None, *, descending: bool = False,
                  backend: str | None = None, report: SortReport | None = None,
-                 device_memory: int | str | None = None):
-    """Sort fixed-size byte records ((n, record_size) uint8) by their first key_size bytes."""
+                 device_memory: int | str | None = None, out: np.ndarray | None = None):
+    """Sort fixed-size byte records ((n, record_size) uint8) by their first key_size bytes.
+
+    out: an (m, record_size) uint8 NumPy array for the shard (see the module doc)."""
     if records.ndim != 2 or not 0 < key_size <= records.shape[1]:
         raise DistsortError(
             f"records must be (n, record_size) bytes with 0 < key_size <= record_size; "
             f"got shape {records.shape} and key_size {key_size}"
         )
+    outs = _outputs(comm, None if out is None else [out], [(records.dtype, records.shape[1:])],
+                    [records])
     job = external.plan(records, comm, backend, device_memory)
     if job:
-        return external.sort_records(job, records, key_size, descending, _report(report, job.rt))
+        return external.sort_records(job, records, key_size, descending,
+                                     _report(report, job.rt), outs)
     rt, dev_records, to_caller = _prepare(records, comm, backend)
     xp = rt.xp
 
@@ -76,14 +99,15 @@ def sort_records(records, key_size: int, comm=None, *, descending: bool = False,
         return record_key_words(columns[0], key_size, xp, descending)
 
     out = distributed_sort(rt, [xp.ascontiguousarray(dev_records)], words, _report(report, rt))
-    return to_caller(out[0])
+    return _into(rt.comm, outs, [to_caller(out[0])])[0]
 
 
-def _sort_numeric(keys, values, comm, descending, stable, backend, report, device_memory):
+def _sort_numeric(keys, values, comm, descending, stable, backend, report, device_memory,
+                  outs=None):
     job = external.plan(keys, comm, backend, device_memory, values)
     if job:
         report = _report(report, job.rt)
-        return external.sort_numeric(job, keys, values, descending, stable, report)
+        return external.sort_numeric(job, keys, values, descending, stable, report, outs)
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
     dtype = _dtype_of(keys)
     codec = NumericCodec(dtype, descending, canonical=stable)
@@ -97,7 +121,61 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
     if isinstance(keys_out, np.ndarray):  # back to the caller's byte order
         keys_out = keys_out.astype(dtype, copy=False)
     values_out = to_caller(out[-1]) if values is not None else None
+    if outs is not None:
+        keys_out, *rest = _into(rt.comm, outs, [keys_out, values_out][: len(outs)])
+        values_out = rest[0] if rest else None
     return keys_out, values_out
+
+
+def _outputs(comm, out, like: list[tuple], inputs: list) -> list | None:
+    """The caller's output arrays (one per result), checked on every rank: one message and
+    every rank raises if any rank's are wrong. like: (dtype, row shape) per result."""
+    def check():
+        if out is None:
+            return None
+        if any(not isinstance(a, np.ndarray) for a in inputs):
+            raise DistsortError("out= is for host (NumPy) inputs: sort CuPy arrays without it")
+        arrays = list(out)
+        if len(arrays) != len(like):
+            raise DistsortError(f"out: give {len(like)} arrays (one per result), "
+                                f"got {len(arrays)}")
+        for array, (dtype, rows) in zip(arrays, like):
+            _check_out(array, np.dtype(dtype), tuple(rows), inputs)
+        return arrays
+
+    return agree(comm if comm is not None else MPI.COMM_WORLD, check)
+
+
+def _check_out(out, dtype: np.dtype, row_shape: tuple, inputs: list) -> None:
+    want = dtype.newbyteorder("=")
+    if not isinstance(out, np.ndarray):
+        raise DistsortError(f"out must be a NumPy array; got {type(out).__name__}")
+    if out.dtype != want:
+        raise DistsortError(f"out must have dtype {want} (native byte order); got {out.dtype}")
+    if out.shape[1:] != row_shape or out.ndim != 1 + len(row_shape):
+        raise DistsortError(f"out must have shape (rows, *{row_shape}); got {out.shape}")
+    if not (out.flags.c_contiguous and out.flags.writeable):
+        raise DistsortError("out must be a writeable C-contiguous array")
+    if any(np.may_share_memory(out, a) for a in inputs):
+        raise DistsortError("out must not overlap the input arrays")
+
+
+def _into(comm, outs: list | None, results: list) -> list:
+    """The in-memory results copied into the caller's out arrays (their first rows), else as
+    they are. Every rank raises if any rank's out is too short for its shard."""
+    if outs is None:
+        return results
+
+    def fits():
+        if any(len(o) < len(r) for o, r in zip(outs, results)):
+            raise DistsortError(f"out has {min(len(o) for o in outs)} rows; this rank's shard "
+                                f"needs {len(results[0])} (shard_capacity gives a size that "
+                                "always fits)")
+
+    agree(comm, fits)
+    for o, r in zip(outs, results):
+        o[: len(r)] = r
+    return [o[: len(r)] for o, r in zip(outs, results)]
 
 
 def _prepare(array, comm, backend: str | None) -> tuple[Runtime, object, object]:

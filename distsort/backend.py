@@ -71,8 +71,9 @@ class CopyLane:
     """Copies between host arrays and the backend's arrays, in order, beside the device's work.
 
     follow(): the next copies start after the work queued so far; join(): work queued next
-    waits for the copies issued so far; wait(): the host waits for them (after which the arrays
-    they used may be reused). On the CPU every copy is done when it returns.
+    waits for the copies issued so far; wait(): the host waits for them. After join() or wait()
+    the arrays the copies used may be reused (the lane's next copies follow() first). On the CPU
+    every copy is done when it returns.
     """
 
     def follow(self) -> None:
@@ -99,7 +100,10 @@ class CopyLane:
 class GpuCopyLane(CopyLane):
     """A non-blocking CUDA stream; from and to pinned host memory the copies are asynchronous
     (PCIe carries both directions at once: one lane each way). The lane keeps the device arrays
-    it copies alive until wait()."""
+    it copies alive until join() or wait(): after join() every later use of their memory by the
+    current stream (or by this lane, after follow()) is ordered after the copies, so the pool may
+    hand it out again; a lane that is only joined (Loader, merge rounds) holds no more than the
+    copies since its last join."""
 
     def __init__(self, cp):
         self.cp, self.stream = cp, cp.cuda.Stream(non_blocking=True)
@@ -110,6 +114,7 @@ class GpuCopyLane(CopyLane):
 
     def join(self) -> None:
         self.cp.cuda.get_current_stream().wait_event(self.stream.record())
+        self.busy.clear()
 
     def wait(self) -> None:
         self.stream.synchronize()

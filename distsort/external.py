@@ -53,6 +53,7 @@ from .splitters import EPSILON, sample_rows
 
 SAMPLE_TARGET = 1 << 18  # samples in all, when the balance bound allows that few
 SAMPLE_LIMIT = 1 << 24  # the most samples (a whole small data set) every rank gathers
+BALANCE = 1.05  # a shard holds at most max(BALANCE·n/p, ⌈n/p⌉) rows
 WORK_FACTOR = 4  # a rank's in-memory sort needs about this many times its shard's bytes
 MIN_ROUNDS, MIN_PIECE = 32, 1 << 16  # see plan_layout
 _progress = {"enabled": True}
@@ -98,14 +99,18 @@ class Layout:
 
 def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
                   write: Callable[[int, list], None] | None = None,
-                  store: list | None = None) -> list | None:
+                  store: list | None = None, out: list | None = None) -> list | None:
     """Sort the source globally within `budget` bytes of device memory per rank.
 
-    Without `write`, returns this rank's shard of every output column in host memory; with it,
-    calls write(row, columns) with the shard's pieces in order (row: in the global output).
+    Without `write`, returns this rank's shard of every output column in host memory: in `out`
+    (host arrays, one per output column, each with at least shard_capacity() rows; the result
+    is their first rows) if given, else in new arrays; with `write`, calls write(row, columns)
+    with the shard's pieces in order (row: in the global output).
     `store`: host arrays, one per carried column, to keep the runs in; by default new ones.
     Passing the input itself (when encode keeps its dtypes) sorts runs in place: each run is
     read before it is written back to the same rows.
+    The phases (runs, splitters, exchange and merge) cover the whole sort, the host arrays it
+    allocates included, and wait for the copy lanes: they add up to its time.
     """
     budget = rt.comm.allreduce(int(budget), op=MPI.MIN)
     template = source.encode([rt.backend.from_host(a) for a in source.read(0, 0)])
@@ -114,9 +119,9 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     report.ranks = len(layout.counts)
     progress = Progress(rt.comm)
     sync = rt.backend.synchronize
-    store = store or [host_empty((source.count,) + c.shape[1:], c.dtype,
-                                 rt.backend.name == "gpu") for c in template]
     with report.phase("partition", sync):  # the runs
+        store = store or [host_empty((source.count,) + c.shape[1:], c.dtype,
+                                     rt.backend.name == "gpu") for c in template]
         sample = form_runs(rt, source, layout, store, progress)
     with report.phase("sample", sync):  # the splitters, and where they cut the runs
         samples, picks = pick_splitters(rt.comm, sample, len(layout.counts) * layout.pieces)
@@ -126,11 +131,16 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     start, report.count_out = int(totals[:first].sum()), int(totals[first : first + q].sum())
     output = None
     if write is None:
-        output = write = ShardOutput(rt, source.decode(template), report.count_out, start)
+        with report.phase("finish", sync):
+            output = write = agree(rt.comm, lambda: ShardOutput(
+                rt, source.decode(template), report.count_out, start, out))
     cost = row_cost(template, source.key_words(template))
     room = budget - layout.piece_rows * (cost + sum(row_bytes(c) for c in template))
     merge_rounds(rt, source, layout, store, cuts, report, write, start, room, progress)
-    return output.close() if output else None
+    if output is None:
+        return None
+    with report.phase("finish", sync):
+        return output.close()
 
 
 def plan_layout(rt: Runtime, source: Source, template: list, budget: int) -> Layout:
@@ -305,11 +315,11 @@ def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts:
     staged = stage(rt, store, sends[0][0], lane) if on_device[0] else None
     done = start
     for j, (slices, send_counts) in enumerate(sends):
-        columns = staged if on_device[j] else [gather(c, slices) for c in store]
-        lane.join()
-        ahead = j + 1 < q and on_device[j + 1]
-        staged = stage(rt, store, sends[j + 1][0], lane) if ahead else None
-        with report.phase("exchange", rt.backend.synchronize):
+        with report.phase("exchange", rt.backend.synchronize):  # waits for the staged rows
+            columns = staged if on_device[j] else [gather(c, slices) for c in store]
+            lane.join()
+            ahead = j + 1 < q and on_device[j + 1]
+            staged = stage(rt, store, sends[j + 1][0], lane) if ahead else None
             columns = exchange_round(rt, columns, send_counts, on_device[j], report, lane)
         with report.phase("finish", rt.backend.synchronize):
             columns = local_sort(rt, columns, source.key_words)
@@ -389,14 +399,26 @@ def device_gather(rt: Runtime, column: np.ndarray, slices: list[tuple[int, int]]
     return out
 
 
+def shard_capacity(total: int, ranks: int) -> int:
+    """Rows that always hold a rank's shard of `total` elements over `ranks` ranks: the
+    balance bound max(1.05·n/p, ⌈n/p⌉) (a caller's `out` with this many rows always fits)."""
+    return max(math.ceil(BALANCE * total / ranks), -(-total // ranks)) if ranks else 0
+
+
 class ShardOutput:
     """write() for external_sort without one: the shard's output columns in host memory
-    (pinned on GPUs), each piece copied straight to its rows; on GPUs on a lane, while the
-    next round runs (one piece in flight)."""
+    (the caller's `out`, else new arrays, pinned on GPUs), each piece copied straight to its
+    rows; on GPUs on a lane, while the next round runs (one piece in flight)."""
 
-    def __init__(self, rt: Runtime, template: list, rows: int, first: int):
-        pinned = rt.backend.name == "gpu"
-        self.columns = [host_empty((rows,) + c.shape[1:], c.dtype, pinned) for c in template]
+    def __init__(self, rt: Runtime, template: list, rows: int, first: int,
+                 out: list | None = None):
+        if out is None:
+            pinned = rt.backend.name == "gpu"
+            out = [host_empty((rows,) + c.shape[1:], c.dtype, pinned) for c in template]
+        elif any(len(o) < rows for o in out):
+            raise DistsortError(f"out has {min(len(o) for o in out)} rows; this rank's shard "
+                                f"needs {rows} (shard_capacity gives a size that always fits)")
+        self.columns = [o[:rows] for o in out]
         self.first, self.lane = first, rt.backend.copy_lane()
 
     def __call__(self, row: int, columns: list) -> None:
@@ -524,29 +546,38 @@ def records_source(rt: Runtime, count: int, read, key_size: int, descending: boo
 
 
 def sort_numeric(job: Job, keys, values, descending: bool, stable: bool,
-                 report: SortReport) -> tuple:
-    """Out-of-core sort (and sort_pairs): this rank's keys (and values) shard."""
+                 report: SortReport, out: list | None = None) -> tuple:
+    """Out-of-core sort (and sort_pairs): this rank's keys (and values) shard; in `out`
+    (checked host arrays, keys' then values') when given."""
     _check_1d(keys)
     columns = [keys] if values is None else [keys, values]
     source = numeric_source(job.rt, len(keys), _slices(columns), keys.dtype, descending, stable)
-    out = external_sort(job.rt, source, job.budget, report)
-    keys_out = job.to_caller(out[0].astype(keys.dtype, copy=False))
-    return keys_out, job.to_caller(out[1]) if values is not None else None
+    result = external_sort(job.rt, source, job.budget, report, out=out)
+    if out is None:
+        result[0] = job.to_caller(result[0].astype(keys.dtype, copy=False))
+        result[1:] = [job.to_caller(c) for c in result[1:]]
+    return result[0], result[1] if values is not None else None
 
 
-def argsort(job: Job, keys, descending: bool, report: SortReport):
+def argsort(job: Job, keys, descending: bool, report: SortReport, out: list | None = None):
     """Out-of-core argsort: global int64 input positions of this rank's shard."""
     _check_1d(keys)
     offset = job.rt.comm.exscan(len(keys)) or 0
     source = positions_source(job.rt, len(keys), _slices([keys]), offset, keys.dtype,
                               descending)
-    return job.to_caller(external_sort(job.rt, source, job.budget, report)[0])
+    return _result(job, external_sort(job.rt, source, job.budget, report, out=out), out)
 
 
-def sort_records(job: Job, records, key_size: int, descending: bool, report: SortReport):
+def sort_records(job: Job, records, key_size: int, descending: bool, report: SortReport,
+                 out: list | None = None):
     """Out-of-core sort of (n, record_size) uint8 records by their first key_size bytes."""
     source = records_source(job.rt, len(records), _slices([records]), key_size, descending)
-    return job.to_caller(external_sort(job.rt, source, job.budget, report)[0])
+    return _result(job, external_sort(job.rt, source, job.budget, report, out=out), out)
+
+
+def _result(job: Job, columns: list, out: list | None):
+    """The one output column, as the caller's kind unless it is in the caller's `out`."""
+    return columns[0] if out is not None else job.to_caller(columns[0])
 
 
 def _slices(columns: list):

@@ -7,15 +7,22 @@ backend the "device" is the host). When a rank's work does not fit it, the out-o
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from .errors import DistsortError
 
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
 GPU_FRACTION = 0.7  # of the free device memory (CuPy's pool's cached blocks count as free)
 HOST_FRACTION = 0.5  # of the available host memory, shared by the ranks of a node
+PINNED_RESERVE = 1 << 30  # host memory never page-locked: the system needs some to go on
+PAGE = 4096  # bytes: first_touch writes one byte in each page
 
 
 def parse_size(text: int | str) -> int:
@@ -51,27 +58,114 @@ def default_budget(backend: str, ranks_on_node: int = 1) -> int:
 
 
 def available_host_memory() -> int:
-    """MemAvailable from /proc/meminfo, else the free physical pages."""
+    """What this process may still allocate: MemAvailable from /proc/meminfo (else the free
+    physical pages), and no more than the room under its cgroup's memory limit (in a container
+    /proc/meminfo shows the whole host's memory, and the kernel kills a process that goes over
+    the cgroup's limit)."""
+    return min(_meminfo("MemAvailable"), cgroup_room())
+
+
+def _meminfo(field: str) -> int:
     try:
         with open("/proc/meminfo") as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
+def cgroup_room() -> int:
+    """Bytes left under this process's cgroup memory limit (v2, else v1), its reclaimable file
+    cache counted as room; sys.maxsize where there is no limit."""
+    for folder, limit, usage in (("/sys/fs/cgroup", "memory.max", "memory.current"),
+                                 ("/sys/fs/cgroup/memory", "memory.limit_in_bytes",
+                                  "memory.usage_in_bytes")):
+        try:
+            with open(os.path.join(folder, limit)) as f:
+                cap = f.read().strip()
+            with open(os.path.join(folder, usage)) as f:
+                used = int(f.read())
+        except (OSError, ValueError):
+            continue
+        if cap.isdigit() and int(cap) < 2**60:
+            return int(cap) - used + _cgroup_stat(folder, ("inactive_file", "total_inactive_file"))
+    return sys.maxsize
+
+
+def _cgroup_stat(folder: str, names: tuple) -> int:
+    try:
+        with open(os.path.join(folder, "memory.stat")) as f:
+            fields = dict(line.split() for line in f if line.count(" ") == 1)
+    except OSError:
+        return 0
+    return next((int(fields[n]) for n in names if n in fields), 0)
+
+
 def host_empty(shape: tuple, dtype, pinned: bool) -> np.ndarray:
-    """An uninitialised host array; page-locked (fast, asynchronous copies) when pinned."""
+    """An uninitialised host array; page-locked (fast, asynchronous copies) when pinned.
+
+    Page-locked memory can be neither swapped nor reclaimed: a request larger than what the
+    host (and the cgroup) has left is refused with a DistsortError before anything is locked,
+    and a failed CUDA allocation is one too, rather than the kernel killing a process. How it is
+    made (DISTSORT_PINNED, timed by bench/pinned.py): "alloc" (default) cudaHostAlloc through
+    CuPy's pinned pool; "register" an anonymous mapping (huge pages asked for), first touched
+    by threads, then cudaHostRegister.
+    """
     dtype = np.dtype(dtype)
     if not pinned:
         return np.empty(shape, dtype)
+    count = int(np.prod(shape))
+    nbytes = max(count * dtype.itemsize, 1)
+    room = available_host_memory() - PINNED_RESERVE
+    if nbytes > room:
+        raise DistsortError(f"cannot page-lock {nbytes / 1e9:.2f} GB of host memory: "
+                            f"{max(room, 0) / 1e9:.2f} GB are left (MemAvailable and the cgroup "
+                            "limit, less 1 GiB for the system)")
     import cupy
 
-    count = int(np.prod(shape))
-    memory = cupy.cuda.alloc_pinned_memory(max(count * dtype.itemsize, 1))
-    return np.frombuffer(memory, dtype, count).reshape(shape)
+    try:
+        if os.environ.get("DISTSORT_PINNED", "alloc") == "register":
+            raw = np.asarray(Registered(nbytes))
+        else:
+            raw = np.frombuffer(cupy.cuda.alloc_pinned_memory(nbytes), np.uint8, nbytes)
+    except (cupy.cuda.runtime.CUDARuntimeError, MemoryError, OSError) as exc:
+        raise DistsortError(f"page-locking {nbytes / 1e9:.2f} GB of host memory failed "
+                            f"({exc}); see ulimit -l and the container's memory limit") from None
+    return raw.view(dtype)[:count].reshape(shape)
+
+
+class Registered:
+    """Page-locked host memory made by cudaHostRegister of an anonymous mapping (huge pages
+    asked for, first touched by threads); unregistered when the last array on it goes.
+    np.asarray(this) is the bytes."""
+
+    def __init__(self, nbytes: int):
+        import cupy
+
+        self.runtime, self.map = cupy.cuda.runtime, mmap.mmap(-1, nbytes)
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            self.map.madvise(mmap.MADV_HUGEPAGE)
+        raw = np.frombuffer(self.map, np.uint8)
+        first_touch(raw)
+        self.ptr = raw.ctypes.data
+        del raw  # no buffer export left: the mapping goes with this object
+        self.runtime.hostRegister(self.ptr, nbytes, 0)
+        self.__array_interface__ = {"data": (self.ptr, False), "shape": (nbytes,),
+                                    "typestr": "|u1", "version": 3}
+
+    def __del__(self):
+        self.runtime.hostUnregister(self.ptr)
+
+
+def first_touch(raw: np.ndarray, threads: int | None = None) -> None:
+    """Fault in every page of a fresh uint8 array, by several threads at once (the kernel's
+    zeroing of new pages is most of the cost of a large allocation)."""
+    threads = threads or min(16, os.cpu_count() or 1)
+    step = -(-len(raw) // threads)
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda lo: raw[lo : lo + step : PAGE].fill(0), range(0, len(raw), step)))
 
 
 def size_argument(text: str) -> int:

@@ -86,3 +86,17 @@ def test_gpu_records_out_of_core(layouts):
     np.testing.assert_array_equal(got[:, :10], everyone[order][:, :10])
     assert sorted(map(bytes, got)) == sorted(map(bytes, everyone))
     assert ran_out_of_core(layouts)
+
+
+def test_gpu_out_holds_the_same_shard(layouts):
+    """out= on the GPU path: the shard is downloaded straight into the caller's (pinned)
+    array, the same bytes as without it."""
+    from distsort.memory import host_empty
+
+    x = np.random.default_rng([COMM.Get_rank(), 26]).integers(0, 2**32, N, np.uint32)
+    plain = distsort.sort(x, backend="gpu", device_memory=BUDGET)
+    room = distsort.shard_capacity(COMM.allreduce(len(x)), COMM.Get_size())
+    out = host_empty((room,), np.uint32, pinned=True)
+    given = distsort.sort(x, backend="gpu", device_memory=BUDGET, out=out)
+    assert np.shares_memory(given, out) and given.tobytes() == plain.tobytes()
+    assert ran_out_of_core(layouts)

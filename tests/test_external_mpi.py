@@ -255,3 +255,53 @@ def test_host_memory_is_input_output_and_a_tenth(layouts, monkeypatch):
     assert np.all(out[1:] >= out[:-1]) and COMM.allreduce(len(out)) == COMM.allreduce(len(keys))
     assert COMM.allgather(int(out[0]) if len(out) else None)[0] == lowest
     assert_many_runs(layouts)
+
+
+def capacity(x) -> int:
+    return distsort.shard_capacity(COMM.allreduce(len(x)), COMM.Get_size())
+
+
+@pytest.mark.parametrize("budget", ["tight", "1GiB"])  # out of core, and in memory
+def test_out_holds_the_same_result(layouts, budget):
+    x = local_data("fewdistinct", "float32", 3000 + 31 * COMM.Get_rank(), seed=23)
+    records = np.random.default_rng([24, COMM.Get_rank()]).integers(0, 4, (1500, 12), np.uint8)
+    positions = np.arange(len(x)) + (COMM.exscan(len(x)) or 0)
+    memory = tight(x, positions) if budget == "tight" else budget
+    calls = [
+        (lambda **kw: [distsort.sort(x, stable=True, **kw)], [(x.dtype, ())]),
+        (lambda **kw: list(distsort.sort_pairs(x, positions, stable=True, **kw)),
+         [(x.dtype, ()), (positions.dtype, ())]),
+        (lambda **kw: [distsort.argsort(x, descending=True, **kw)], [(np.int64, ())]),
+        (lambda **kw: [distsort.sort_records(records, 5, **kw)], [(np.uint8, (12,))]),
+    ]
+    for call, kinds in calls:
+        plain = call(device_memory=memory)
+        outs = [np.full((capacity(records if len(k[1]) else x),) + k[1], 7, k[0]) for k in kinds]
+        given = call(device_memory=memory, out=outs if len(outs) > 1 else outs[0])
+        for got, want, out in zip(given, plain, outs):
+            assert got.tobytes() == want.tobytes() and np.shares_memory(got, out)
+    assert bool(layouts) == (budget == "tight")
+
+
+@pytest.mark.parametrize("problem", ["dtype", "shape", "strided", "overlap", "arrays", "count"])
+def test_a_wrong_out_is_one_clear_error_on_every_rank(problem):
+    from distsort.errors import DistsortError
+
+    x = local_data("uniform", "int32", 2000, seed=25)
+    room = capacity(x)
+    out = {"dtype": np.empty(room, np.int64), "shape": np.empty((room, 1), np.int32),
+           "strided": np.empty(2 * room, np.int32)[::2], "overlap": x}.get(problem)
+    bad = COMM.Get_rank() == COMM.Get_size() - 1  # one rank's out is wrong: all ranks fail
+    if problem == "count":
+        out = np.empty(10 if bad else room, np.int32)
+    with pytest.raises(DistsortError) as failed:
+        if problem == "arrays":
+            distsort.sort_pairs(x, x.copy(), out=(np.empty(room, np.int32),),
+                                device_memory=tight(x))
+        else:
+            distsort.sort(x, device_memory=tight(x), out=out if bad else np.empty(room, np.int32))
+    words = {"dtype": "dtype int32", "shape": "shape", "strided": "C-contiguous",
+             "overlap": "overlap", "arrays": "2 arrays", "count": "needs"}[problem]
+    reporter = 0 if problem == "arrays" else COMM.Get_size() - 1  # its out is wrong on all
+    if COMM.Get_rank() == reporter:
+        assert words in str(failed.value)
