@@ -5,12 +5,8 @@ Every timed call gets fresh random input (a new seed), timed with CUDA events af
 median of --runs calls is reported, and every output is checked (ours equal to CUB's, both sorted).
 
     python3 bench/local_sort.py --out DIR [--min-log 20] [--max-log 30] [--runs 7]
-    python3 bench/local_sort.py --out DIR --digits 7,8,9,10,11
 
-Prints a G keys/s table and writes DIR/local_sort.json and DIR/local_sort.png. With --digits,
-times our sort at each digit width instead (DIGIT_CASES: full keys, the pipeline's 30-bit range
-with low, 24 bits with and without low, pairs, 64-bit keys with 56 bits against MIN_N["narrow64"])
-and prints a markdown table per case and size, CUB in the same run; DIR/local_sort_digits.json.
+Prints a G keys/s table and writes DIR/local_sort.json and DIR/local_sort.png.
 """
 
 from __future__ import annotations
@@ -28,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from distsort.keys import NumericCodec  # noqa: E402
-from distsort.local.radix import ITEMS, MIN_N, RadixEngine, digit_bits_for  # noqa: E402
+from distsort.local.radix import ITEMS, MIN_N, RadixEngine  # noqa: E402
 
 CASES = ["uint32", "uint64", "float32", "float64", "pairs-u32", "argsort-u32", "bits24-u32"]
 CASE_NOTES = {
@@ -39,21 +35,7 @@ CASE_NOTES = {
     "pairs-u32": "cupy.argsort + keys[o] + vals[o] vs ours.sort_pairs (uint32 keys and values)",
     "argsort-u32": "cupy.argsort vs ours.argsort (int64 result)",
     "bits24-u32": "uint32 keys with 24 varying bits: cupy.sort vs ours.sort(end_bit=24)",
-    "u32-30low": "uint32 in [2^31 - 2^29, 2^31 + 2^29): cupy.sort vs ours.sort(end_bit=30, low)",
-    "u32-24low": "uint32 in [2^31 - 2^23, 2^31 + 2^23): cupy.sort vs ours.sort(end_bit=24, low)",
-    "u64-56": "uint64 keys with 56 varying bits: cupy.sort vs ours.sort(end_bit=56)",
 }
-# --digits: case -> (log2 sizes, bits sorted, key bytes); 2^30 only for 32-bit keys (memory)
-DIGIT_CASES = {
-    "uint32": ((26, 28, 30), 32, 4),
-    "u32-30low": ((26, 28, 30), 30, 4),
-    "bits24-u32": ((26, 28, 30), 24, 4),
-    "u32-24low": ((28,), 24, 4),  # against bits24-u32 at 2^28: the cost of subtracting low
-    "uint64": ((26, 28), 64, 8),
-    "pairs-u32": ((26, 28), 32, 4),
-    "u64-56": ((22, 23, 24, 25, 26), 56, 8),  # where MIN_N["narrow64"] should be
-}
-LOWS = {"u32-30low": ((1 << 31) - (1 << 29), 30), "u32-24low": ((1 << 31) - (1 << 23), 24)}
 
 
 @functools.cache
@@ -84,12 +66,7 @@ def make_input(cp, case: str, n: int, seed: int) -> tuple:
     if case in ("float32", "float64"):
         rs = cp.random.RandomState(seed)
         return (rs.standard_normal(n, dtype=case),)
-    if case == "u64-56":
-        return (random_words(cp, n, cp.uint64, seed) >> cp.uint64(8),)
     keys = random_words(cp, n, cp.uint32, seed)
-    if case in LOWS:
-        low, bits = LOWS[case]
-        return ((keys & cp.uint32((1 << bits) - 1)) + cp.uint32(low),)
     if case == "bits24-u32":
         return (keys & cp.uint32(0xFFFFFF) | cp.uint32(0x5A000000),)
     if case == "pairs-u32":
@@ -114,11 +91,6 @@ def runners(cp, case: str, eng: RadixEngine):
         return lambda x: (eng.argsort(x),), lambda x: (cp.argsort(x),), None
     if case == "bits24-u32":
         return lambda x: (eng.sort(x, 0, 24),), lambda x: (cp.sort(x),), None
-    if case in LOWS:
-        low, bits = LOWS[case]
-        return lambda x: (eng.sort(x, 0, bits, low=low),), lambda x: (cp.sort(x),), None
-    if case == "u64-56":
-        return lambda x: (eng.sort(x, 0, 56),), lambda x: (cp.sort(x),), None
     return lambda x: (eng.sort(x),), lambda x: (cp.sort(x),), None
 
 
@@ -257,64 +229,6 @@ def tune(cp, log: int = 28, runs: int = 5) -> None:
     rx._kernel.cache_clear()
 
 
-def digits(cp, widths: list[int], runs: int, warmup: int) -> tuple[list[dict], list[str]]:
-    """Each DIGIT_CASES case and size timed at each digit width (CUB alongside every call)."""
-    rows, failures = [], []
-    for case, (logs, _, _) in DIGIT_CASES.items():
-        for log in logs:
-            for width in widths:
-                eng = RadixEngine(min_n=0, digit_bits=width)
-                try:
-                    row = measure(cp, case, 1 << log, runs, warmup, eng)
-                except AssertionError as err:
-                    print(f"FAILED {case} 2^{log} {width} bits: {err}", flush=True)
-                    failures.append(f"{case} 2^{log} {width} bits: {err}")
-                    continue
-                rows.append({**row, "digit_bits": width})
-                print(
-                    f"{case} 2^{log} {width} bits: ours {row['ms']['ours']:.3f} ms, "
-                    f"CUB {row['ms']['cub']:.3f} ms",
-                    flush=True,
-                )
-                cp.get_default_memory_pool().free_all_blocks()
-    return rows, failures
-
-
-def digits_table(rows: list[dict], widths: list[int]) -> str:
-    """Markdown: a line per case and size, G keys/s (ms) per width and for CUB (the median of
-    its medians over the widths' runs); `policy` is digit_bits_for's width for the case."""
-    head = ["case", "log2 n", "policy", "CUB"] + [f"{w} bits" for w in widths]
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    for case, (logs, bits, key_bytes) in DIGIT_CASES.items():
-        for log in logs:
-            sel = {r["digit_bits"]: r for r in rows if r["case"] == case and r["n"] == 1 << log}
-            if not sel:
-                continue
-            n = 1 << log
-            cub = statistics.median(r["ms"]["cub"] for r in sel.values())
-            cells = [f"{n / (cub * 1e6):.2f} ({cub:.2f})"]
-            for w in widths:
-                ms = sel[w]["ms"]["ours"] if w in sel else None
-                cells.append("failed" if ms is None else f"{n / (ms * 1e6):.2f} ({ms:.2f})")
-            policy = digit_bits_for(key_bytes, bits)
-            lines.append(f"| {case} | {log} | {policy} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def run_meta(cp, device: str, args, started: float, failures: list[str]) -> dict:
-    """What a run's JSON file says about the run."""
-    return {
-        "device": device,
-        "cupy": cp.__version__,
-        "items_per_thread": ITEMS,
-        "runs": args.runs,
-        "warmup": args.warmup,
-        "cases": CASE_NOTES,
-        "seconds": time.time() - started,
-        "failures": failures,
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)
@@ -324,7 +238,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--tune", action="store_true", help="only time tile sizes (keys per thread)")
-    ap.add_argument("--digits", help="only time these digit widths, e.g. 7,8,9,10,11")
     args = ap.parse_args(argv)
     import cupy as cp
 
@@ -335,16 +248,6 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     device = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    if args.digits:
-        widths = [int(w) for w in args.digits.split(",")]
-        started = time.time()
-        rows, failures = digits(cp, widths, args.runs, args.warmup)
-        meta = run_meta(cp, device, args, started, failures)
-        out = {"meta": meta, "rows": rows}
-        (args.out / "local_sort_digits.json").write_text(json.dumps(out, indent=1))
-        print(f"\nG keys/s (ms), median of {args.runs}, on {device}:\n")
-        print(digits_table(rows, widths))
-        return 1 if failures else 0
     eng = RadixEngine(min_n=0)
     rows, failures = [], []
     started = time.time()
@@ -363,7 +266,17 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             cp.get_default_memory_pool().free_all_blocks()
-    meta = {**run_meta(cp, device, args, started, failures), "engine_min_n": MIN_N}
+    meta = {
+        "device": device,
+        "cupy": cp.__version__,
+        "items_per_thread": ITEMS,
+        "engine_min_n": MIN_N,
+        "runs": args.runs,
+        "warmup": args.warmup,
+        "cases": CASE_NOTES,
+        "seconds": time.time() - started,
+        "failures": failures,
+    }
     (args.out / "local_sort.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     print(table(rows))
     try:

@@ -1,39 +1,23 @@
 #!/usr/bin/env bash
-# On a GPU machine: the radix engine's GPU tests, then the digit width measurements (issue 3):
-# bench/local_sort.py --digits (every width 7-11 against CUB in one run; about 6 minutes in all
-# on one H200). FULL=1 also runs the full benchmark (2^20...2^30, every case, plot), PROFILE=1
-# ncu and --tune. Logs and JSON figures go under $OUT (default ./bench_out). Extra arguments go
-# to bench/local_sort.py (e.g. --runs 5).
+# On a GPU machine: the radix engine's GPU tests, then the local sort benchmark (issue 3).
+# Logs, the JSON figures and the plot go under $OUT (default ./bench_out). Extra arguments go to
+# bench/local_sort.py (e.g. --max-log 28 --runs 5).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench_out}
-DIGITS=${DIGITS:-7,8,9,10,11}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv \
     >"$OUT/gpu.txt" 2>&1
-# Compile every width's module first, side by side (CuPy caches them on disk for what follows),
-# so that an NVRTC error ends the run at once.
-pids=()
-for bits in ${DIGITS//,/ }; do
-    python3 -c "from distsort.local.radix import _module
-_module($bits).get_function('radix_scan<$bits>')" >"$OUT/compile$bits.log" 2>&1 &
-    pids+=($!)
-done
-for pid in "${pids[@]}"; do
-    wait "$pid" || { cat "$OUT"/compile*.log; exit 1; }
-done
-timeout "${TEST_TIMEOUT:-240}" python3 -m pytest -m gpu -p no:cacheprovider -q -rfE \
-    --durations=15 tests/test_radix_gpu.py 2>&1 | tee "$OUT/tests.log"
+# Compile first, so that an NVRTC error ends the run at once.
+python3 -c "from distsort.local.radix import _module; _module().get_function('radix_scan')" \
+    2>&1 | tee "$OUT/compile.log" || exit 1
+timeout "${TEST_TIMEOUT:-180}" python3 -m pytest -m gpu -p no:cacheprovider -q -rfE \
+    tests/test_radix_gpu.py 2>&1 | tee "$OUT/tests.log"
 tests=$?
-timeout "${BENCH_TIMEOUT:-300}" python3 bench/local_sort.py --out "$OUT" --digits "$DIGITS" \
-    "$@" 2>&1 | tee "$OUT/digits.log"
+timeout "${BENCH_TIMEOUT:-300}" python3 bench/local_sort.py --out "$OUT" "$@" 2>&1 |
+    tee "$OUT/bench.log"
 bench=$?
-if [ "${FULL:-0}" = 1 ]; then
-    timeout "${FULL_TIMEOUT:-300}" python3 bench/local_sort.py --out "$OUT" "$@" 2>&1 |
-        tee "$OUT/bench.log"
-    bench=$((bench || $?))
-fi
 if [ "${PROFILE:-0}" = 1 ]; then  # per-kernel figures (ours on 2^28 uint32 and uint64), tile sizes
     timeout "${PROFILE_TIMEOUT:-90}" ncu --clock-control none --section SpeedOfLight \
         -k regex:radix --launch-skip 6 --launch-count 16 python3 -c "

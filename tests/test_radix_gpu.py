@@ -218,10 +218,9 @@ def test_overwrite_pairs_and_argsort(cp, engine, kdtype, vdtype, end_bit, passes
 
 
 @pytest.mark.parametrize("kdtype", [np.uint32, np.uint64])
-def test_overwrite_after_skipped_passes(cp, kdtype):
+def test_overwrite_after_skipped_passes(cp, engine, kdtype):
     """From SYNC_MIN keys on constant digits are skipped: 10 varying bits at 20-29 leave the
-    8-bit passes at bits 16 and 24, two, so the result is back in the input."""
-    engine = RadixEngine(min_n=0, digit_bits=8)
+    passes at bits 16 and 24, two, so the result is back in the input."""
     rng = np.random.default_rng(11)
     n = SYNC_MIN + 12345
     x = rng.integers(0, 1000, n).astype(kdtype) << np.array(20, kdtype)
@@ -277,19 +276,6 @@ def low_of(where: str, dtype, k: int) -> int:
     return (1 << (bits - 1)) - (1 << (k - 1)) if where == "middle" else (1 << bits) - (1 << k)
 
 
-def count_passes(monkeypatch) -> list:
-    """The passes launched from now on (radix._launch_pass patched to record them)."""
-    launched = []
-    launch = radix._launch_pass
-    monkeypatch.setattr(radix, "_launch_pass", lambda *a: launched.append(a[1]) or launch(*a))
-    return launched
-
-
-def passes_of(key_bytes: int, bits: int, digit_bits: int | None = None) -> int:
-    """Passes over `bits` bits in digits of digit_bits (default: the engine's choice)."""
-    return -(-bits // (digit_bits or radix.digit_bits_for(key_bytes, bits)))
-
-
 LOW_CASES = [(np.uint32, k) for k in (7, 20, 24)] + [(np.uint64, k) for k in (7, 20, 24, 33)]
 
 
@@ -317,21 +303,22 @@ def test_low_rebased(cp, engine, dtype, k, where, size):
 
 @pytest.mark.parametrize("dtype,k", LOW_CASES)
 def test_low_saves_passes(cp, engine, monkeypatch, dtype, k):
-    """A range of 2^k keys around the top bit (all of the key's bits vary) takes the passes of k
-    bits with low, where without it the sort takes those of all the key's bits."""
-    launched = count_passes(monkeypatch)
+    """A range of 2^k keys around the top bit (all of the key's bits vary) takes ceil(k/8)
+    passes with low, where without it the sort takes a pass per byte of the key."""
+    launched = []
+    launch = radix._launch_pass
+    monkeypatch.setattr(radix, "_launch_pass", lambda *a: launched.append(a[1]) or launch(*a))
     low = low_of("middle", dtype, k)
     x = np.random.default_rng(14).integers(0, 1 << k, 100003, dtype=np.uint64) + np.uint64(low)
     x = x.astype(dtype)
     end_bit = (int(x.max()) - low).bit_length()
     got = engine.sort(cp.asarray(x), end_bit=end_bit, low=low)
     np.testing.assert_array_equal(got.get(), np.sort(x))
-    kb = np.dtype(dtype).itemsize
-    assert len(launched) == passes_of(kb, k)
+    assert len(launched) == -(-k // 8)
     launched.clear()
     plain_end = (int(x.min()) ^ int(x.max())).bit_length()  # what varying bits alone allow
     np.testing.assert_array_equal(engine.sort(cp.asarray(x), end_bit=plain_end).get(), np.sort(x))
-    assert len(launched) == passes_of(kb, 8 * kb) > passes_of(kb, k)
+    assert len(launched) == np.dtype(dtype).itemsize
 
 
 def test_low_on_the_cub_route(cp):
@@ -369,125 +356,3 @@ def test_2_pow_28(cp, engine, dtype):
     assert bool((engine.sort(x) == cp.sort(x)).all())
     if dtype == np.uint32:
         assert bool((engine.argsort(x) == cp.argsort(x)).all())
-
-
-# Every digit width (RadixEngine(digit_bits=...)), whatever digit_bits_for would pick.
-
-
-@pytest.fixture(scope="module")
-def engines():
-    return {bits: RadixEngine(min_n=0, digit_bits=bits) for bits in radix.DIGIT_BITS}
-
-
-def check_all_modes(cp, eng, x: np.ndarray, *bits_range, low: int = 0) -> None:
-    """sort, argsort and sort_pairs with 4- and 8-byte values against NumPy's stable argsort
-    of the digits of key - low in bits_range (begin, end; default all)."""
-    begin, end = bits_range or (0, 8 * x.itemsize)
-    digits = (x - x.dtype.type(low)) >> x.dtype.type(begin)
-    if end - begin < 8 * x.itemsize:
-        digits &= x.dtype.type((1 << (end - begin)) - 1)
-    order = np.argsort(digits, kind="stable")
-    kw = {"begin_bit": begin, "end_bit": end, "low": low}
-    np.testing.assert_array_equal(eng.sort(cp.asarray(x), **kw).get(), x[order])
-    np.testing.assert_array_equal(eng.argsort(cp.asarray(x), **kw).get(), order)
-    for vdtype in (np.uint32, np.uint64):
-        v = np.arange(x.size, dtype=vdtype) * vdtype(3)
-        got_k, got_v = eng.sort_pairs(cp.asarray(x), cp.asarray(v), **kw)
-        np.testing.assert_array_equal(got_k.get(), x[order])
-        assert got_v.dtype == vdtype
-        np.testing.assert_array_equal(got_v.get(), v[order])
-
-
-@pytest.mark.parametrize("size", ["0", "1", "tile-1", "tile+1", "2^20+3"])
-@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
-@pytest.mark.parametrize("bits", radix.DIGIT_BITS)
-def test_width_sizes(cp, engines, bits, dtype, size):
-    x = random_keys(np.random.default_rng(20), dtype, size_of(size, dtype))
-    check_all_modes(cp, engines[bits], x)
-
-
-@pytest.mark.parametrize("pattern", PATTERNS)
-@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
-@pytest.mark.parametrize("bits", radix.DIGIT_BITS)
-def test_width_patterns(cp, engines, bits, dtype, pattern):
-    """Above SYNC_MIN, where constant digits are skipped (all of them for all-equal keys)."""
-    x = pattern_keys(np.random.default_rng(21), dtype, SYNC_MIN + 5, pattern)
-    order = np.argsort(x, kind="stable")
-    np.testing.assert_array_equal(engines[bits].sort(cp.asarray(x)).get(), x[order])
-    np.testing.assert_array_equal(engines[bits].argsort(cp.asarray(x)).get(), order)
-
-
-# bit ranges whose ends are no multiple of any width; 64-bit ones cross bit 32
-RANGES = [(np.uint32, 3, 30), (np.uint32, 5, 22), (np.uint64, 9, 61), (np.uint64, 1, 45)]
-
-
-@pytest.mark.parametrize("dtype,begin_bit,end_bit", RANGES)
-@pytest.mark.parametrize("bits", radix.DIGIT_BITS)
-def test_width_bit_ranges(cp, engines, bits, dtype, begin_bit, end_bit):
-    x = random_keys(np.random.default_rng(22), dtype, 3 * tile_of(dtype) + 17)
-    check_all_modes(cp, engines[bits], x, begin_bit, end_bit)
-
-
-@pytest.mark.parametrize("dtype,k", [(np.uint32, 30), (np.uint64, 45)])
-@pytest.mark.parametrize("bits", radix.DIGIT_BITS)
-def test_width_low(cp, engines, bits, dtype, k):
-    """The pipeline's case: keys in a range of 2^k values straddling the top bit, rebased."""
-    low = low_of("middle", dtype, k)
-    x = np.random.default_rng(23).integers(0, 1 << k, size_of("2^20+3", dtype), dtype=np.uint64)
-    x = (x + np.uint64(low)).astype(dtype)
-    x[0], x[-1] = low + (1 << k) - 1, low
-    check_all_modes(cp, engines[bits], x, 0, k, low=low)
-
-
-@pytest.mark.parametrize("with_scratch", [False, True])
-@pytest.mark.parametrize("passes", [2, 3])
-@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
-@pytest.mark.parametrize("bits", radix.DIGIT_BITS)
-def test_width_overwrite(cp, engines, bits, dtype, passes, with_scratch):
-    """An even number of passes ends in the input, an odd one in the scratch, for keys,
-    4- and 8-byte values and argsort."""
-    eng, end_bit = engines[bits], (passes - 1) * bits + 3
-    rng = np.random.default_rng(24)
-    n = 3 * tile_of(dtype) + 17
-    x = rng.choice(rng.integers(0, 1 << end_bit, n // 4, dtype=np.uint64), n).astype(dtype)
-    order = np.argsort(x, kind="stable")
-
-    def scratch():
-        return cp.empty(n, dtype=dtype) if with_scratch else None
-
-    def check_place(got, keys, buf) -> None:
-        if passes % 2 == 0:
-            assert same(got, keys)
-        elif buf is not None:
-            assert same(got, buf)
-
-    keys, buf = cp.asarray(x), scratch()
-    got = eng.sort(keys, 0, end_bit, overwrite=True, scratch=buf)
-    np.testing.assert_array_equal(got.get(), x[order])
-    check_place(got, keys, buf)
-    for vdtype in (np.uint32, np.uint64):
-        keys, vals, buf = cp.asarray(x), cp.arange(n, dtype=vdtype), scratch()
-        got_k, got_v = eng.sort_pairs(keys, vals, 0, end_bit, overwrite=True, scratch=buf)
-        np.testing.assert_array_equal(got_k.get(), x[order])
-        np.testing.assert_array_equal(got_v.get(), order)
-        check_place(got_k, keys, buf)
-        assert same(got_v, vals) == (passes % 2 == 0)
-    got = eng.argsort(cp.asarray(x), 0, end_bit, overwrite=True, scratch=scratch())
-    np.testing.assert_array_equal(got.get(), order)
-
-
-@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
-@pytest.mark.parametrize("bits", radix.DIGIT_BITS)
-def test_width_skipped_passes(cp, engines, monkeypatch, bits, dtype):
-    """Above SYNC_MIN only the passes over bits 20-29 (the varying ones) run; the result lies
-    where their number says."""
-    launched = count_passes(monkeypatch)
-    n = SYNC_MIN + 12345
-    x = np.random.default_rng(25).integers(0, 1024, n).astype(dtype) << np.array(20, dtype)
-    keys, vals, buf = cp.asarray(x), cp.arange(n, dtype=cp.uint32), cp.empty(n, dtype=dtype)
-    got_k, got_v = engines[bits].sort_pairs(keys, vals, overwrite=True, scratch=buf)
-    np.testing.assert_array_equal(got_v.get(), np.argsort(x, kind="stable"))
-    np.testing.assert_array_equal(got_k.get(), np.sort(x))
-    active = len({b // bits for b in range(20, 30)})
-    assert len(launched) == active
-    assert same(got_k, keys if active % 2 == 0 else buf)

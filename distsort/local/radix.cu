@@ -3,12 +3,9 @@
 //
 // One sort = 1 histogram kernel (all passes' digit counts from one read of the keys), 1 tiny scan
 // kernel (digit counts -> first output position of each digit), then one onesweep kernel per
-// digit pass. Each pass reads every key once and writes it once (~2n moves): the global offset of
-// a tile's digits comes from a chained scan with decoupled look-back over the tiles, instead of a
-// separate counting sweep per pass (which would be ~3n).
-//
-// The digit width DBITS (7 to 11 bits: RADIX = 2^DBITS bins) is a template parameter of every
-// kernel; the driver compiles one module per width and picks the width per sort (radix.py).
+// 8-bit digit pass. Each pass reads every key once and writes it once (~2n moves): the global
+// offset of a tile's digits comes from a chained scan with decoupled look-back over the tiles,
+// instead of a separate counting sweep per pass (which would be ~3n).
 //
 // Positions are 32-bit: the driver only sends arrays of fewer than 2^32 keys here.
 //
@@ -36,7 +33,8 @@ typedef long long i64;
 #define RADIX_EARLY_COUNTS 1  // publish the tile's digit counts before ranking its keys
 #endif
 
-#define BLOCK 256  // threads of the onesweep and scan blocks
+#define RADIX 256
+#define BLOCK 256  // one thread per digit in the look-back and the scans
 #define WARPS (BLOCK / 32)
 #define HIST_BLOCK 1024
 
@@ -45,20 +43,6 @@ typedef long long i64;
 
 template <typename K> struct Items { static const int value = ITEMS32; };
 template <> struct Items<u64> { static const int value = ITEMS64; };
-
-// Digits of DBITS bits in the onesweep and scan blocks: thread t owns the DPT consecutive digits
-// from t * DPT (one each up to 8 bits; with 7-bit digits threads 128-255 own none, with 11-bit
-// digits each owns 8) for the scans, the look-back and the flags.
-template <int DBITS> struct Digits {
-    static constexpr int RADIX = 1 << DBITS;
-    static constexpr int DPT = RADIX > BLOCK ? RADIX / BLOCK : 1;
-    static __device__ __forceinline__ bool owns(int d) { return RADIX >= BLOCK || d < RADIX; }
-};
-
-// Per-warp digit counters of a tile: 32-bit up to 8-bit digits; 16-bit above (they never exceed
-// the tile's BLOCK x ITEMS keys), so that 11-bit digits take 32 KB, not 64 KB, of shared memory.
-template <bool NARROW> struct Counter { typedef u32 type; };
-template <> struct Counter<false> { typedef unsigned short type; };
 
 __device__ __forceinline__ u32 digit_of(u32 k, int shift, u32 mask) { return (k >> shift) & mask; }
 __device__ __forceinline__ u32 digit_of(u64 k, int shift, u32 mask)
@@ -80,7 +64,7 @@ __device__ __forceinline__ void load_vec(const u64* p, u64 v, u64 (&k)[2])
 }
 
 // Count one key's digit of every pass in this thread's copy of the counters.
-template <typename K, int MAXP, int RADIX, int LANES>
+template <typename K, int MAXP, int LANES>
 __device__ __forceinline__ void count_key(K key, int passes, const int (&shift)[MAXP],
                                           const u32 (&mask)[MAXP], u32* mine)
 {
@@ -91,19 +75,17 @@ __device__ __forceinline__ void count_key(K key, int passes, const int (&shift)[
 
 // Why: one read of the keys (n moves, 16-byte streaming loads) yields the digit histogram of
 // every pass, so the passes need no counting sweep of their own. Persistent grid, one block of
-// 1024 threads per SM, each thread loading 4 vectors before counting them. Each counter has LANES
-// copies, copy l in bank l (mod 32), so lanes that share no copy add to different banks whatever
-// their digits: with one copy, bank conflicts of the shared atomics bound the kernel (ncu, H100,
-// 2^28 uint32, 8-bit digits: 1.15 ms at 84% SM throughput). The driver picks LANES (32 for 32-bit
-// keys, 16 for 64-bit ones at 8-bit digits; fewer for wider digits, which have more bins and so
-// fewer conflicts) to fit the dynamic shared memory: passes x RADIX x LANES x 4 bytes.
-template <typename K, int DBITS, int LANES>
+// 1024 threads per SM, each thread loading 4 vectors before counting them. Each counter has LANES copies, copy l in bank l, so the lanes of a warp add
+// to different banks whatever their digits (2 lanes a bank for 64-bit keys, which have twice the
+// passes): with one copy, bank conflicts of the shared atomics bound the kernel (ncu, H100, 2^28
+// uint32: 1.15 ms at 84% SM throughput). Dynamic shared memory: passes x 256 x LANES x 4 bytes.
+template <typename K>
 __global__ void __launch_bounds__(HIST_BLOCK, 1)
     radix_histogram(const K* __restrict__ keys, u64 n, K low, int begin_bit, int end_bit,
                     int passes, u32* __restrict__ counts)
 {
-    constexpr int RADIX = Digits<DBITS>::RADIX;
-    constexpr int MAXP = (8 * (int)sizeof(K) + DBITS - 1) / DBITS;  // passes of a whole key
+    constexpr int MAXP = (int)sizeof(K);  // 8-bit digits: at most one pass per key byte
+    constexpr int LANES = sizeof(K) == 4 ? 32 : 16;
     constexpr int VEC = 16 / (int)sizeof(K);
     extern __shared__ u32 s_hist[];
     const int nbins = passes * RADIX;
@@ -112,8 +94,8 @@ __global__ void __launch_bounds__(HIST_BLOCK, 1)
     u32 mask[MAXP];
 #pragma unroll
     for (int p = 0; p < MAXP; ++p) {
-        shift[p] = begin_bit + DBITS * p;
-        const int bits = end_bit - shift[p] < DBITS ? end_bit - shift[p] : DBITS;
+        shift[p] = begin_bit + 8 * p;
+        const int bits = end_bit - shift[p] < 8 ? end_bit - shift[p] : 8;
         mask[p] = bits > 0 ? (1u << bits) - 1u : 0u;
     }
     u32* const mine = s_hist + threadIdx.x % LANES;
@@ -130,7 +112,7 @@ __global__ void __launch_bounds__(HIST_BLOCK, 1)
         for (int u = 0; u < U; ++u)
 #pragma unroll
             for (int j = 0; j < VEC; ++j)
-                count_key<K, MAXP, RADIX, LANES>(k[u][j] - low, passes, shift, mask, mine);
+                count_key<K, MAXP, LANES>(k[u][j] - low, passes, shift, mask, mine);
     }
     for (u64 v = full + (u64)blockIdx.x * blockDim.x + threadIdx.x; v < nvec;
          v += (u64)gridDim.x * blockDim.x) {
@@ -138,10 +120,10 @@ __global__ void __launch_bounds__(HIST_BLOCK, 1)
         load_vec(keys, v, k);
 #pragma unroll
         for (int j = 0; j < VEC; ++j)
-            count_key<K, MAXP, RADIX, LANES>(k[j] - low, passes, shift, mask, mine);
+            count_key<K, MAXP, LANES>(k[j] - low, passes, shift, mask, mine);
     }
     if (blockIdx.x == 0 && threadIdx.x < n - nvec * VEC)
-        count_key<K, MAXP, RADIX, LANES>(keys[nvec * VEC + threadIdx.x] - low, passes, shift, mask, mine);
+        count_key<K, MAXP, LANES>(keys[nvec * VEC + threadIdx.x] - low, passes, shift, mask, mine);
     __syncthreads();
     for (int bin = threadIdx.x; bin < nbins; bin += blockDim.x) {
         u32 sum = 0;
@@ -177,38 +159,16 @@ __device__ __forceinline__ u32 block_excl_scan(u32 v, u32* s_warp, u32* total)
     return (warp ? s_warp[warp - 1] : 0u) + x - v;
 }
 
-// Exclusive scan over the block of the D consecutive digits each thread owns (Digits<DBITS>):
-// the sum of the counts of all digits before the thread's first one. Two __syncthreads.
-template <int D>
-__device__ __forceinline__ u32 owned_excl_base(const u32 (&cnt)[D], u32* s_warp)
-{
-    u32 sum = 0;
-#pragma unroll
-    for (int j = 0; j < D; ++j) sum += cnt[j];
-    u32 total;
-    return block_excl_scan(sum, s_warp, &total);
-}
-
-// Why: turns each pass's RADIX digit counts into the first output position of each digit
-// (exclusive scan). One block of 256 threads; reads and writes passes x RADIX x 4 bytes (at most
-// 8 KB a pass), negligible.
-template <int DBITS>
-__global__ void __launch_bounds__(BLOCK)
+// Why: turns each pass's 256 digit counts into the first output position of each digit
+// (exclusive scan). One block of 256 threads; reads and writes passes x 1 KB, negligible.
+extern "C" __global__ void __launch_bounds__(BLOCK)
     radix_scan(const u32* __restrict__ counts, int passes, u32* __restrict__ bases)
 {
-    typedef Digits<DBITS> Dg;
     __shared__ u32 s_warp[WARPS];
-    const int d0 = threadIdx.x * Dg::DPT;
     for (int p = 0; p < passes; ++p) {
-        u32 cnt[Dg::DPT];
-#pragma unroll
-        for (int j = 0; j < Dg::DPT; ++j) cnt[j] = Dg::owns(d0 + j) ? counts[p * Dg::RADIX + d0 + j] : 0u;
-        u32 run = owned_excl_base(cnt, s_warp);
-#pragma unroll
-        for (int j = 0; j < Dg::DPT; ++j) {
-            if (Dg::owns(d0 + j)) bases[p * Dg::RADIX + d0 + j] = run;
-            run += cnt[j];
-        }
+        u32 total;
+        u32 e = block_excl_scan(counts[p * RADIX + threadIdx.x], s_warp, &total);
+        bases[p * RADIX + threadIdx.x] = e;
         __syncthreads();
     }
 }
@@ -216,7 +176,6 @@ __global__ void __launch_bounds__(BLOCK)
 // Look-back flags: one word per (tile, digit), status in the top 2 bits, count below. The value
 // and status travel in one aligned word, so a volatile load sees both or neither: no fence needed.
 // 32-bit words hold counts below 2^30; the driver asks for 64-bit words (wide) above that.
-template <int RADIX>
 __device__ __forceinline__ void publish(void* flags, int wide, u32 tile, int dig, u32 status,
                                         u32 value)
 {
@@ -227,8 +186,7 @@ __device__ __forceinline__ void publish(void* flags, int wide, u32 tile, int dig
         ((volatile u32*)flags)[at] = (status << 30) | value;
 }
 
-template <int RADIX>
-__device__ __forceinline__ void load_flag(const void* flags, int wide, int j, int dig,
+__device__ __forceinline__ void load_flag(const void* flags, int wide, long long j, int dig,
                                           u32& status, u32& value)
 {
     if (j < 0) {  // before tile 0: nothing
@@ -245,57 +203,38 @@ __device__ __forceinline__ void load_flag(const void* flags, int wide, int j, in
     }
 }
 
-// Sum each owned digit's counts over the tiles before `tile`, walking back until an inclusive
-// prefix. A round loads W predecessors' flags of every digit still open (W x D independent loads,
-// at least RADIX_LOOKBACK_WINDOW: one L2 round trip), then consumes each digit's in order up to
-// the first one not yet published, where its next round starts. Digits the thread does not own
-// are never open. Safe to spin: tile ids come from an atomic counter, so every earlier tile's
-// block is running or done, and it publishes its aggregates without waiting on anyone.
-template <int DBITS>
-__device__ __forceinline__ void look_back(const void* flags, int wide, u32 tile, int d0,
-                                          u32 (&sum)[Digits<DBITS>::DPT])
+// Sum this digit's counts over the tiles before `tile`, walking back until an inclusive prefix.
+// W predecessors' flags are loaded at once (independent loads, one L2 round trip for W tiles),
+// then consumed in order up to the first one not yet published, where the next round starts.
+// Safe to spin: tile ids come from an atomic counter, so every earlier tile's block is running or
+// done, and it publishes its aggregate without waiting on anyone.
+__device__ __forceinline__ u32 look_back(const void* flags, int wide, u32 tile, int dig)
 {
-    typedef Digits<DBITS> Dg;
-    constexpr int D = Dg::DPT;
-    constexpr int W = RADIX_LOOKBACK_WINDOW / D > 1 ? RADIX_LOOKBACK_WINDOW / D : 1;
-    int j[D];  // tiles are fewer than 2^31
-    u32 open = 0;
+    constexpr int W = RADIX_LOOKBACK_WINDOW;
+    u32 sum = 0;
+    long long j = (long long)tile - 1;
+    while (true) {
+        u32 status[W], value[W];
 #pragma unroll
-    for (int e = 0; e < D; ++e) {
-        sum[e] = 0;
-        j[e] = (int)tile - 1;
-        if (Dg::owns(d0 + e)) open |= 1u << e;
-    }
-    while (open) {
-        u32 status[D][W], value[D][W];
+        for (int w = 0; w < W; ++w) load_flag(flags, wide, j - w, dig, status[w], value[w]);
+        int used = 0;
+        bool open = true;
 #pragma unroll
-        for (int e = 0; e < D; ++e)
-#pragma unroll
-            for (int w = 0; w < W; ++w)
-                if (open >> e & 1u)
-                    load_flag<Dg::RADIX>(flags, wide, j[e] - w, d0 + e, status[e][w], value[e][w]);
-#pragma unroll
-        for (int e = 0; e < D; ++e) {
-            bool run = open >> e & 1u;
-#pragma unroll
-            for (int w = 0; w < W; ++w) {
-                if (run && status[e][w] != 0) {
-                    sum[e] += value[e][w];
-                    --j[e];
-                    if (status[e][w] == FLAG_PREFIX) {
-                        open &= ~(1u << e);
-                        run = false;
-                    }
-                } else {
-                    run = false;
-                }
+        for (int w = 0; w < W; ++w) {
+            if (open && status[w] != 0) {
+                sum += value[w];
+                ++used;
+                if (status[w] == FLAG_PREFIX) return sum;
+            } else {
+                open = false;
             }
         }
+        j -= used;
     }
 }
 
-// Lanes of the warp whose digit equals this lane's, from one ballot per digit bit (NBITS = DBITS
-// + 1 in a partial tile, where absent keys carry digit RADIX). __match_any_sync does the same in one
+// Lanes of the warp whose digit equals this lane's, from one ballot per digit bit (NBITS = 9 in
+// a partial tile, where absent keys carry digit RADIX). __match_any_sync does the same in one
 // instruction but is slow: the pass took 2.7 ms with it, 1.9 ms with ballots (ncu, H100, 2^28
 // uint32 keys, other changes alongside).
 template <int NBITS>
@@ -315,47 +254,29 @@ __device__ __forceinline__ u32 match_peers(u32 d)
     return peers;
 }
 
-// Shared memory of a onesweep block, dynamic (over 48 KB from 10-bit digits on): the driver
-// passes its size (radix.py, _onesweep_smem; the kernel traps if given less). 8-bit digits, 32-bit
-// keys: 28.7 KB; 11-bit digits: 59.4 KB (3 blocks per SM still fit), 73.8 KB with 64-bit keys
-// and values (3 fit in 228 KB), 77.9 KB with 32-bit keys and 64-bit values (2 blocks).
-template <typename K, typename VO, int VMODE, int DBITS>
+template <typename K, typename VO, int VMODE>
 struct OnesweepSmem {
     static constexpr int ITEMS = Items<K>::value;
-    static constexpr int RADIX = Digits<DBITS>::RADIX;
     static constexpr int SB = (VMODE != 0 && sizeof(VO) > sizeof(K)) ? (int)sizeof(VO) : (int)sizeof(K);
-    typedef typename Counter<DBITS <= 8>::type C;
     __align__(16) unsigned char buf[BLOCK * ITEMS * SB];  // the tile's keys, then its values
-    C whist[WARPS][RADIX];  // per-warp digit counts, then each warp's first rank per digit
-    // the tile's digit counts (early counts), then the output position of its first key of each
-    // digit, minus its rank: each digit's entry is only touched by its owner until the write-out
-    u32 off[RADIX];
+    u32 whist[WARPS][RADIX];  // per-warp digit counts, then each warp's first rank per digit
+    u32 off[RADIX];           // output position of the tile's first key of each digit, minus its rank
+    u32 counts[RADIX];        // the tile's digit counts (early counts)
     u32 warp_sums[WARPS];
     u32 tile;
 };
 
-// Zero `bytes` (a multiple of 16) of 16-byte aligned shared memory with the whole block.
-__device__ __forceinline__ void zero_shared(void* p, int bytes)
-{
-    uint4 z;
-    z.x = z.y = z.z = z.w = 0u;
-    for (int i = threadIdx.x; i < bytes / 16; i += blockDim.x) reinterpret_cast<uint4*>(p)[i] = z;
-}
-
 // The work on one tile; FULL tiles (all but the last) skip every bounds check.
-template <bool FULL, typename K, typename VI, typename VO, int VMODE, int DBITS>
+template <bool FULL, typename K, typename VI, typename VO, int VMODE>
 __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* __restrict__ keys_out,
                                               const VI* __restrict__ vals_in, VO* __restrict__ vals_out,
                                               u32 tile, u32 tile_n, K low, int shift, u32 mask,
                                               const u32* __restrict__ bases, void* flags, int wide,
-                                              OnesweepSmem<K, VO, VMODE, DBITS>& sm)
+                                              OnesweepSmem<K, VO, VMODE>& sm)
 {
-    typedef Digits<DBITS> Dg;
-    constexpr int RADIX = Dg::RADIX, DPT = Dg::DPT;
     constexpr int ITEMS = Items<K>::value;
     constexpr int TILE = BLOCK * ITEMS;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int d0 = tid * DPT;  // this thread's first owned digit
     const u64 tile_base = (u64)tile * TILE;
     const u32 first = warp * 32 * ITEMS + lane;  // this thread's first item, within the tile
     K* s_keys = reinterpret_cast<K*>(sm.buf);
@@ -374,12 +295,9 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
     if constexpr (RADIX_EARLY_COUNTS) {  // successors' look-backs need not wait for our ranking
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
-            if (FULL || first + 32 * i < tile_n) atomicAdd(&sm.off[digit_of(k[i] - at_digit, shift, mask)], 1u);
+            if (FULL || first + 32 * i < tile_n) atomicAdd(&sm.counts[digit_of(k[i] - at_digit, shift, mask)], 1u);
         __syncthreads();
-#pragma unroll
-        for (int j = 0; j < DPT; ++j)
-            if (Dg::owns(d0 + j))
-                publish<RADIX>(flags, wide, tile, d0 + j, tile == 0 ? FLAG_PREFIX : FLAG_AGG, sm.off[d0 + j]);
+        publish(flags, wide, tile, tid, tile == 0 ? FLAG_PREFIX : FLAG_AGG, sm.counts[tid]);
     }
 
     // Rank within the warp: lanes with equal digits share one counter update by their leader.
@@ -389,7 +307,7 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
     for (int i = 0; i < ITEMS; ++i) {
         const bool valid = FULL || first + 32 * i < tile_n;
         const u32 d = valid ? digit_of(k[i] - at_digit, shift, mask) : (u32)RADIX;
-        const u32 peers = match_peers<FULL ? DBITS : DBITS + 1>(d);
+        const u32 peers = match_peers<FULL ? 8 : 9>(d);
         const int leader = 31 - __clz(peers);
         u32 before = 0;
         if (lane == leader && valid) {
@@ -401,37 +319,21 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
     }
     __syncthreads();
 
-    // Each thread, for its digits: warp counts -> per-warp exclusive offsets and the tile's count.
-    u32 cnt[DPT];
+    // Thread tid owns digit tid: warp counts -> per-warp exclusive offsets and the tile's count.
+    u32 cnt = 0;
 #pragma unroll
-    for (int j = 0; j < DPT; ++j) {
-        cnt[j] = 0;
-        if (Dg::owns(d0 + j)) {
-#pragma unroll
-            for (int w = 0; w < WARPS; ++w) {
-                const u32 c = sm.whist[w][d0 + j];
-                sm.whist[w][d0 + j] = cnt[j];
-                cnt[j] += c;
-            }
-        }
+    for (int w = 0; w < WARPS; ++w) {
+        const u32 c = sm.whist[w][tid];
+        sm.whist[w][tid] = cnt;
+        cnt += c;
     }
-    if constexpr (!RADIX_EARLY_COUNTS) {
+    if constexpr (!RADIX_EARLY_COUNTS)
+        publish(flags, wide, tile, tid, tile == 0 ? FLAG_PREFIX : FLAG_AGG, cnt);
+    u32 total;
+    const u32 excl = block_excl_scan(cnt, sm.warp_sums, &total);
 #pragma unroll
-        for (int j = 0; j < DPT; ++j)
-            if (Dg::owns(d0 + j))
-                publish<RADIX>(flags, wide, tile, d0 + j, tile == 0 ? FLAG_PREFIX : FLAG_AGG, cnt[j]);
-    }
-    u32 excl = owned_excl_base(cnt, sm.warp_sums);
-#pragma unroll
-    for (int j = 0; j < DPT; ++j) {
-        if (Dg::owns(d0 + j)) {
-#pragma unroll
-            for (int w = 0; w < WARPS; ++w) sm.whist[w][d0 + j] += excl;  // one read per key below
-            sm.off[d0 + j] = bases[d0 + j] - excl;  // wraps below zero; adding the index fixes it
-        }
-        excl += cnt[j];
-    }
-    __syncthreads();  // from here whist[0][d] holds the tile's keys before digit d (excl), read-only
+    for (int w = 0; w < WARPS; ++w) sm.whist[w][tid] += excl;  // one table read per key below
+    __syncthreads();
 
     // Keys into shared memory in (digit, input order) order.
 #pragma unroll
@@ -451,19 +353,9 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
         for (int i = 0; i < ITEMS; ++i) v[i] = (VO)(tile_base + first + 32 * i);
     }
 
-    if (tile != 0) {
-        u32 prefix[DPT];
-        look_back<DBITS>(flags, wide, tile, d0, prefix);
-#pragma unroll
-        for (int j = 0; j < DPT; ++j) {
-            const int d = d0 + j;
-            if (Dg::owns(d)) {  // the tile's count of d from the excl table: no register held
-                const u32 next = d + 1 < RADIX ? (u32)sm.whist[0][d + 1] : tile_n;
-                publish<RADIX>(flags, wide, tile, d, FLAG_PREFIX, prefix[j] + next - sm.whist[0][d]);
-                sm.off[d] += prefix[j];
-            }
-        }
-    }
+    const u32 prefix = tile == 0 ? 0u : look_back(flags, wide, tile, tid);
+    if (tile != 0) publish(flags, wide, tile, tid, FLAG_PREFIX, prefix + cnt);
+    sm.off[tid] = bases[tid] + prefix - excl;  // wraps below zero; adding the index fixes it
     __syncthreads();
 
     u32 od[VMODE != 0 ? ITEMS : 1];
@@ -489,44 +381,32 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
     }
 }
 
-// Why: one stable DBITS-bit digit pass that reads each key (and value) once and writes it once
-// (2n moves; a sort of b bits takes ceil(b / DBITS) passes, so wider digits mean fewer moves).
+// Why: one stable 8-bit digit pass that reads each key (and value) once and writes it once.
 // Tile = BLOCK x ITEMS keys (4608 for 32-bit keys, 4096 for 64-bit: 18 or 16 per thread, loaded
 // warp-striped so each load is one 128-byte line per warp). The tile's digit counts are counted
 // (shared atomics) and published before the keys are ranked, so successors' look-backs rarely wait;
-// warps then rank their keys with DBITS ballots each against per-warp digit counters in shared
-// memory (stable: items in memory order), the keys are placed in shared memory in digit order, and
+// warps then rank their keys with ballots against per-warp digit counters in shared memory
+// (stable: items in memory order), the keys are placed in shared memory in digit order, and
 // written out so that runs of one digit go to consecutive addresses (coalesced). Values follow the
 // same ranks through the same shared buffer. The per-tile latency (tile id, loads, look-back)
 // bounds this kernel more than bandwidth does, hence large tiles and the early counts.
-// What wider digits cost per tile: RADIX look-back flags published twice and read (8 KB at 11
-// bits, 4 bytes each, against the tile's 18 KB of 32-bit keys read and written: flags are no longer
-// negligible, nor is the memset that clears them), more ballots per key, and shorter runs of one
-// digit (4608 / 2048 = 2.25 keys a digit at 11 bits) so that writes coalesce less.
 // VMODE 0: keys only; 1: values read from vals_in (VI) and written as VO; 2: the value is the
 // key's input position (argsort's first pass), written as VO. Registers are held to 80 (3 blocks
 // per SM), or 128 (2 blocks) with a value wider than the key; at 18/16 keys per thread that spills
-// up to ~100 bytes, yet ran faster than 16/12 without spills (bench/local_sort.py --tune, H100,
-// 8-bit digits).
-template <typename K, typename VI, typename VO, int VMODE, int DBITS>
+// up to ~90 bytes, yet ran faster than 16/12 without spills (bench/local_sort.py --tune, H100).
+template <typename K, typename VI, typename VO, int VMODE>
 __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) ? 2 : 3)
     radix_onesweep(const K* __restrict__ keys_in, K* __restrict__ keys_out,
                    const VI* __restrict__ vals_in, VO* __restrict__ vals_out, u64 n, K low,
                    int shift, int bits, const u32* __restrict__ bases, u32* tile_counter,
                    void* flags, int wide)
 {
-    typedef OnesweepSmem<K, VO, VMODE, DBITS> Smem;
     constexpr int TILE = BLOCK * Items<K>::value;
-    extern __shared__ __align__(16) unsigned char onesweep_smem[];
-    Smem& sm = *reinterpret_cast<Smem*>(onesweep_smem);
-    if (threadIdx.x == 0) {
-        u32 given;
-        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(given));
-        if (given < sizeof(Smem)) __trap();  // the driver's size (radix.py) is out of step
-        sm.tile = atomicAdd(tile_counter, 1u);
-    }
-    zero_shared(sm.whist, sizeof(sm.whist));
-    zero_shared(sm.off, sizeof(sm.off));
+    __shared__ OnesweepSmem<K, VO, VMODE> sm;
+    if (threadIdx.x == 0) sm.tile = atomicAdd(tile_counter, 1u);
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) sm.whist[w][threadIdx.x] = 0;
+    sm.counts[threadIdx.x] = 0;
     __syncthreads();
     const u32 tile = sm.tile;
     const u64 left = n - (u64)tile * TILE;

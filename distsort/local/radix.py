@@ -1,18 +1,10 @@
 """Our GPU engine: an LSD radix sort with Onesweep-style passes (kernels in radix.cu).
 
 One sort: one histogram kernel counts the digits of every pass in a single read of the keys, a
-tiny kernel scans the counts, then one kernel per digit moves keys (and values) once: read once,
-written once, global offsets from a chained scan with decoupled look-back. Only the digits in
-[begin_bit, end_bit) are sorted, and from SYNC_MIN keys on, a pass whose digit is the same for
+tiny kernel scans the counts, then one kernel per 8-bit digit moves keys (and values) once: read
+once, written once, global offsets from a chained scan with decoupled look-back. Only the digits
+in [begin_bit, end_bit) are sorted, and from SYNC_MIN keys on, a pass whose digit is the same for
 every key (seen in the histogram) is skipped.
-
-Digit width: 7 to 11 bits (DIGIT_BITS; radix.cu is compiled once per width used), one width for
-all passes of a sort (the last pass takes what bits are left). digit_bits_for(key bytes, bits to
-sort) picks it: PENDING MEASUREMENT, for now the fewest passes at the narrowest width that gives
-that many (24 bits: 3 passes of 8; 30: 3 of 10; 32: 3 of 11; 64: 6 of 11). Change that function
-(a small table there) once `bench/local_sort.py --digits 7,8,9,10,11` has measured the widths.
-RadixEngine(digit_bits=k), else the environment variable DISTSORT_RADIX_DIGIT_BITS, fixes the
-width for every sort of an engine (benchmarks).
 
 Range rebasing: given `low`, the smallest key there can be, the digits are those of key - low, so
 keys known to lie in [low, high] need only end_bit = (high - low).bit_length() bits: a rank whose
@@ -39,28 +31,24 @@ CuPy is imported lazily, so this module imports where there is none.
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 
 import numpy as np
 
-DIGIT_BITS = (7, 8, 9, 10, 11)  # digit widths radix.cu's kernels are instantiated for
-DIGIT_BITS_ENV = "DISTSORT_RADIX_DIGIT_BITS"  # fixes the width of RadixEngine()s (benchmarks)
+RADIX_BITS = 8
 BLOCK = 256  # threads per onesweep block; must match radix.cu
 HIST_BLOCK = 1024  # histogram block; one per SM (radix.cu)
-HIST_SMEM = 128 << 10  # the histogram's shared counters: passes x 2^bits x lanes x 4 bytes
+HIST_LANES = {4: 32, 8: 16}  # copies of each histogram counter, by key width (radix.cu)
 ITEMS = {4: 18, 8: 16}  # keys per thread by key width; passed to radix.cu as ITEMS32/ITEMS64
 # compile-time switches of radix.cu (see there); bench/local_sort.py --tune compares settings
 DEFINES = {"RADIX_LOOKBACK_WINDOW": 4, "RADIX_EARLY_COUNTS": 1}
 SYNC_MIN = 1 << 22  # from here on the histogram is read back to skip constant digits
 # From these sizes on our kernels run, CUB below: the smallest power of two from which ours was
 # at least as fast in bench/local_sort.py (H100, 2026-11-22; bench/RESULTS.md). "sort" is for
-# 32-bit keys, "sort64" for 64-bit ones, "narrow" for a bit range (of key - low) that needs
-# fewer 8-bit passes than the key has bytes (CUB's passes; measured with 8-bit digits, whatever
-# width digit_bits_for now picks: re-measure with --digits). "narrow64" (64-bit keys, a pass or
-# more saved) is not measured but inferred: with all 8 passes ours was 0.99x CUB at 2^24 and
-# 0.92x at 2^22, and CUB sorts all 64 bits whatever the range, so one pass fewer (1/8 less work)
-# wins from 2^24.
+# 32-bit keys, "sort64" for 64-bit ones, "narrow" for a bit range (of key - low) that saves
+# passes. "narrow64" (64-bit keys, a pass or more saved) is not measured but inferred: with all
+# 8 passes ours was 0.99x CUB at 2^24 and 0.92x at 2^22, and CUB sorts all 64 bits whatever
+# the range, so one pass fewer (1/8 less work) wins from 2^24.
 MIN_N = {
     "sort": 1 << 26,
     "sort64": 1 << 27,
@@ -92,75 +80,27 @@ def _cupy():
     return cupy
 
 
-def digit_bits_for(key_bytes: int, bits: int) -> int:
-    """The digit width to sort `bits` bits of key - low of keys of key_bytes bytes.
-
-    PENDING MEASUREMENT (bench/local_sort.py --digits): the fewest passes, at the narrowest width
-    that gives that many; key_bytes is there for a measured table keyed on it.
-    """
-    passes = -(-bits // DIGIT_BITS[-1])
-    return next(w for w in DIGIT_BITS if -(-bits // w) <= passes)
-
-
-def _fixed_digit_bits(digit_bits: int | None) -> int | None:
-    """digit_bits, else $DISTSORT_RADIX_DIGIT_BITS, else None (digit_bits_for decides); checked."""
-    if digit_bits is None:
-        digit_bits = os.environ.get(DIGIT_BITS_ENV) or None
-    if digit_bits is not None and int(digit_bits) not in DIGIT_BITS:
-        raise ValueError(f"digit width {digit_bits} is not one of {DIGIT_BITS} bits")
-    return None if digit_bits is None else int(digit_bits)
-
-
-def hist_lanes(key_bytes: int, digit_bits: int) -> int:
-    """Copies of each histogram counter (a power of two, at most 32 for 32-bit keys, 16 for
-    64-bit ones): as many as fit in HIST_SMEM with the passes of a whole key."""
-    bins = -(-8 * key_bytes // digit_bits) << digit_bits
-    lanes = 32 if key_bytes == 4 else 16
-    while bins * lanes * 4 > HIST_SMEM:
-        lanes //= 2
-    return lanes
-
-
-def _onesweep_smem(key_bytes: int, vout: str, vmode: int, digit_bits: int) -> int:
-    """Bytes of radix.cu's OnesweepSmem (the kernel traps if given fewer)."""
-    item = max(key_bytes, np.dtype(_VALUE_DTYPE[vout]).itemsize) if vmode else key_bytes
-    counter = 4 if digit_bits <= 8 else 2
-    warps = BLOCK // 32
-    size = BLOCK * ITEMS[key_bytes] * item + (warps * counter + 4 << digit_bits) + 4 * warps + 4
-    return -(-size // 16) * 16
-
-
-def _onesweep_name(key: str, vin: str, vout: str, mode: int, digit_bits: int) -> str:
-    return f"radix_onesweep<{key},{vin},{vout},{mode},{digit_bits}>"
-
-
-def _histogram_name(key_bytes: int, digit_bits: int) -> str:
-    return f"radix_histogram<{_WORD[key_bytes]},{digit_bits},{hist_lanes(key_bytes, digit_bits)}>"
-
-
-def kernel_names(digit_bits: int) -> list[str]:
-    """The kernels of radix.cu instantiated for one digit width."""
-    names = [f"radix_scan<{digit_bits}>"] + [_histogram_name(kb, digit_bits) for kb in (4, 8)]
-    kinds = [(k, *v) for k in ("u32", "u64") for v in _VALUE_KINDS]
-    return names + [_onesweep_name(*kind, digit_bits) for kind in kinds]
+def _onesweep_name(key: str, vin: str, vout: str, mode: int) -> str:
+    return f"radix_onesweep<{key},{vin},{vout},{mode}>"
 
 
 @functools.cache
-def _module(digit_bits: int):
-    """Compile radix.cu for a digit width, once per process (CuPy also caches it on disk)."""
+def _module():
+    """Compile radix.cu once per process (CuPy also caches the binary on disk)."""
+    names = ["radix_scan", "radix_histogram<u32>", "radix_histogram<u64>"]
+    names += [_onesweep_name(k, *v) for k in ("u32", "u64") for v in _VALUE_KINDS]
     source = Path(__file__).with_name("radix.cu").read_text()
     defines = {"ITEMS32": ITEMS[4], "ITEMS64": ITEMS[8], **DEFINES}
     options = tuple(f"-D{k}={v}" for k, v in defines.items())  # NVRTC's default is C++17
-    names = kernel_names(digit_bits)
     return _cupy().RawModule(code=source, options=options, name_expressions=names)
 
 
 @functools.cache
-def _kernel(device: int, digit_bits: int, name: str, smem: int):
-    """A compiled kernel of radix.cu on a device, allowed smem bytes of dynamic shared memory
-    (looked up once: launches stay cheap)."""
-    kernel = _module(digit_bits).get_function(name)
-    kernel.max_dynamic_shared_size_bytes = smem
+def _kernel(device: int, name: str):
+    """A compiled kernel of radix.cu on a device (looked up once: launches stay cheap)."""
+    kernel = _module().get_function(name)
+    if name.startswith("radix_histogram"):  # up to 8 passes x 256 bins x 16 copies, 4 bytes
+        kernel.max_dynamic_shared_size_bytes = 128 << 10
     return kernel
 
 
@@ -175,9 +115,9 @@ def _dummy(device: int):
     return _cupy().empty(1, dtype=np.uint32)
 
 
-def digit_passes(begin_bit: int, end_bit: int, digit_bits: int) -> list[tuple[int, int]]:
+def digit_passes(begin_bit: int, end_bit: int) -> list[tuple[int, int]]:
     """(shift, bits) of each LSD pass over [begin_bit, end_bit), least significant first."""
-    return [(s, min(digit_bits, end_bit - s)) for s in range(begin_bit, end_bit, digit_bits)]
+    return [(s, min(RADIX_BITS, end_bit - s)) for s in range(begin_bit, end_bit, RADIX_BITS)]
 
 
 def _aligned(cp, a):
@@ -189,19 +129,17 @@ def _aligned(cp, a):
 class _State:
     """Device scratch of one sort: digit counts, digit bases, tile counters, look-back flags."""
 
-    def __init__(self, cp, n: int, key_bytes: int, npasses: int, digit_bits: int):
-        self.npasses, self.digit_bits, self.radix = npasses, digit_bits, 1 << digit_bits
+    def __init__(self, cp, n: int, key_bytes: int, npasses: int):
         self.tiles = -(-n // (BLOCK * ITEMS[key_bytes]))
         self.wide = n >= (1 << 30)  # 32-bit flag words hold counts below 2^30
-        self.region = self.tiles * self.radix * (2 if self.wide else 1)  # u32 words per pass
+        self.region = self.tiles * 256 * (2 if self.wide else 1)  # u32 words per pass
         self.once = self.region * 4 * npasses <= FLAGS_ONCE_BYTES
-        bins = npasses * self.radix
-        head = 2 * bins + 32
+        head = 2 * npasses * 256 + 32
         regions = npasses if self.once else 1
         self.words = cp.zeros(head + regions * self.region, dtype=cp.uint32)
-        self.counts = self.words[:bins]
-        self.bases = self.words[bins : 2 * bins]
-        self.counters = self.words[2 * bins : head]
+        self.counts = self.words[: npasses * 256]
+        self.bases = self.words[npasses * 256 : 2 * npasses * 256]
+        self.counters = self.words[2 * npasses * 256 : head]
         self.flags = self.words[head:]
 
     def pass_args(self, p: int, i: int) -> tuple:
@@ -212,29 +150,27 @@ class _State:
             flags = self.flags
             if i > 0:
                 flags.fill(0)
-        r = self.radix
-        return self.bases[p * r : (p + 1) * r], self.counters[p : p + 1], flags
+        return self.bases[p * 256 : (p + 1) * 256], self.counters[p : p + 1], flags
 
 
-def _active_passes(state: _State, n: int) -> list[int]:
+def _active_passes(state: _State, n: int, npasses: int) -> list[int]:
     """All passes, less those whose digit is constant (checked from SYNC_MIN keys on)."""
     if n < SYNC_MIN:
-        return list(range(state.npasses))
-    counts = state.counts.get().reshape(state.npasses, state.radix)
-    return [p for p in range(state.npasses) if counts[p].max() < n]
+        return list(range(npasses))
+    counts = state.counts.get().reshape(npasses, 256)
+    return [p for p in range(npasses) if counts[p].max() < n]
 
 
-def _histogram(keys, low, state: _State, begin_bit: int, end_bit: int) -> None:
-    n, kb, dev, bits = keys.size, keys.dtype.itemsize, keys.device.id, state.digit_bits
+def _histogram(keys, low, state: _State, begin_bit: int, end_bit: int, npasses: int) -> None:
+    n, kb, dev = keys.size, keys.dtype.itemsize, keys.device.id
     nvec = n // (16 // kb)
     grid = max(1, min(_sm_count(dev), -(-nvec // HIST_BLOCK)))
-    smem = state.npasses * state.radix * hist_lanes(kb, bits) * 4
-    npasses = np.int32(state.npasses)
-    args = (keys, np.uint64(n), low, np.int32(begin_bit), np.int32(end_bit), npasses)
-    hist = _kernel(dev, bits, _histogram_name(kb, bits), HIST_SMEM)
+    smem = npasses * 256 * HIST_LANES[kb] * 4
+    args = (keys, np.uint64(n), low, np.int32(begin_bit), np.int32(end_bit), np.int32(npasses))
+    hist = _kernel(dev, f"radix_histogram<{_WORD[kb]}>")
     hist((grid,), (HIST_BLOCK,), args + (state.counts,), shared_mem=smem)
-    scan = _kernel(dev, bits, f"radix_scan<{bits}>", 0)
-    scan((1,), (BLOCK,), (state.counts, npasses, state.bases))
+    scan = _kernel(dev, "radix_scan")
+    scan((1,), (256,), (state.counts, np.int32(npasses), state.bases))
 
 
 def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
@@ -250,15 +186,13 @@ def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
 def _launch_pass(state: _State, p: int, i: int, shift_bits, low, src, dst, kinds) -> None:
     """Run pass p (the i-th that runs): src/dst are (keys, values) arrays, kinds the value kind."""
     vin, vout, vmode = kinds
-    kb, bits = src[0].dtype.itemsize, state.digit_bits
-    smem = _onesweep_smem(kb, vout, vmode, bits)
-    kernel = _kernel(src[0].device.id, bits, _onesweep_name(_WORD[kb], *kinds, bits), smem)
+    name = _onesweep_name(_WORD[src[0].dtype.itemsize], vin, vout, vmode)
+    kernel = _kernel(src[0].device.id, name)
     bases, counter, flags = state.pass_args(p, i)
     n = np.uint64(src[0].size)
     scalars = (n, low, np.int32(shift_bits[0]), np.int32(shift_bits[1]))
     tail = (bases, counter, flags, np.int32(state.wide))
-    args = src[:1] + dst[:1] + src[1:] + dst[1:] + scalars + tail
-    kernel((state.tiles,), (BLOCK,), args, shared_mem=smem)
+    kernel((state.tiles,), (BLOCK,), src[:1] + dst[:1] + src[1:] + dst[1:] + scalars + tail)
 
 
 def _scratch(cp, keys, scratch):
@@ -286,11 +220,9 @@ def radix_sort(
     low: int = 0,
     overwrite: bool = False,
     scratch=None,
-    digit_bits: int | None = None,
 ):
     """Sort unsigned 32/64-bit keys (1-D, aligned, 2 <= n < 2^32) on bits [begin_bit, end_bit)
-    of key - low (taken modulo 2^bits: keys below low would sort after the others), in digits
-    of digit_bits bits (one of DIGIT_BITS; None: digit_bits_for's choice).
+    of key - low (taken modulo 2^bits: keys below low would sort after the others).
 
     mode 'keys': returns (keys, None); 'pairs': vals (uint32/uint64) permuted alike;
     'argsort': returns (keys, int64 permutation). Stable. The keys returned are the input keys
@@ -308,15 +240,11 @@ def radix_sort(
     if not 0 <= int(low) < 1 << (8 * kb):
         raise ValueError(f"low={low} is not a {keys.dtype} value")
     low = _UNSIGNED[kb](int(low))
-    end_bit = min(end_bit, 8 * kb)
-    bits = digit_bits or digit_bits_for(kb, end_bit - begin_bit)
-    if bits not in DIGIT_BITS:
-        raise ValueError(f"digit width {bits} is not one of {DIGIT_BITS} bits")
-    passes = digit_passes(begin_bit, end_bit, bits)
-    state = _State(cp, n, kb, len(passes), bits)
+    passes = digit_passes(begin_bit, min(end_bit, 8 * kb))
+    state = _State(cp, n, kb, len(passes))
     if passes:
-        _histogram(keys, low, state, begin_bit, end_bit)
-    active = _active_passes(state, n)
+        _histogram(keys, low, state, begin_bit, min(end_bit, 8 * kb), len(passes))
+    active = _active_passes(state, n, len(passes))
     if not active:  # already in order on these bits
         out_k = keys if overwrite else _scratch(cp, keys, scratch)
         if not overwrite:
@@ -344,14 +272,12 @@ def radix_sort(
 
 
 class RadixEngine:
-    """LocalSortEngine on our radix kernels; see the module docstring for where CUB runs and
-    for digit_bits (a fixed digit width; default $DISTSORT_RADIX_DIGIT_BITS, else per sort)."""
+    """LocalSortEngine on our radix kernels; see the module docstring for where CUB runs."""
 
     name = "radix"
 
-    def __init__(self, min_n: int | None = None, digit_bits: int | None = None):
+    def __init__(self, min_n: int | None = None):
         self.min_n = min_n
-        self.digit_bits = _fixed_digit_bits(digit_bits)
         self._cub = None
 
     def _fallback(self):
@@ -374,7 +300,7 @@ class RadixEngine:
             return False
         end = 8 * kb if end_bit is None else min(end_bit, 8 * kb)
         if op == "sort":  # CUB (cupy.sort) always sorts every bit: fewer passes are ours to win
-            narrow = -(-(end - max(0, begin_bit)) // 8) < kb  # fewer than CUB's 8-bit passes
+            narrow = len(digit_passes(max(0, begin_bit), end)) < kb
             op = ("narrow" if narrow else "sort") + ("64" if kb == 8 else "")
         return keys.size >= MIN_N[op]
 
@@ -392,8 +318,7 @@ class RadixEngine:
         # a copy of the keys is ours to overwrite, unless the caller's values ride along
         mine = overwrite or (copied and mode != "pairs")
         end_bit = max(begin_bit, end_bit)
-        args = (begin_bit, end_bit, low, mine, scratch, self.digit_bits)
-        out_k, out_v = radix_sort(work, vals, mode, *args)
+        out_k, out_v = radix_sort(work, vals, mode, begin_bit, end_bit, low, mine, scratch)
         return (out_k if width >= 32 else out_k.astype(keys.dtype)), out_v
 
     def sort(
