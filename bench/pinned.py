@@ -35,6 +35,20 @@ def seconds(fn) -> float:
     return time.perf_counter() - start
 
 
+def rss() -> int:
+    """This process's resident bytes (VmRSS)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS"))
+
+
+def resident(fn, holder: dict, size: int) -> float:
+    """Seconds per GB that fn takes to make an array (kept in holder["a"]), and its resident
+    bytes over size: > 1 where the allocator rounds up (an 8 GB request taking 8 GiB or more)."""
+    before = rss()
+    took = seconds(lambda: holder.update(a=fn(size)))
+    return took / (size / 1e9), (rss() - before) / size
+
+
 def alloc(size: int) -> np.ndarray:
     return np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8, size)
 
@@ -67,7 +81,7 @@ def measure(size: int) -> dict:
     gb, device, result = size / 1e9, cupy.empty(size, np.uint8), {}
     device.fill(1)
     holder = {}
-    result["alloc_s_per_gb"] = seconds(lambda: holder.update(a=alloc(size))) / gb
+    result["alloc_s_per_gb"], result["alloc_rss_over_size"] = resident(alloc, holder, size)
     result["alloc_copy_gb_per_s"] = copy_rates(holder.pop("a"), device)
     cupy.get_default_pinned_memory_pool().free_all_blocks()
     for threads in sorted({1, 4, os.cpu_count() or 1}):
@@ -81,8 +95,8 @@ def measure(size: int) -> dict:
     result["unregister_s_per_gb"] = seconds(lambda: cupy.cuda.runtime.hostUnregister(ptr)) / gb
     del host
     made = {}
-    result["mmap_register_s_per_gb"] = seconds(
-        lambda: made.update(a=np.asarray(Registered(size)))) / gb
+    result["mmap_register_s_per_gb"], result["mmap_register_rss_over_size"] = resident(
+        lambda n: np.asarray(Registered(n)), made, size)
     result["mmap_register_copy_gb_per_s"] = copy_rates(made.pop("a"), device)
     return result
 

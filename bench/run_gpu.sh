@@ -56,7 +56,7 @@ for step in $steps; do
     partition) timeout 150 python3 bench/partition.py 2>&1 | tail -8 ;;
     cub4) DISTSORT_ENGINE=cub timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
             u32-4x2^30,u64-4x2^29 --no-baselines --out "$OUT/cub" 2>&1 | tail -3 ;;
-    pinned) timeout 100 python3 bench/pinned.py --size 4GB --out "$OUT" 2>&1 | tail -14 ;;
+    pinned) timeout 100 python3 bench/pinned.py --size 5GB --out "$OUT" 2>&1 | tail -14 ;;
     external) host_memory
               timeout 150 python3 bench/external.py --total 8GB --budget-fraction 8 \
                 --out "$OUT" 2>&1 | tail -14 ;;
