@@ -236,7 +236,7 @@ def run(args) -> dict:
     ok = verify(rt, keys_sum, n, shard)
     allocation = {"input_seconds": input_seconds, "output_seconds": output_seconds,
                   "input_bytes": keys.nbytes, "output_bytes": out.nbytes,
-                  "pinned": os.environ.get("DISTSORT_PINNED", "alloc") if gpu else "no"}
+                  "pinned": os.environ.get("DISTSORT_PINNED", "register") if gpu else "no"}
     timing = {"seconds": seconds, "unaccounted_seconds": COMM.allreduce(
         elapsed - report.seconds, op=MPI.MAX), "allocation": allocation}
     return summary(rt, args, total_bytes, n, budget, timing, ok, report, layouts[-1], memory)

@@ -4,12 +4,13 @@ of it (GB/s).
 
     python bench/pinned.py --size 4GB [--out DIR]
 
-Ways: "alloc" cudaHostAlloc through CuPy's pinned pool (distsort's default); "touch N" np.empty
+Ways: "alloc" cudaHostAlloc through CuPy's pinned pool; "touch N" np.empty
 and a first touch of every page by N threads (pageable: no page-locking); "register" a touched
 array page-locked by cudaHostRegister alone (and its hostUnregister); "mmap+register" all of
-distsort.memory.Registered (DISTSORT_PINNED=register: mapping, huge pages asked for, threads'
-first touch, cudaHostRegister). Copies: SIZE bytes host->device and device->host in 256 MiB
-pieces on one stream, into and out of alloc'ed, registered and pageable memory.
+distsort.memory.Registered (distsort's default, DISTSORT_PINNED=register: mapping, huge pages
+asked for, threads' first touch, cudaHostRegister). Copies: SIZE bytes host->device and
+device->host in 256 MiB pieces on one stream, into and out of alloc'ed, registered and
+pageable memory.
 """
 
 from __future__ import annotations

@@ -109,9 +109,11 @@ def host_empty(shape: tuple, dtype, pinned: bool) -> np.ndarray:
     Page-locked memory can be neither swapped nor reclaimed: a request larger than what the
     host (and the cgroup) has left is refused with a DistsortError before anything is locked,
     and a failed CUDA allocation is one too, rather than the kernel killing a process. How it is
-    made (DISTSORT_PINNED, timed by bench/pinned.py): "alloc" (default) cudaHostAlloc through
-    CuPy's pinned pool; "register" an anonymous mapping (huge pages asked for), first touched
-    by threads, then cudaHostRegister.
+    made (DISTSORT_PINNED, timed by bench/pinned.py): "register" (default) an anonymous mapping
+    (huge pages asked for), first touched by threads, then cudaHostRegister: exactly the bytes
+    asked for, 0.27 s/GB; "alloc" cudaHostAlloc through CuPy's pinned pool, which on an H200
+    host took 0.70 s/GB and held 1.72x the bytes of a 5 GB request (rounded up to 8 GiB), so 4
+    ranks pinning 2 x 50 GB each outgrew a 512 GiB host (bench/RESULTS.md, runs 26-27).
     """
     dtype = np.dtype(dtype)
     if not pinned:
@@ -126,7 +128,7 @@ def host_empty(shape: tuple, dtype, pinned: bool) -> np.ndarray:
     import cupy
 
     try:
-        if os.environ.get("DISTSORT_PINNED", "alloc") == "register":
+        if os.environ.get("DISTSORT_PINNED", "register") == "register":
             raw = np.asarray(Registered(nbytes))
         else:
             raw = np.frombuffer(cupy.cuda.alloc_pinned_memory(nbytes), np.uint8, nbytes)
