@@ -3,7 +3,7 @@
 # distributed benchmark at P = 1, 2, 4 (as many GPUs as the machine has). Logs go to $OUT.
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
-#   partition cub4 pinned external external4 examples scaling chunks4 sample4 nccl4 (default:
+#   partition cub4 pinned pcie external external4 examples scaling chunks4 sample4 nccl4 (default:
 #   tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less);
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
@@ -57,6 +57,9 @@ for step in $steps; do
     cub4) DISTSORT_ENGINE=cub timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
             u32-4x2^30,u64-4x2^29 --no-baselines --out "$OUT/cub" 2>&1 | tail -3 ;;
     pinned) timeout 100 python3 bench/pinned.py --size 5GB --out "$OUT" 2>&1 | tail -14 ;;
+    pcie) for p in 1 2 4 8; do  # copies both ways on every GPU at once (the runs phase)
+            [ "$p" -le "$gpus" ] && timeout 60 $mpi -n "$p" python3 bench/pcie.py 2>&1 | tail -1
+          done ;;
     external) host_memory
               timeout 150 python3 bench/external.py --total 8GB --budget-fraction 8 \
                 --out "$OUT" 2>&1 | tail -14 ;;
