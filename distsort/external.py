@@ -56,11 +56,6 @@ SAMPLE_LIMIT = 1 << 24  # the most samples (a whole small data set) every rank g
 BALANCE = 1.05  # a shard holds at most max(BALANCE·n/p, ⌈n/p⌉) rows
 WORK_FACTOR = 4  # a rank's in-memory sort needs about this many times its shard's bytes
 MIN_ROUNDS, MIN_PIECE = 32, 1 << 16  # see plan_layout
-# Rows per run at most: 4 ranks sorting 200 GB of uint32 from host to host took 10.1 s in runs
-# of 4.17e9 keys (the default 103 GB budget of an H200) and 5.5 s in runs of 2.0e9 (a 48 GB
-# budget), the runs phase 8.2 s against 2.8 (bench/RESULTS.md, runs 28 and 32): beyond 2^31
-# keys a run sorts with 32-bit positions at their limit and its buffers fill the budget.
-MAX_RUN_ROWS = 2**31 - 1
 _progress = {"enabled": True}
 
 
@@ -152,7 +147,7 @@ def plan_layout(rt: Runtime, source: Source, template: list, budget: int) -> Lay
     """Rows per run, sample stride and pieces per rank for this budget (see the module doc)."""
     comm = rt.comm
     counts = comm.allgather(source.count)
-    rows = max(1, min(budget // row_cost(template, source.key_words(template)), MAX_RUN_ROWS))
+    rows = max(1, budget // row_cost(template, source.key_words(template)))
     runs_per_rank = comm.allgather(-(-source.count // rows))
     total, p, m = sum(counts), comm.Get_size(), sum(runs_per_rank)
     # a round's buffers stay a small part of a shard: no piece above 1/MIN_ROUNDS of one; on

@@ -305,12 +305,3 @@ def test_a_wrong_out_is_one_clear_error_on_every_rank(problem):
     reporter = 0 if problem == "arrays" else COMM.Get_size() - 1  # its out is wrong on all
     if COMM.Get_rank() == reporter:
         assert words in str(failed.value)
-
-
-def test_runs_are_capped_in_rows(layouts, monkeypatch):
-    """A budget that would allow longer runs still cuts them at MAX_RUN_ROWS rows."""
-    monkeypatch.setattr(external, "MAX_RUN_ROWS", 500)
-    x = local_data("uniform", "uint32", 3000, seed=12)
-    shard = distsort.sort(x, device_memory=4 * tight(x))  # runs of ~660 rows uncapped
-    np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
-    assert layouts and all(layout.run_rows == 500 for layout in layouts)
