@@ -20,11 +20,12 @@ import numpy as np
 from mpi4py import MPI
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from pinned import queue_copies  # noqa: E402
+
 from distsort.memory import host_empty, parse_size  # noqa: E402
 from distsort.runtime import get_runtime  # noqa: E402
 
 COMM = MPI.COMM_WORLD
-PIECE = 1 << 28
 
 
 def copies(pairs: list) -> float:
@@ -32,12 +33,7 @@ def copies(pairs: list) -> float:
     COMM.Barrier()
     start = time.perf_counter()
     for stream, host, device, upload in pairs:
-        for lo in range(0, len(host), PIECE):
-            part, hi = device[lo : lo + PIECE], min(lo + PIECE, len(host))
-            if upload:
-                part.set(host[lo:hi], stream=stream)
-            else:
-                part.get(stream=stream, out=host[lo:hi], blocking=False)
+        queue_copies(stream, host, device, upload)
     for stream, *_ in pairs:
         stream.synchronize()
     return COMM.allreduce(time.perf_counter() - start, op=MPI.MAX)

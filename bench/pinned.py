@@ -60,6 +60,16 @@ def touched(size: int, threads: int) -> np.ndarray:
     return host
 
 
+def queue_copies(stream, host: np.ndarray, device, upload: bool) -> None:
+    """Queue host -> device (upload) or device -> host copies on the stream, PIECE at a time."""
+    for lo in range(0, len(host), PIECE):
+        part, hi = device[lo : lo + PIECE], min(lo + PIECE, len(host))
+        if upload:
+            part.set(host[lo:hi], stream=stream)
+        else:
+            part.get(stream=stream, out=host[lo:hi], blocking=False)
+
+
 def copy_rates(host: np.ndarray, device) -> tuple[float, float]:
     """GB/s host->device and device->host, piece by piece on one stream."""
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -67,12 +77,7 @@ def copy_rates(host: np.ndarray, device) -> tuple[float, float]:
     for upload in (True, False):
         stream.synchronize()
         start = time.perf_counter()
-        for lo in range(0, len(host), PIECE):
-            part, hi = device[lo : lo + PIECE], min(lo + PIECE, len(host))
-            if upload:
-                part.set(host[lo:hi], stream=stream)
-            else:
-                part.get(stream=stream, out=host[lo:hi], blocking=False)
+        queue_copies(stream, host, device, upload)
         stream.synchronize()
         rates.append(len(host) / (time.perf_counter() - start) / 1e9)
     return rates[0], rates[1]

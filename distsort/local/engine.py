@@ -5,7 +5,7 @@ signed, float, descending and byte keys into such codes. `argsort` and `sort_pai
 which the pipeline relies on to keep equal keys in input order across ranks. begin_bit/end_bit
 say which key bits can differ (others are equal across the array); an engine may ignore them.
 
-Keyword-only options every engine takes (and may ignore):
+Keyword-only options every engine takes (and may ignore), SortOptions:
 - low: the smallest key there can be (every key >= low). begin_bit/end_bit are then bits of
   key - low: keys in [low, high] differ only below end_bit = (high - low).bit_length().
 - overwrite: the caller gives up its keys (and sort_pairs' values): the engine MAY overwrite them
@@ -19,51 +19,37 @@ a view of the scratch or a new array.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+
+class SortOptions(TypedDict, total=False):
+    """The keyword-only options of sort, argsort and sort_pairs (see above)."""
+
+    low: int
+    overwrite: bool
+    scratch: object
 
 
 class LocalSortEngine(Protocol):
     name: str
 
-    def sort(
-        self,
-        keys,
-        begin_bit: int = 0,
-        end_bit: int | None = None,
-        *,
-        low: int = 0,
-        overwrite: bool = False,
-        scratch=None,
-    ):
+    def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
+             **options: Unpack[SortOptions]):
         """Return the keys sorted ascending: a new array, or with overwrite/scratch possibly
         keys or a view of scratch (the engine MAY overwrite keys when overwrite is True)."""
 
-    def argsort(
-        self,
-        keys,
-        begin_bit: int = 0,
-        end_bit: int | None = None,
-        *,
-        low: int = 0,
-        overwrite: bool = False,
-        scratch=None,
-    ):
+    def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
+                **options: Unpack[SortOptions]):
         """Return the stable permutation (int64) that sorts keys ascending (the engine MAY
         overwrite keys when overwrite is True)."""
 
-    def sort_pairs(
-        self,
-        keys,
-        values,
-        begin_bit: int = 0,
-        end_bit: int | None = None,
-        *,
-        low: int = 0,
-        overwrite: bool = False,
-        scratch=None,
-    ):
+    def sort_pairs(self, keys, values, begin_bit: int = 0, end_bit: int | None = None,
+                   **options: Unpack[SortOptions]):
         """Return (sorted keys, values permuted alike), stable; values is 1-D of any dtype (the
         engine MAY overwrite keys and values when overwrite is True)."""
 

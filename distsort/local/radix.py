@@ -32,8 +32,14 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .engine import SortOptions
 
 RADIX_BITS = 8
 BLOCK = 256  # threads per onesweep block; must match radix.cu
@@ -304,7 +310,8 @@ class RadixEngine:
             op = ("narrow" if narrow else "sort") + ("64" if kb == 8 else "")
         return keys.size >= MIN_N[op]
 
-    def _run(self, keys, vals, mode: str, bits: tuple, low: int, overwrite: bool, scratch):
+    def _run(self, keys, vals, mode: str, bits: tuple, low: int = 0, overwrite: bool = False,
+             scratch=None):
         """radix_sort on keys widened to 32 bits where narrower; bits is (begin_bit, end_bit)."""
         cp = _cupy()
         width = 8 * keys.dtype.itemsize
@@ -321,16 +328,8 @@ class RadixEngine:
         out_k, out_v = radix_sort(work, vals, mode, begin_bit, end_bit, low, mine, scratch)
         return (out_k if width >= 32 else out_k.astype(keys.dtype)), out_v
 
-    def sort(
-        self,
-        keys,
-        begin_bit: int = 0,
-        end_bit: int | None = None,
-        *,
-        low: int = 0,
-        overwrite: bool = False,
-        scratch=None,
-    ):
+    def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
+             **options: Unpack[SortOptions]):
         """Keys sorted ascending; see LocalSortEngine (engine.py) for low, overwrite, scratch.
 
         With overwrite (and scratch), the result is keys or scratch[:n] where our kernels run:
@@ -339,21 +338,12 @@ class RadixEngine:
         keys = _cupy().asarray(keys)
         if not self._ours(keys, "sort", begin_bit, end_bit):
             if keys.size < 2:
-                return keys if overwrite else keys.copy()
+                return keys if options.get("overwrite") else keys.copy()
             return self._fallback().sort(keys)
-        bits = (begin_bit, end_bit)
-        return self._run(keys, None, "keys", bits, low, overwrite, scratch)[0]
+        return self._run(keys, None, "keys", (begin_bit, end_bit), **options)[0]
 
-    def argsort(
-        self,
-        keys,
-        begin_bit: int = 0,
-        end_bit: int | None = None,
-        *,
-        low: int = 0,
-        overwrite: bool = False,
-        scratch=None,
-    ):
+    def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
+                **options: Unpack[SortOptions]):
         """Stable permutation (int64) that sorts keys ascending; keys may be overwritten."""
         cp = _cupy()
         keys = cp.asarray(keys)
@@ -361,20 +351,10 @@ class RadixEngine:
             if keys.size < 2:
                 return cp.arange(keys.size, dtype=cp.int64)
             return self._fallback().argsort(keys).astype(cp.int64, copy=False)
-        bits = (begin_bit, end_bit)
-        return self._run(keys, None, "argsort", bits, low, overwrite, scratch)[1]
+        return self._run(keys, None, "argsort", (begin_bit, end_bit), **options)[1]
 
-    def sort_pairs(
-        self,
-        keys,
-        values,
-        begin_bit: int = 0,
-        end_bit: int | None = None,
-        *,
-        low: int = 0,
-        overwrite: bool = False,
-        scratch=None,
-    ):
+    def sort_pairs(self, keys, values, begin_bit: int = 0, end_bit: int | None = None,
+                   **options: Unpack[SortOptions]):
         """(sorted keys, values permuted alike), stable; values is 1-D of any dtype.
 
         With overwrite, 4- and 8-byte values share the keys' ping-pong: they come back in
@@ -384,12 +364,13 @@ class RadixEngine:
         keys, values = cp.asarray(keys), cp.asarray(values)
         if not self._ours(keys, "pairs", begin_bit, end_bit):
             if keys.size < 2:
-                return (keys, values) if overwrite else (keys.copy(), values.copy())
+                return (keys, values) if options.get("overwrite") else (keys.copy(),
+                                                                        values.copy())
             return self._fallback().sort_pairs(keys, values)
         bits = (begin_bit, end_bit)
         if values.dtype.itemsize not in (4, 8) or values.ndim != 1:
-            out_k, order = self._run(keys, None, "argsort", bits, low, overwrite, scratch)
+            out_k, order = self._run(keys, None, "argsort", bits, **options)
             return out_k, values[order]
         words = cp.ascontiguousarray(values).view(_UNSIGNED[values.dtype.itemsize])
-        out_k, out_v = self._run(keys, words, "pairs", bits, low, overwrite, scratch)
+        out_k, out_v = self._run(keys, words, "pairs", bits, **options)
         return out_k, out_v.view(values.dtype)
