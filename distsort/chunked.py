@@ -82,7 +82,6 @@ def plan(rt, keys, offset: int, splitters: np.ndarray) -> Plan:
     launches = [gpu_partition.Launch(keys[lo:hi], offset + lo, splitters) for lo, hi in bounds]
     tile_counts = [launch.tile_counts() for launch in launches]
     p = len(splitters) + 1
-    sent = cupy.asnumpy(cupy.stack([t.reshape(p, -1).sum(axis=1) for t in tile_counts]))
     chunks = rt.comm.allreduce(len(bounds), op=MPI.MAX)  # ranks with fewer send empty ones
     sent = np.zeros((chunks, p), dtype=np.int64)
     sent[: len(bounds)] = cupy.asnumpy(cupy.stack([t.reshape(p, -1).sum(axis=1)
