@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from .exchange import aligned_displacements
+from .exchange import aligned_displacements, row_bytes
 from .local import partition as gpu_partition
 
 # Chunks of a large shard. Run 22 (x4, 4x2^30 uint32, partition + exchange ms): 1 chunk 20.8,
@@ -112,7 +112,8 @@ def exchange(rt, columns: list, words: list, layout: Plan, report) -> tuple[list
             rt.transport.alltoallv(sending, layout.sent[c], layout.received[:, c],
                                    layout.send_starts[c], layout.recv_starts[:, c], incoming)
     compute.wait_event(side.record())
-    _count_bytes(rt, columns, layout, report)
+    report.count_exchanged(sum(row_bytes(c) for c in columns), layout.sent.sum(axis=0),
+                           layout.received.sum(axis=1), rt.comm.Get_rank())
     return incoming, sending
 
 
@@ -131,8 +132,3 @@ def _exchange_stream(device: int):
 
     return cupy.cuda.Stream(non_blocking=True)
 
-
-def _count_bytes(rt, columns: list, layout: Plan, report) -> None:
-    widths, me = sum(c.nbytes // max(len(c), 1) for c in columns), rt.comm.Get_rank()
-    report.bytes_sent += int(layout.sent.sum() - layout.sent[:, me].sum()) * widths
-    report.bytes_received += int(layout.received.sum() - layout.received[me].sum()) * widths

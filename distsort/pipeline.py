@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import chunked
-from .exchange import aligned_displacements, displacements
+from .exchange import aligned_displacements, displacements, row_bytes
 from .local import partition as gpu_partition
 from .local.order import stable_order
 from .report import SortReport
@@ -100,10 +100,8 @@ def exchange(rt: Runtime, columns: list, send_counts, send_displs, report: SortR
     (default: the transport's preference; 1 packs them back to back)."""
     recv_counts = np.empty_like(send_counts)
     rt.comm.Alltoall(send_counts, recv_counts)
-    widths = sum(c.nbytes // max(len(c), 1) for c in columns)
-    me = rt.comm.Get_rank()
-    report.bytes_sent += int(send_counts.sum() - send_counts[me]) * widths  # to other ranks
-    report.bytes_received += int(recv_counts.sum() - recv_counts[me]) * widths
+    report.count_exchanged(sum(row_bytes(c) for c in columns), send_counts, recv_counts,
+                           rt.comm.Get_rank())
     recv_displs = aligned_displacements(recv_counts, align or rt.transport.align_rows)
     received = rt.transport.alltoallv(columns, send_counts, recv_counts, send_displs, recv_displs)
     return received, (recv_counts, recv_displs)

@@ -48,6 +48,12 @@ class SortReport:
     def seconds(self) -> float:
         return sum(self.phases.values())
 
+    def count_exchanged(self, row_bytes: int, sent, received, me: int) -> None:
+        """Add the bytes of an exchange's rows to and from the other ranks: sent[j] rows went
+        to rank j, received[j] came from rank j (rank me's own rows do not count)."""
+        self.bytes_sent += int(sent.sum() - sent[me]) * row_bytes
+        self.bytes_received += int(received.sum() - received[me]) * row_bytes
+
     def as_dict(self) -> dict:
         return {
             "rank": self.rank, "backend": self.backend, "engine": self.engine,
