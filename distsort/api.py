@@ -165,14 +165,7 @@ def _into(comm, outs: list | None, results: list) -> list:
     they are. Every rank raises if any rank's out is too short for its shard."""
     if outs is None:
         return results
-
-    def fits():
-        if any(len(o) < len(r) for o, r in zip(outs, results)):
-            raise DistsortError(f"out has {min(len(o) for o in outs)} rows; this rank's shard "
-                                f"needs {len(results[0])} (shard_capacity gives a size that "
-                                "always fits)")
-
-    agree(comm, fits)
+    agree(comm, lambda: external.check_out_rows(outs, len(results[0])))
     for o, r in zip(outs, results):
         o[: len(r)] = r
     return [o[: len(r)] for o, r in zip(outs, results)]

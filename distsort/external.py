@@ -399,6 +399,13 @@ def device_gather(rt: Runtime, column: np.ndarray, slices: list[tuple[int, int]]
     return out
 
 
+def check_out_rows(out: list, rows: int) -> None:
+    """Raise if the caller's out arrays are too short for a shard of `rows` rows."""
+    if any(len(o) < rows for o in out):
+        raise DistsortError(f"out has {min(len(o) for o in out)} rows; this rank's shard "
+                            f"needs {rows} (shard_capacity gives a size that always fits)")
+
+
 def shard_capacity(total: int, ranks: int) -> int:
     """Rows that always hold a rank's shard of `total` elements over `ranks` ranks: the
     balance bound max(1.05·n/p, ⌈n/p⌉) (a caller's `out` with this many rows always fits)."""
@@ -415,9 +422,8 @@ class ShardOutput:
         if out is None:
             pinned = rt.backend.name == "gpu"
             out = [host_empty((rows,) + c.shape[1:], c.dtype, pinned) for c in template]
-        elif any(len(o) < rows for o in out):
-            raise DistsortError(f"out has {min(len(o) for o in out)} rows; this rank's shard "
-                                f"needs {rows} (shard_capacity gives a size that always fits)")
+        else:
+            check_out_rows(out, rows)
         self.columns = [o[:rows] for o in out]
         self.first, self.lane = first, rt.backend.copy_lane()
 
