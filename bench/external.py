@@ -39,7 +39,7 @@ from mpi4py import MPI
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from distsort import external  # noqa: E402
 from distsort.check import checksum  # noqa: E402
-from distsort.errors import DistsortError  # noqa: E402
+from distsort.errors import DistsortError, RemoteError, agree  # noqa: E402
 from distsort.memory import PINNED_RESERVE as RESERVE  # noqa: E402
 from distsort.memory import (  # noqa: E402
     available_host_memory,
@@ -171,17 +171,21 @@ def allocate(rows: int, gpu: bool) -> tuple[np.ndarray, float]:
     took, slowest rank; distsort's one message and exit 2 on every rank if it cannot be had."""
     start = time.perf_counter()
     try:
-        array, failure = host_empty((rows,), np.uint32, pinned=gpu), None
-        if not gpu:
-            first_touch(array.view(np.uint8))
+        array = agree(COMM, lambda: resident(rows, gpu))
+    except RemoteError:
+        sys.exit(2)
     except DistsortError as exc:
-        array, failure = None, str(exc)
-    failures = [f for f in COMM.allgather(failure) if f]
-    if failures:
-        if COMM.Get_rank() == 0:
-            print(f"distsort: error: {failures[0]}", file=sys.stderr)
+        print(f"distsort: error: {exc}", file=sys.stderr)
         sys.exit(2)
     return array, COMM.allreduce(time.perf_counter() - start, op=MPI.MAX)
+
+
+def resident(rows: int, gpu: bool) -> np.ndarray:
+    """A host array of uint32 whose pages are all in memory (page-locked on GPUs)."""
+    array = host_empty((rows,), np.uint32, pinned=gpu)
+    if not gpu:
+        first_touch(array.view(np.uint8))
+    return array
 
 
 def warm_up(rt, budget_fraction: int) -> None:
