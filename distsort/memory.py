@@ -146,6 +146,7 @@ class Registered:
     def __init__(self, nbytes: int):
         import cupy
 
+        self.registered = False  # until hostRegister succeeds: nothing for __del__ to undo
         self.runtime, self.map = cupy.cuda.runtime, mmap.mmap(-1, nbytes)
         if hasattr(mmap, "MADV_HUGEPAGE"):
             self.map.madvise(mmap.MADV_HUGEPAGE)
@@ -154,11 +155,13 @@ class Registered:
         self.ptr = raw.ctypes.data
         del raw  # no buffer export left: the mapping goes with this object
         self.runtime.hostRegister(self.ptr, nbytes, 0)
+        self.registered = True
         self.__array_interface__ = {"data": (self.ptr, False), "shape": (nbytes,),
                                     "typestr": "|u1", "version": 3}
 
     def __del__(self):
-        self.runtime.hostUnregister(self.ptr)
+        if self.registered:
+            self.runtime.hostUnregister(self.ptr)
 
 
 def first_touch(raw: np.ndarray, threads: int | None = None) -> None:
