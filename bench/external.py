@@ -1,12 +1,14 @@
 """Out-of-core sort benchmark (issue 5): uint32 keys in host memory, sorted into host memory.
 
     (a) mpirun -n 4 python bench/external.py --total 200GB            # more than one GPU holds
+        mpirun -n 4 python bench/external.py --device-memory 48GB,default # two sorts, one alloc.
     (b) python bench/external.py --total 8GB --budget-fraction 8      # one GPU, budget = data/8
     (c) mpiexec -n 4 python bench/external.py --backend cpu --total 400MB --budget-fraction 64
 
 Each rank allocates its share of --total bytes of uint32 keys in host memory and an output of
 distsort.shard_capacity rows (pinned on GPUs: DISTSORT_PINNED says how, see distsort/memory.py),
-both before the timer, each allocation timed and reported on its own line; it draws random keys
+both before the timer, each allocation timed and reported on its own line (with the part of
+them in transparent huge pages, worst rank); it draws random keys
 into the input (on the GPU, in pieces), takes their checksum, runs one small out-of-core sort as
 a warm-up (kernels compiled and loaded, NCCL set up), and then sorts with distsort's out-of-core
 path (external.external_sort, runs formed in place in the input, the shard written into the
@@ -47,6 +49,7 @@ from distsort.memory import (  # noqa: E402
     default_budget,
     first_touch,
     host_empty,
+    huge_page_bytes,
     parse_size,
 )
 from distsort.report import SortReport  # noqa: E402
@@ -197,7 +200,9 @@ def warm_up(rt, budget_fraction: int) -> None:
     external.external_sort(rt, source, small.nbytes // budget_fraction, SortReport())
 
 
-def run(args) -> dict:
+def run(args) -> list[dict]:
+    """Allocate once, then for each budget of --device-memory: fresh keys, one timed sort into
+    the output, verified. One result per budget."""
     rt = get_runtime(COMM, args.backend)
     gpu, p, total_bytes = rt.backend.name == "gpu", COMM.Get_size(), parse_size(args.total)
     n = total_bytes // 4 // p
@@ -206,24 +211,47 @@ def run(args) -> dict:
     baseline = host_bytes("VmRSS")
     step(f"allocating the input: {n * 4 / 1e9:.1f} GB a rank")
     keys, input_seconds = allocate(n, gpu)
-    step("generating the keys")
-    generate(rt, keys, args.seed)
-    keys_sum = device_checksum(rt, keys)
     step(f"allocating the output: {rows_out * 4 / 1e9:.1f} GB a rank")
     out, output_seconds = allocate(rows_out, gpu)
-    budget = parse_size(args.device_memory) if args.device_memory else None
-    if args.budget_fraction:
-        budget = keys.nbytes // args.budget_fraction
-    budget = budget or default_budget(rt.backend.name)
+    huge = COMM.allreduce(huge_page_bytes() / (keys.nbytes + out.nbytes), op=MPI.MIN)
+    allocation = {"input_seconds": input_seconds, "output_seconds": output_seconds,
+                  "input_bytes": keys.nbytes, "output_bytes": out.nbytes,
+                  "huge_page_fraction_min": huge,
+                  "pinned": os.environ.get("DISTSORT_PINNED", "register") if gpu else "no"}
     step("warm-up sort")
     warm_up(rt, max(args.budget_fraction or 8, 8))
+    layouts = []
+    plan = external.plan_layout
+    external.plan_layout = lambda *a: layouts.append(plan(*a)) or layouts[-1]
+    results = []
+    for i, wanted in enumerate(args.device_memory.split(",")):
+        budget = budget_of(rt, wanted, keys.nbytes, args.budget_fraction)
+        step(f"generating the keys (budget {budget / 1e9:.1f} GB)")
+        generate(rt, keys, args.seed + i)
+        keys_sum = device_checksum(rt, keys)
+        timing, ok, report, memory = timed_sort(rt, keys, out, budget, keys_sum, baseline)
+        timing["allocation"] = allocation
+        results.append(summary(rt, args, total_bytes, n, budget, timing, ok, report,
+                               layouts[-1], memory))
+    return results
+
+
+def budget_of(rt, wanted: str, data_bytes: int, fraction: int | None) -> int:
+    """A --device-memory value in bytes: a size, or "default" (distsort's own budget, or this
+    rank's data / --budget-fraction when that is given)."""
+    if wanted != "default":
+        return parse_size(wanted)
+    return data_bytes // fraction if fraction else default_budget(rt.backend.name)
+
+
+def timed_sort(rt, keys: np.ndarray, out: np.ndarray, budget: int, keys_sum: int,
+               baseline: int) -> tuple:
+    """One out-of-core sort of keys (runs in place) into out, timed and verified."""
+    n = len(keys)
     source = external.Source(n, lambda lo, hi: [keys[lo:hi]], lambda c: c,
                              lambda c: [c[0]], lambda c: c)
     report = SortReport(rank=COMM.Get_rank(), backend=rt.backend.name,
                         engine=rt.backend.engine.name)
-    layouts = []
-    plan = external.plan_layout
-    external.plan_layout = lambda *a: layouts.append(plan(*a)) or layouts[-1]
     process_peak = host_bytes("VmHWM")
     rt.backend.synchronize()
     COMM.Barrier()
@@ -233,17 +261,13 @@ def run(args) -> dict:
     shard = external.external_sort(rt, source, budget, report, store=[keys], out=[out])[0]
     rt.backend.synchronize()
     elapsed = time.perf_counter() - start
-    seconds = COMM.allreduce(elapsed, op=MPI.MAX)
     memory = host_memory(baseline, before, max(process_peak, host_bytes("VmHWM")),
                          keys.nbytes, out.nbytes, budget)
     step("verifying")
     ok = verify(rt, keys_sum, n, shard)
-    allocation = {"input_seconds": input_seconds, "output_seconds": output_seconds,
-                  "input_bytes": keys.nbytes, "output_bytes": out.nbytes,
-                  "pinned": os.environ.get("DISTSORT_PINNED", "register") if gpu else "no"}
-    timing = {"seconds": seconds, "unaccounted_seconds": COMM.allreduce(
-        elapsed - report.seconds, op=MPI.MAX), "allocation": allocation}
-    return summary(rt, args, total_bytes, n, budget, timing, ok, report, layouts[-1], memory)
+    timing = {"seconds": COMM.allreduce(elapsed, op=MPI.MAX), "unaccounted_seconds":
+              COMM.allreduce(elapsed - report.seconds, op=MPI.MAX)}
+    return timing, ok, report, memory
 
 
 def host_memory(baseline: int, before: int | None, peak: int, input_bytes: int,
@@ -303,7 +327,7 @@ def headline(result: dict) -> str:
         f"host allocation (before the timer, slowest rank; pinned: {alloc['pinned']}): input "
         f"{alloc['input_bytes'] / 1e9:.2f} GB in {alloc['input_seconds']:.2f} s, output "
         f"{alloc['output_bytes'] / 1e9:.2f} GB in {alloc['output_seconds']:.2f} s "
-        f"({per_gb:.3f} s/GB)",
+        f"({per_gb:.3f} s/GB, {alloc['huge_page_fraction_min']:.0%} in huge pages)",
         f"{'ok' if result['verified'] else 'WRONG'}: {result['ranks']} rank(s), "
         f"{result['total_bytes'] / 1e9:.2f} GB in {result['seconds']:.3f} s, "
         f"{result['gb_per_s_per_rank']:.2f} GB/s of input per rank "
@@ -324,24 +348,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--total", default="200GB", help="bytes of uint32 keys in all")
     parser.add_argument("--backend", choices=("gpu", "cpu"), default="gpu")
-    parser.add_argument("--device-memory", help="budget per rank (default: distsort's)")
+    parser.add_argument("--device-memory", default="default",
+                        help="budget per rank: a size, or default (distsort's); several, "
+                             "comma-separated, sort fresh keys once each (one allocation)")
     parser.add_argument("--budget-fraction", type=int,
                         help="budget = this rank's data / N (case b: 8)")
     parser.add_argument("--pcie", type=float, default=55.0, help="pinned PCIe GB/s per GPU")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="bench/results", help="folder for the JSON")
     args = parser.parse_args()
-    result = run(args)
+    results = run(args)
     if COMM.Get_rank() == 0:
         os.makedirs(args.out, exist_ok=True)
-        name = f"external_{COMM.Get_size()}{args.backend}_{args.total}"
-        name += f"_frac{args.budget_fraction}" if args.budget_fraction else ""
-        with open(os.path.join(args.out, name + ".json"), "w") as f:
-            json.dump(result, f, indent=2)
-        print(headline(result), flush=True)
-    if not result["verified"]:
+        for wanted, result in zip(args.device_memory.split(","), results):
+            name = f"external_{COMM.Get_size()}{args.backend}_{args.total}"
+            name += f"_frac{args.budget_fraction}" if args.budget_fraction else ""
+            name += "" if wanted == "default" else f"_budget{wanted}"
+            with open(os.path.join(args.out, name + ".json"), "w") as f:
+                json.dump(result, f, indent=2)
+            print(headline(result), flush=True)
+    if not all(result["verified"] for result in results):
         sys.exit(1)
-
 
 if __name__ == "__main__":
     main()

@@ -8,7 +8,8 @@ Ways: "alloc" cudaHostAlloc through CuPy's pinned pool; "touch N" np.empty
 and a first touch of every page by N threads (pageable: no page-locking); "register" a touched
 array page-locked by cudaHostRegister alone (and its hostUnregister); "mmap+register" all of
 distsort.memory.Registered (distsort's default, DISTSORT_PINNED=register: mapping, huge pages
-asked for, threads' first touch, cudaHostRegister). Copies: SIZE bytes host->device and
+asked for, threads' first touch, cudaHostRegister), with the fraction of it in transparent
+huge pages. Copies: SIZE bytes host->device and
 device->host in 256 MiB pieces on one stream, into and out of alloc'ed, registered and
 pageable memory.
 """
@@ -25,7 +26,7 @@ import cupy
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from distsort.memory import Registered, first_touch, parse_size  # noqa: E402
+from distsort.memory import Registered, first_touch, huge_page_bytes, parse_size  # noqa: E402
 
 PIECE = 1 << 28
 
@@ -100,9 +101,10 @@ def measure(size: int) -> dict:
     result["registered_copy_gb_per_s"] = copy_rates(host, device)
     result["unregister_s_per_gb"] = seconds(lambda: cupy.cuda.runtime.hostUnregister(ptr)) / gb
     del host
-    made = {}
+    made, huge = {}, huge_page_bytes()
     result["mmap_register_s_per_gb"], result["mmap_register_rss_over_size"] = resident(
         lambda n: np.asarray(Registered(n)), made, size)
+    result["mmap_register_huge_page_fraction"] = (huge_page_bytes() - huge) / size
     result["mmap_register_copy_gb_per_s"] = copy_rates(made.pop("a"), device)
     return result
 

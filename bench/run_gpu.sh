@@ -4,7 +4,8 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 sample4 nccl4 (default:
-#   tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less);
+#   tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   EXTERNAL_BUDGETS=48GB,default: one sort per budget);
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -16,7 +17,8 @@ mpi="mpirun --oversubscribe -x NCCL_NVLS_ENABLE -x PYTHONPATH -x PYTHONUNBUFFERE
 mpi="$mpi -x DISTSORT_CHUNKS"
 steps=${*:-tests mpitests quickstart bench}
 host_memory() {  # what the kernel would kill for: free memory, cgroup limit and OOM kills, locking
-  grep -E "MemTotal|MemAvailable|Mlocked" /proc/meminfo | tr -s ' ' | paste -sd' '
+  grep -E "MemTotal|MemAvailable|Mlocked|AnonHugePages" /proc/meminfo | tr -s ' ' | paste -sd' '
+  echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/{enabled,defrag} | paste -sd' ')"
   for f in memory.max memory.current memory.peak; do
     [ -r /sys/fs/cgroup/$f ] && echo "cgroup $f: $(cat /sys/fs/cgroup/$f)"
   done
@@ -64,9 +66,11 @@ for step in $steps; do
               timeout 150 python3 bench/external.py --total 8GB --budget-fraction 8 \
                 --out "$OUT" 2>&1 | tail -14 ;;
     external4) host_memory
+               vmstat 5 >"$OUT/vmstat.txt" 2>&1 & vmstat=$!  # CPU steal, paging, during the run
                timeout 540 $mpi ${DISTSORT_PINNED:+-x DISTSORT_PINNED} -n 4 python3 \
-                 bench/external.py --total "${EXTERNAL_TOTAL:-200GB}" --out "$OUT" 2>&1 | tail -16
-               host_memory ;;
+                 bench/external.py --total "${EXTERNAL_TOTAL:-200GB}" --device-memory \
+                 "${EXTERNAL_BUDGETS:-default}" --out "$OUT" 2>&1 | tail -24
+               kill $vmstat; host_memory ;;
     examples) timeout 60 $mpi -n 2 python3 examples/library_sort.py 2>&1 | tail -4
               timeout 60 $mpi -n 2 launch/distsort-run --verbose python3 -m distsort info \
                 2>&1 | tail -12 ;;

@@ -23,6 +23,7 @@ GPU_FRACTION = 0.7  # of the free device memory (CuPy's pool's cached blocks cou
 HOST_FRACTION = 0.5  # of the available host memory, shared by the ranks of a node
 PINNED_RESERVE = 1 << 30  # host memory never page-locked: the system needs some to go on
 PAGE = 4096  # bytes: first_touch writes one byte in each page
+SMAPS = "/proc/self/smaps_rollup"  # this process's memory totals (huge_page_bytes)
 
 
 def parse_size(text: int | str) -> int:
@@ -141,15 +142,22 @@ def host_empty(shape: tuple, dtype, pinned: bool) -> np.ndarray:
 class Registered:
     """Page-locked host memory made by cudaHostRegister of an anonymous mapping (huge pages
     asked for, first touched by threads); unregistered when the last array on it goes.
-    np.asarray(this) is the bytes."""
+    np.asarray(this) is the bytes.
+
+    The mapping is private: a shared anonymous one lives in shmem, which gets no transparent
+    huge pages by default (shmem_enabled=never), so 4 KiB pages only: half a million faults a
+    GB. Children get no copy of it (MADV_DONTFORK): a fork would otherwise have to copy every
+    page-locked page of a private mapping for the child."""
 
     def __init__(self, nbytes: int):
         import cupy
 
         self.registered = False  # until hostRegister succeeds: nothing for __del__ to undo
-        self.runtime, self.map = cupy.cuda.runtime, mmap.mmap(-1, nbytes)
-        if hasattr(mmap, "MADV_HUGEPAGE"):
-            self.map.madvise(mmap.MADV_HUGEPAGE)
+        self.runtime = cupy.cuda.runtime
+        self.map = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
+        for advice in ("MADV_HUGEPAGE", "MADV_DONTFORK"):
+            if hasattr(mmap, advice):
+                self.map.madvise(getattr(mmap, advice))
         raw = np.frombuffer(self.map, np.uint8)
         first_touch(raw)
         self.ptr = raw.ctypes.data
@@ -162,6 +170,16 @@ class Registered:
     def __del__(self):
         if self.registered:
             self.runtime.hostUnregister(self.ptr)
+
+
+def huge_page_bytes() -> int:
+    """Bytes of this process's anonymous memory in transparent huge pages (0 where unknown)."""
+    try:
+        with open(SMAPS) as f:
+            return next((int(line.split()[1]) * 1024 for line in f
+                         if line.startswith("AnonHugePages:")), 0)
+    except OSError:
+        return 0
 
 
 def first_touch(raw: np.ndarray, threads: int | None = None) -> None:

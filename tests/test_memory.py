@@ -27,3 +27,12 @@ def test_first_touch_writes_every_page():
     step = -(-len(raw) // 3)
     starts = [lo + k for lo in range(0, len(raw), step) for k in range(0, step, memory.PAGE)]
     assert not raw[[i for i in starts if i < len(raw)]].any()
+
+
+def test_huge_page_bytes_reads_anon_huge_pages(tmp_path, monkeypatch):
+    smaps = tmp_path / "smaps_rollup"
+    smaps.write_text("Rss:  9000 kB\nAnonymous:  8192 kB\nAnonHugePages:  6144 kB\n")
+    monkeypatch.setattr(memory, "SMAPS", str(smaps))
+    assert memory.huge_page_bytes() == 6144 * 1024
+    monkeypatch.setattr(memory, "SMAPS", str(tmp_path / "missing"))
+    assert memory.huge_page_bytes() == 0
