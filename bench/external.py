@@ -55,6 +55,8 @@ from distsort.memory import (  # noqa: E402
 from distsort.report import SortReport  # noqa: E402
 from distsort.runtime import get_runtime  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(__file__))  # gpu_trace, imported when --trace asks (CuPy)
+
 COMM = MPI.COMM_WORLD
 PIECE = {"gpu": 1 << 28, "cpu": 1 << 20}  # keys generated, hashed or checked at a time
 PHASES = {"runs": "partition", "splitters": "sample", "exchange": "exchange", "merge": "finish"}
@@ -229,7 +231,9 @@ def run(args) -> list[dict]:
         step(f"generating the keys (budget {budget / 1e9:.1f} GB)")
         generate(rt, keys, args.seed + i)
         keys_sum = device_checksum(rt, keys)
-        timing, ok, report, memory = timed_sort(rt, keys, out, budget, keys_sum, baseline)
+        trace = os.path.join(args.out, f"trace_{wanted}.json") if args.trace else None
+        timing, ok, report, memory = timed_sort(rt, keys, out, budget, keys_sum, baseline,
+                                                trace)
         timing["allocation"] = allocation
         results.append(summary(rt, args, total_bytes, n, budget, timing, ok, report,
                                layouts[-1], memory))
@@ -245,8 +249,9 @@ def budget_of(rt, wanted: str, data_bytes: int, fraction: int | None) -> int:
 
 
 def timed_sort(rt, keys: np.ndarray, out: np.ndarray, budget: int, keys_sum: int,
-               baseline: int) -> tuple:
-    """One out-of-core sort of keys (runs in place) into out, timed and verified."""
+               baseline: int, trace: str | None) -> tuple:
+    """One out-of-core sort of keys (runs in place) into out, timed and verified; on GPUs
+    with its copies' and sorts' timeline written to `trace` (rank 0's) if given."""
     n = len(keys)
     source = external.Source(n, lambda lo, hi: [keys[lo:hi]], lambda c: c,
                              lambda c: [c[0]], lambda c: c)
@@ -257,10 +262,19 @@ def timed_sort(rt, keys: np.ndarray, out: np.ndarray, budget: int, keys_sum: int
     COMM.Barrier()
     step("sorting")
     before = host_bytes("VmRSS") if reset_peak() else None
+    tracer = None
+    if trace and rt.backend.name == "gpu":
+        from gpu_trace import Tracer
+
+        tracer = Tracer(rt.backend.engine)
+        tracer.install()
     start = time.perf_counter()
     shard = external.external_sort(rt, source, budget, report, store=[keys], out=[out])[0]
     rt.backend.synchronize()
     elapsed = time.perf_counter() - start
+    if tracer:
+        tracer.remove()
+        write_trace(tracer.timeline(), trace)
     memory = host_memory(baseline, before, max(process_peak, host_bytes("VmHWM")),
                          keys.nbytes, out.nbytes, budget)
     step("verifying")
@@ -268,6 +282,17 @@ def timed_sort(rt, keys: np.ndarray, out: np.ndarray, budget: int, keys_sum: int
     timing = {"seconds": COMM.allreduce(elapsed, op=MPI.MAX), "unaccounted_seconds":
               COMM.allreduce(elapsed - report.seconds, op=MPI.MAX)}
     return timing, ok, report, memory
+
+
+def write_trace(timeline: dict, path: str) -> None:
+    """Rank 0's timeline to path, and its summary to stdout."""
+    from gpu_trace import describe
+
+    if COMM.Get_rank() == 0:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(timeline, f)
+        print(describe(timeline["summary"]), flush=True)
 
 
 def host_memory(baseline: int, before: int | None, peak: int, input_bytes: int,
@@ -353,6 +378,8 @@ def main() -> None:
                              "comma-separated, sort fresh keys once each (one allocation)")
     parser.add_argument("--budget-fraction", type=int,
                         help="budget = this rank's data / N (case b: 8)")
+    parser.add_argument("--trace", action="store_true",
+                        help="GPU timeline of copies and sorts to OUT/trace_BUDGET.json")
     parser.add_argument("--pcie", type=float, default=55.0, help="pinned PCIe GB/s per GPU")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="bench/results", help="folder for the JSON")
