@@ -10,6 +10,8 @@ the host (gaps in every lane at once).
 
 from __future__ import annotations
 
+import time
+
 import cupy
 
 from distsort.backend import GpuCopyLane
@@ -19,15 +21,16 @@ class Tracer:
     """Installs itself around GpuCopyLane.upload/download and engine.sort until removed."""
 
     def __init__(self, engine):
-        self.spans: list[tuple[str, int, object, object]] = []  # kind, bytes, start, end
+        self.spans: list[tuple] = []  # kind, bytes, start and end events, host seconds in, out
         self.engine, self.saved = engine, {}
 
     def _span(self, kind: str, nbytes: int, stream, call):
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        called = time.perf_counter()
         start.record(stream)
         result = call()
         end.record(stream)
-        self.spans.append((kind, nbytes, start, end))
+        self.spans.append((kind, nbytes, start, end, called, time.perf_counter()))
         return result
 
     def install(self) -> None:
@@ -54,21 +57,23 @@ class Tracer:
         del self.engine.sort  # the instance attribute: the class's method again
 
     def timeline(self) -> dict:
-        """Spans (kind, bytes, start ms, end ms) and a summary per kind; waits for the device."""
+        """Spans (kind, bytes, start and end ms on the device; ms when the host made the call and
+        when it returned, from the first call) and a summary per kind; waits for the device."""
         cupy.cuda.Device().synchronize()
         if not self.spans:
             return {"spans": [], "summary": {}}
-        first = self.spans[0][2]
+        first, host = self.spans[0][2], self.spans[0][4]
         ms = cupy.cuda.get_elapsed_time
-        times = [(kind, nbytes, ms(first, start), ms(first, end))
-                 for kind, nbytes, start, end in self.spans]
-        zero = min(start for *_, start, _ in times)
-        spans = [(kind, nbytes, start - zero, end - zero) for kind, nbytes, start, end in times]
-        wall = max(end for *_, end in spans)
+        times = [(kind, nbytes, ms(first, start), ms(first, end), 1e3 * (called - host),
+                  1e3 * (back - host)) for kind, nbytes, start, end, called, back in self.spans]
+        zero = min(t[2] for t in times)
+        spans = [(kind, nbytes, start - zero, end - zero, called, back)
+                 for kind, nbytes, start, end, called, back in times]
+        wall = max(s[3] for s in spans)
         summary = {}
         for kind in sorted({s[0] for s in spans}):
             mine = [s for s in spans if s[0] == kind]
-            busy = sum(end - start for *_, start, end in mine)
+            busy = sum(s[3] - s[2] for s in mine)
             moved = sum(s[1] for s in mine)
             summary[kind] = {"count": len(mine), "busy_ms": busy, "wall_ms": wall,
                              "busy_fraction": busy / wall if wall else 0.0,
