@@ -49,7 +49,7 @@ from .memory import default_budget, host_empty, parse_size
 from .pipeline import exchange, local_sort
 from .report import SortReport
 from .runtime import Runtime, get_runtime
-from .splitters import EPSILON, sample_rows
+from .splitters import EPSILON, device_rows
 
 SAMPLE_TARGET = 1 << 18  # samples in all, when the balance bound allows that few
 SAMPLE_LIMIT = 1 << 24  # the most samples (a whole small data set) every rank gathers
@@ -200,7 +200,7 @@ def form_runs(rt: Runtime, source: Source, layout: Layout, store: list, progress
             out.download(column, host[lo:hi])
         progress.show(f"runs formed {i + 1}/{len(runs)}", last=i + 1 == len(runs))
     out.wait()
-    return np.concatenate(samples) if samples else None
+    return rt.backend.to_host(rt.xp.concatenate(samples)) if samples else None
 
 
 class Loader:
@@ -232,10 +232,13 @@ def to_device(rt: Runtime, host, lane: CopyLane):
     return lane.upload(host)
 
 
-def regular_sample(rt: Runtime, words: list, stride: int, run: int) -> np.ndarray:
-    """Rows (key words..., run, index) of every stride-th element of a sorted run."""
-    index = np.arange(0, len(words[0]), stride, dtype=np.int64)
-    rows = sample_rows(words, index, rt.backend, extra=2)
+def regular_sample(rt: Runtime, words: list, stride: int, run: int):
+    """Rows (key words..., run, index) of every stride-th element of a sorted run, left on the
+    backend's device: form_runs reads them back once, after the last run. A small read from
+    the device mid-loop waits for the run copies in flight (on one H200 it held each run
+    back by a whole download: bench/RESULTS.md, run 36)."""
+    index = rt.xp.arange(0, len(words[0]), stride, dtype=np.int64)
+    rows = device_rows(words, index, rt.xp, extra=2)
     rows[:, -2], rows[:, -1] = run, index
     return rows
 
@@ -261,13 +264,35 @@ def cut_runs(store: list, key_words, layout: Layout, samples: np.ndarray,
     cuts = []
     for i, (lo, hi) in enumerate(layout.runs()):
         run = layout.first_run + i
-        own = np.flatnonzero(samples[:, -2] == run)  # ranks of the run's samples
-        below = np.searchsorted(own, picks)  # of them, how many lie below each splitter
         columns = [c[lo:hi] for c in store]
-        inner = [cut_run(columns, key_words, run, int(c), samples[r], layout.stride)
-                 for c, r in zip(below, picks)]
+        if _plain(columns, key_words):
+            inner = cut_plain(columns[0], run, samples[picks])
+        else:
+            own = np.flatnonzero(samples[:, -2] == run)  # ranks of the run's samples
+            below = np.searchsorted(own, picks)  # of them, how many lie below each splitter
+            inner = [cut_run(columns, key_words, run, int(c), samples[r], layout.stride)
+                     for c, r in zip(below, picks)]
         cuts.append(np.array([0, *inner, hi - lo], dtype=np.int64))
     return cuts
+
+
+def _plain(columns: list, key_words) -> bool:
+    """Is the first column the only key word (numeric keys), so that it can be searched?"""
+    empty = [c[:0] for c in columns]
+    words = key_words(empty)
+    return len(words) == 1 and words[0] is empty[0]
+
+
+def cut_plain(keys: np.ndarray, run: int, splitters: np.ndarray) -> np.ndarray:
+    """cut_run for every splitter at once where a run's keys are its only key word: a binary
+    search of the whole sorted run (a few dozen page reads per splitter, and no Python
+    loop: 100 splitters x 49 runs took 73 ms one by one, bench/RESULTS.md run 36)."""
+    key = splitters[:, 0].astype(keys.dtype)
+    theirs = splitters[:, -2].astype(np.int64)
+    ties_before = run < theirs  # the run's elements equal to the key come before the splitter
+    cut = np.where(ties_before, np.searchsorted(keys, key, "right"),
+                   np.searchsorted(keys, key, "left"))
+    return np.where(theirs == run, splitters[:, -1].astype(np.int64), cut)
 
 
 def cut_run(columns: list, key_words, run: int, below: int, splitter: np.ndarray,

@@ -73,11 +73,6 @@ def device_rows(words, picks, xp, extra: int):
     return rows
 
 
-def sample_rows(words, index: np.ndarray, backend, extra: int) -> np.ndarray:
-    """device_rows at the host indices, as a host array."""
-    return backend.to_host(device_rows(words, backend.from_host(index), backend.xp, extra))
-
-
 def choose_splitters(rt, sample) -> np.ndarray:
     """Every rank's sample to every rank, ordered there, p-1 evenly spaced rows: the splitters,
     (p-1, columns) uint64 on the host, the same on every rank without a broadcast.

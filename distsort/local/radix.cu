@@ -161,15 +161,23 @@ __device__ __forceinline__ u32 block_excl_scan(u32 v, u32* s_warp, u32* total)
 
 // Why: turns each pass's 256 digit counts into the first output position of each digit
 // (exclusive scan). One block of 256 threads; reads and writes passes x 1 KB, negligible.
+// With `constant` (page-locked host memory, mapped), it also writes there, per pass, whether
+// one digit holds every key (the pass can be skipped): the driver reads that word from the host
+// once this kernel is done, where a copy from the device would wait behind the large copies
+// that other streams have in flight (the out-of-core runs).
 extern "C" __global__ void __launch_bounds__(BLOCK)
-    radix_scan(const u32* __restrict__ counts, int passes, u32* __restrict__ bases)
+    radix_scan(const u32* __restrict__ counts, int passes, u32* __restrict__ bases,
+               volatile u32* constant)
 {
     __shared__ u32 s_warp[WARPS];
     for (int p = 0; p < passes; ++p) {
         u32 total;
-        u32 e = block_excl_scan(counts[p * RADIX + threadIdx.x], s_warp, &total);
+        const u32 count = counts[p * RADIX + threadIdx.x];
+        u32 e = block_excl_scan(count, s_warp, &total);
         bases[p * RADIX + threadIdx.x] = e;
-        __syncthreads();
+        const int whole = __syncthreads_or(count == total);
+        if (constant && threadIdx.x == 0)
+            constant[p] = whole;
     }
 }
 

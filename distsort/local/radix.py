@@ -30,6 +30,7 @@ CuPy is imported lazily, so this module imports where there is none.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,7 +49,8 @@ HIST_LANES = {4: 32, 8: 16}  # copies of each histogram counter, by key width (r
 ITEMS = {4: 18, 8: 16}  # keys per thread by key width; passed to radix.cu as ITEMS32/ITEMS64
 # compile-time switches of radix.cu (see there); bench/local_sort.py --tune compares settings
 DEFINES = {"RADIX_LOOKBACK_WINDOW": 4, "RADIX_EARLY_COUNTS": 1}
-SYNC_MIN = 1 << 22  # from here on the histogram is read back to skip constant digits
+SYNC_MIN = 1 << 22  # from here on the host learns which digits are constant, to skip them
+MAX_PASSES = 8  # 64-bit keys, 8-bit digits
 # From these sizes on our kernels run, CUB below: the smallest power of two from which ours was
 # at least as fast in bench/local_sort.py (H100, 2026-11-22; bench/RESULTS.md). "sort" is for
 # 32-bit keys, "sort64" for 64-bit ones, "narrow" for a bit range (of key - low) that saves
@@ -159,12 +161,26 @@ class _State:
         return self.bases[p * 256 : (p + 1) * 256], self.counters[p : p + 1], flags
 
 
-def _active_passes(state: _State, n: int, npasses: int) -> list[int]:
+@functools.cache
+def _constant_words(device: int) -> tuple:
+    """Page-locked host words, one per pass, that radix_scan sets where a pass's digit is the
+    same for every key: (their device address, a NumPy view), kept for the process's lifetime.
+    Read on the host after the scan, with no copy: a copy from the device (even of 32 bytes)
+    waits for the copies other streams have in flight, which held each out-of-core run back by
+    a whole download (bench/RESULTS.md, run 36)."""
+    runtime = _cupy().cuda.runtime
+    host = runtime.hostAlloc(4 * MAX_PASSES, getattr(runtime, "hostAllocMapped", 2))  # kept
+    words = np.ctypeslib.as_array((ctypes.c_uint32 * MAX_PASSES).from_address(host))
+    return runtime.hostGetDevicePointer(host, 0), words
+
+
+def _active_passes(n: int, npasses: int, device: int) -> list[int]:
     """All passes, less those whose digit is constant (checked from SYNC_MIN keys on)."""
     if n < SYNC_MIN:
         return list(range(npasses))
-    counts = state.counts.get().reshape(npasses, 256)
-    return [p for p in range(npasses) if counts[p].max() < n]
+    _cupy().cuda.get_current_stream().synchronize()  # radix_scan has set the words
+    constant = _constant_words(device)[1]
+    return [p for p in range(npasses) if not constant[p]]
 
 
 def _histogram(keys, low, state: _State, begin_bit: int, end_bit: int, npasses: int) -> None:
@@ -175,8 +191,9 @@ def _histogram(keys, low, state: _State, begin_bit: int, end_bit: int, npasses: 
     args = (keys, np.uint64(n), low, np.int32(begin_bit), np.int32(end_bit), np.int32(npasses))
     hist = _kernel(dev, f"radix_histogram<{_WORD[kb]}>")
     hist((grid,), (HIST_BLOCK,), args + (state.counts,), shared_mem=smem)
+    constant = np.uint64(_constant_words(dev)[0] if n >= SYNC_MIN else 0)
     scan = _kernel(dev, "radix_scan")
-    scan((1,), (256,), (state.counts, np.int32(npasses), state.bases))
+    scan((1,), (256,), (state.counts, np.int32(npasses), state.bases, constant))
 
 
 def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
@@ -250,7 +267,7 @@ def radix_sort(
     state = _State(cp, n, kb, len(passes))
     if passes:
         _histogram(keys, low, state, begin_bit, min(end_bit, 8 * kb), len(passes))
-    active = _active_passes(state, n, len(passes))
+    active = _active_passes(n, len(passes), keys.device.id)
     if not active:  # already in order on these bits
         out_k = keys if overwrite else _scratch(cp, keys, scratch)
         if not overwrite:
