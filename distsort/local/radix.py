@@ -171,7 +171,7 @@ def _constant_words(device: int) -> tuple:
     runtime = _cupy().cuda.runtime
     host = runtime.hostAlloc(4 * MAX_PASSES, getattr(runtime, "hostAllocMapped", 2))  # kept
     words = np.ctypeslib.as_array((ctypes.c_uint32 * MAX_PASSES).from_address(host))
-    return runtime.hostGetDevicePointer(host, 0), words
+    return host, words  # unified addressing: kernels take the host address as it is
 
 
 def _active_passes(n: int, npasses: int, device: int) -> list[int]:

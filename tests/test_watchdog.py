@@ -1,0 +1,33 @@
+"""The phase watchdog: one thread for the process, deadlines that expire or are met."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from distsort import watchdog
+
+
+def test_a_phase_past_its_limit_expires_and_one_within_it_does_not(monkeypatch):
+    expired = []
+    monkeypatch.setattr(watchdog, "_expire", lambda *what: expired.append(what))
+    monkeypatch.setenv("DISTSORT_TIMEOUT", "0.05")
+    with watchdog.watchdog("exchange", 3):
+        time.sleep(0.3)
+    assert expired == [("exchange", 3, 0.05)]
+    monkeypatch.setenv("DISTSORT_TIMEOUT", "5")
+    with watchdog.watchdog("finish", 3):
+        pass
+    time.sleep(0.1)
+    assert expired == [("exchange", 3, 0.05)]
+
+
+def test_phases_start_no_thread_each(monkeypatch):
+    monkeypatch.setenv("DISTSORT_TIMEOUT", "60")
+    with watchdog.watchdog("sample", 0):
+        pass
+    threads = threading.active_count()
+    for _ in range(200):
+        with watchdog.watchdog("sample", 0):
+            pass
+    assert threading.active_count() == threads
