@@ -5,7 +5,7 @@
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 sample4 nccl4 (default:
 #   tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
-#   EXTERNAL_BUDGETS=48GB,default: one sort per budget);
+#   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each);
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -63,13 +63,14 @@ for step in $steps; do
             [ "$p" -le "$gpus" ] && timeout 60 $mpi -n "$p" python3 bench/pcie.py 2>&1 | tail -1
           done ;;
     external) host_memory
-              timeout 150 python3 bench/external.py --total 8GB --budget-fraction 8 \
+              timeout 150 python3 bench/external.py --total 8GB --budget-fraction 8 --reps 3 \
                 --out "$OUT" 2>&1 | tail -14 ;;
     external4) host_memory
                vmstat 5 >"$OUT/vmstat.txt" 2>&1 & vmstat=$!  # CPU steal, paging, during the run
                timeout 540 $mpi ${DISTSORT_PINNED:+-x DISTSORT_PINNED} -n 4 python3 \
                  bench/external.py --total "${EXTERNAL_TOTAL:-200GB}" --device-memory \
-                 "${EXTERNAL_BUDGETS:-default}" --out "$OUT" 2>&1 | tail -24
+                 "${EXTERNAL_BUDGETS:-default}" --reps "${EXTERNAL_REPS:-1}" --out "$OUT" 2>&1 \
+                 | tail -24
                kill $vmstat; host_memory ;;
     examples) timeout 60 $mpi -n 2 python3 examples/library_sort.py 2>&1 | tail -4
               timeout 60 $mpi -n 2 launch/distsort-run --verbose python3 -m distsort info \

@@ -100,3 +100,14 @@ def test_gpu_out_holds_the_same_shard(layouts):
     given = distsort.sort(x, backend="gpu", device_memory=BUDGET, out=out)
     assert np.shares_memory(given, out) and given.tobytes() == plain.tobytes()
     assert ran_out_of_core(layouts)
+
+
+def test_a_large_budget_still_cuts_at_least_min_runs(layouts, monkeypatch):
+    """Just over budget, a rank's input would make 6 runs (row cost 6x); on GPUs it is cut
+    into MIN_RUNS, so copies overlap both ways."""
+    monkeypatch.setattr(external, "MIN_RUN_ROWS", 1000)
+    x = np.random.default_rng([COMM.Get_rank(), 22]).integers(0, 2**32, N, dtype=np.uint32)
+    budget = int(3.9 * COMM.allreduce(x.nbytes, op=MPI.MAX))  # under 4x: out of core
+    shard = distsort.sort(x, device_memory=budget, backend="gpu")
+    np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
+    assert layouts and min(layouts[-1].runs_per_rank) >= external.MIN_RUNS
