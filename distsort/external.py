@@ -268,11 +268,11 @@ def pick_splitters(comm, sample, buckets: int) -> tuple[np.ndarray, np.ndarray]:
 def cut_runs(store: list, key_words, layout: Layout, samples: np.ndarray,
              picks: np.ndarray) -> list[np.ndarray]:
     """For each of this rank's runs, its bucket boundaries: 0, one cut per splitter, length."""
-    cuts = []
+    cuts, plain = [], _plain(store, key_words)
     for i, (lo, hi) in enumerate(layout.runs()):
         run = layout.first_run + i
         columns = [c[lo:hi] for c in store]
-        if _plain(columns, key_words):
+        if plain:
             inner = cut_plain(columns[0], run, samples[picks])
         else:
             own = np.flatnonzero(samples[:, -2] == run)  # ranks of the run's samples
