@@ -3,8 +3,8 @@
 # distributed benchmark at P = 1, 2, 4 (as many GPUs as the machine has). Logs go to $OUT.
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
-#   partition cub4 pinned pcie external external4 examples scaling chunks4 sample4 nccl4 (default:
-#   tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
+#   nccl4 (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each);
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
@@ -14,7 +14,7 @@ export PYTHONPATH=$PWD:/tmp/site
 [ -d .whl ] && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 gpus=$(nvidia-smi -L | wc -l)
 mpi="mpirun --oversubscribe -x NCCL_NVLS_ENABLE -x PYTHONPATH -x PYTHONUNBUFFERED -x DISTSORT_ENGINE"
-mpi="$mpi -x DISTSORT_CHUNKS"
+mpi="$mpi -x DISTSORT_CHUNKS -x DISTSORT_LANDING"
 steps=${*:-tests mpitests quickstart bench}
 host_memory() {  # what the kernel would kill for: free memory, cgroup limit and OOM kills, locking
   grep -E "MemTotal|MemAvailable|Mlocked|AnonHugePages" /proc/meminfo | tr -s ' ' | paste -sd' '
@@ -31,7 +31,8 @@ for step in $steps; do
   case $step in
     tests) timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py \
              tests/test_gen.py tests/test_check.py tests/test_radix_gpu.py \
-             tests/test_external_gpu.py tests/test_oom_gpu.py 2>&1 | tail -25 ;;
+             tests/test_landing_gpu.py tests/test_external_gpu.py tests/test_oom_gpu.py 2>&1 \
+             | tail -25 ;;
     mpitests) timeout 300 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
                 --with-mpi tests/test_gpu.py tests/test_external_gpu.py 2>&1 | grep -av "^$" \
                 | grep -aE "passed|failed|Error|error|assert" | tail -30 ;;
@@ -44,6 +45,14 @@ for step in $steps; do
     bench4) timeout 200 $mpi -n 4 python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6 ;;
     unaligned4) timeout 100 $mpi -x DISTSORT_NCCL_ALIGN_ROWS=1 -n 4 python3 bench/dist_sort.py \
                   --cases u32-4x2^30 --no-baselines --out "$OUT/unaligned" 2>&1 | tail -3 ;;
+    landing4) for landing in 0 1; do  # the finish's first pass as blocks land, or after
+                for c in 2 3 4; do
+                  echo "DISTSORT_LANDING=$landing DISTSORT_CHUNKS=$c"
+                  DISTSORT_LANDING=$landing DISTSORT_CHUNKS=$c timeout 100 $mpi -n 4 python3 \
+                    bench/dist_sort.py --cases u32-4x2^30,u64-4x2^29 --no-baselines --reps 5 \
+                    --out "$OUT/landing${landing}_chunks$c" 2>&1 | tail -2
+                done
+              done ;;
     chunks4) for c in 1 2 4 8; do  # chunks of the overlapped partition + exchange
                DISTSORT_CHUNKS=$c timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
                  u32-4x2^30,u64-4x2^29 --no-baselines --reps 3 --out "$OUT/chunks$c" 2>&1 | tail -2

@@ -13,6 +13,12 @@ Layouts, every block starting at a multiple of the transport's align_rows:
   global input order, which keeps the finish's stable sort stable across ranks.
 The send buffer holds at least as many rows as the receive buffer, so the finish can take it as
 its scratch.
+
+With a landing sort (plain keys on our radix engine, local/landing.py), the finish starts during
+the exchange: once chunk c is in, the first radix pass of every block of chunk c runs on the
+compute stream (beside chunk c+1's transfers) and writes into the send buffer, packed, chunk
+after chunk: rows [landed[c], landed[c+1]), landed[c] being the rows received in chunks before
+c. So chunk c's sent blocks start no lower than landed[c] (send_starts).
 """
 
 from __future__ import annotations
@@ -49,6 +55,26 @@ def block_starts(counts: np.ndarray, align: int) -> np.ndarray:
     return aligned_displacements(counts.reshape(-1), align).reshape(counts.shape)
 
 
+def send_starts(sent: np.ndarray, received: np.ndarray, align: int) -> np.ndarray:
+    """Where each sent block (chunk, destination) starts: chunk-major, each at a multiple of
+    align rows, and chunk c no lower than the rows received in the chunks before it (where
+    the landing sort writes while chunk c is in flight)."""
+    starts = np.zeros_like(sent)
+    landed = landed_rows(received)
+    end = 0
+    for c in range(len(sent)):
+        first = -(-max(end, int(landed[c])) // align) * align
+        starts[c] = first + aligned_displacements(sent[c], align)
+        end = int(starts[c, -1] + sent[c, -1])
+    return starts
+
+
+def landed_rows(received: np.ndarray) -> np.ndarray:
+    """Rows received in the chunks before each chunk (and in all), packed: received is
+    (source, chunk)."""
+    return np.concatenate([[0], np.cumsum(received.sum(axis=0))])
+
+
 @dataclass
 class Plan:
     """Counts and places of every block: sent (chunk, destination), received (source, chunk)."""
@@ -73,6 +99,12 @@ class Plan:
         """(rows, start) of every received block, in buffer order."""
         return self.received.reshape(-1), self.recv_starts.reshape(-1)
 
+    def landing_starts(self) -> np.ndarray:
+        """Where the landing sort's first pass writes each received block (in buffer order) in
+        the send buffer: packed, chunk after chunk, sources in order within a chunk."""
+        before = np.cumsum(self.received, axis=0) - self.received  # earlier sources, same chunk
+        return (landed_rows(self.received)[:-1][None, :] + before).reshape(-1)
+
 
 def plan(rt, keys, offset: int, splitters: np.ndarray) -> Plan:
     """Count every chunk's rows per destination and agree with every rank on the layouts."""
@@ -89,13 +121,15 @@ def plan(rt, keys, offset: int, splitters: np.ndarray) -> Plan:
     received = np.empty((p, chunks), dtype=np.int64)
     rt.comm.Alltoall(sent.T.copy(), received)
     align = rt.transport.align_rows
-    return Plan(bounds, launches, tile_counts, sent, block_starts(sent, align), received,
-                block_starts(received, align))
+    return Plan(bounds, launches, tile_counts, sent, send_starts(sent, received, align),
+                received, block_starts(received, align))
 
 
-def exchange(rt, columns: list, words: list, layout: Plan, report) -> tuple[list, list]:
-    """Scatter each chunk by destination and send it while the next one is scattered. Returns
-    the received columns and the send buffers (the finish's scratch)."""
+def exchange(rt, columns: list, words: list, layout: Plan, report,
+             landing=None) -> tuple[list, list]:
+    """Scatter each chunk by destination and send it while the next one is scattered; with a
+    landing sort, land each chunk's blocks once they are in. Returns the received columns and
+    the send buffers (the finish's scratch)."""
     import cupy
 
     keyed = words[0] is columns[0]
@@ -104,14 +138,20 @@ def exchange(rt, columns: list, words: list, layout: Plan, report) -> tuple[list
     incoming = [cupy.empty((layout.recv_rows,) + c.shape[1:], c.dtype) for c in columns]
     sending = outgoing[1 - int(keyed):]  # the buffers of the columns (not of loose key words)
     compute, side = cupy.cuda.get_current_stream(), _exchange_stream(cupy.cuda.Device().id)
-    for c in range(len(layout.sent)):
+    chunks, arrived = len(layout.sent), []
+    for c in range(chunks):
         if c < len(layout.bounds):
             _scatter(layout, c, columns, outgoing[0], sending[int(keyed):], keyed)
         side.wait_event(compute.record())
         with side:
             rt.transport.alltoallv(sending, layout.sent[c], layout.received[:, c],
                                    layout.send_starts[c], layout.recv_starts[:, c], incoming)
-    compute.wait_event(side.record())
+        arrived.append(side.record())
+        if landing is not None and c > 0:
+            _land(landing, compute, arrived[c - 1], c - 1, chunks, incoming[0], sending[0])
+    compute.wait_event(arrived[-1])
+    if landing is not None:
+        _land(landing, compute, arrived[-1], chunks - 1, chunks, incoming[0], sending[0])
     report.count_exchanged(sum(row_bytes(c) for c in columns), layout.sent.sum(axis=0),
                            layout.received.sum(axis=1), rt.comm.Get_rank())
     return incoming, sending
@@ -124,6 +164,14 @@ def _scatter(layout: Plan, c: int, columns: list, grouped_words, others: list, k
                                       layout.send_starts[c], grouped_words, bool(others))
     for column, out in zip(columns[int(keyed):], others):
         out[dest] = column[lo:hi]
+
+
+def _land(landing, compute, arrived, c: int, chunks: int, keys, scratch) -> None:
+    """Land chunk c's block from every source (buffer order: source-major, then chunk) once
+    the chunk is in, on the compute stream."""
+    compute.wait_event(arrived)
+    for b in range(c, len(landing.counts), chunks):
+        landing.land(b, keys, scratch)
 
 
 @functools.cache

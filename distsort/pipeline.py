@@ -10,6 +10,7 @@ sort keeps equal keys in global input order).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,13 +18,17 @@ import numpy as np
 
 from . import chunked
 from .exchange import aligned_displacements, displacements, row_bytes
+from .local import landing
 from .local import partition as gpu_partition
+from .local.landing import LandingSort
 from .local.order import stable_order
 from .report import SortReport
 from .runtime import Runtime
 from .splitters import choose_splitters, classify, local_sample
 
 KeyWords = Callable[[list], list]
+# The finish's first radix pass runs as blocks land (chunked.py); bench/RESULTS.md, run 40.
+LANDING = os.environ.get("DISTSORT_LANDING", "1") != "0"
 
 
 def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: SortReport) -> list:
@@ -43,10 +48,13 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
         with report.phase("partition", sync):
             routed = partition(rt, columns, key_words, offset, splitters)
         with report.phase("exchange", sync):
-            columns, blocks, spare = routed.send(rt, report)
+            columns, blocks, spare, landing = routed.send(rt, report)
             del routed  # spare holds the only reference to the sent rows: finish takes it
         with report.phase("finish", sync):
-            columns = finish(rt, columns, key_words, blocks, splitters, spare)
+            if landing is not None:  # the first pass ran as the blocks landed
+                columns = [landing.finish(columns[0], spare.pop()[0])]
+            else:
+                columns = finish(rt, columns, key_words, blocks, splitters, spare)
     report.count_out = len(columns[0])
     return columns
 
@@ -57,7 +65,8 @@ def partition(rt: Runtime, columns: list, key_words: KeyWords, offset: int, spli
     stably, by a sort of their destinations."""
     words, p = key_words(columns), len(splitters) + 1
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
-        return Chunked(columns, words, chunked.plan(rt, words[0], offset, splitters))
+        layout = chunked.plan(rt, words[0], offset, splitters)
+        return Chunked(columns, words, layout, landing_sort(rt, columns, words, layout, splitters))
     buckets = classify(words, offset, splitters, rt.xp)
     small = buckets.astype(np.uint16 if p <= 2**16 else np.uint32)
     order = rt.backend.engine.argsort(small)
@@ -73,10 +82,10 @@ class Grouped:
     send_counts: np.ndarray
     send_displs: np.ndarray
 
-    def send(self, rt: Runtime, report: SortReport) -> tuple[list, tuple, list]:
-        """The exchange: (received columns, their blocks, [the sent columns])."""
+    def send(self, rt: Runtime, report: SortReport) -> tuple[list, tuple, list, None]:
+        """The exchange: (received columns, their blocks, [the sent columns], no landing)."""
         received, blocks = exchange(rt, self.columns, self.send_counts, self.send_displs, report)
-        return received, blocks, [self.columns]
+        return received, blocks, [self.columns], None
 
 
 @dataclass
@@ -86,11 +95,30 @@ class Chunked:
     columns: list
     words: list
     layout: chunked.Plan
+    landing: LandingSort | None
 
-    def send(self, rt: Runtime, report: SortReport) -> tuple[list, tuple, list]:
-        """The overlapped partition + exchange: (received columns, their blocks, [sent])."""
-        received, sent = chunked.exchange(rt, self.columns, self.words, self.layout, report)
-        return received, self.layout.blocks(), [sent]
+    def send(self, rt: Runtime, report: SortReport) -> tuple:
+        """The overlapped partition + exchange: (received columns, their blocks, [sent], the
+        landing sort whose first pass has run, or None)."""
+        received, sent = chunked.exchange(rt, self.columns, self.words, self.layout, report,
+                                          self.landing)
+        return received, self.layout.blocks(), [sent], self.landing
+
+
+def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
+                 splitters) -> LandingSort | None:
+    """A sort to start as the blocks land, for plain keys that our radix engine will sort
+    (DISTSORT_LANDING=0: none, the finish sorts after the exchange)."""
+    keys, rank = words[0], rt.comm.Get_rank()
+    if len(columns) != 1 or keys is not columns[0] or rt.backend.engine.name != "radix":
+        return None
+    low, end_bit = key_range(splitters, rank, keys.dtype)
+    counts, starts = layout.blocks()
+    rows = int(counts.sum())
+    if not LANDING or not landing.usable(rows, keys.dtype.itemsize, end_bit,
+                                         rt.transport.align_rows):
+        return None
+    return LandingSort(keys.dtype, counts, starts, layout.landing_starts(), low, end_bit)
 
 
 def exchange(rt: Runtime, columns: list, send_counts, send_displs, report: SortReport,

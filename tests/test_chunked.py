@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distsort.chunked import block_starts, chunk_bounds
+from distsort.chunked import Plan, block_starts, chunk_bounds, landed_rows, send_starts
+from distsort.local import landing
 from distsort.local.partition import TILE
 
 
@@ -27,3 +28,42 @@ def test_block_starts_are_aligned_and_in_row_major_order():
     np.testing.assert_array_equal(starts, [[0, 1024, 1024], [3072, 3072, 5120]])
     assert (starts % 1024 == 0).all()
     np.testing.assert_array_equal(block_starts(counts, 1), [[0, 5, 5], [1035, 1035, 3083]])
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("align", [1, 1024])
+def test_sent_chunks_start_above_what_earlier_chunks_landed(seed, align):
+    """The landing sort writes chunk c's received rows, packed, at [landed[c], landed[c+1]) of
+    the send buffer while later chunks are sent: no later chunk's block may lie below that."""
+    rng = np.random.default_rng(seed)
+    chunks, ranks = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    sent = rng.integers(0, 5000, (chunks, ranks)) * rng.integers(0, 2, (chunks, ranks))
+    received = rng.integers(0, 9000, (ranks, chunks))
+    starts = send_starts(sent, received, align)
+    landed = landed_rows(received)
+    ends = starts + sent
+    assert (starts % align == 0).all()
+    flat_starts, flat_ends = starts.reshape(-1), ends.reshape(-1)
+    assert (flat_starts[1:] >= flat_ends[:-1]).all()  # chunk-major, no overlap
+    for c in range(chunks):  # chunk c is in flight or waiting while chunk c-1 lands
+        assert (starts[c] >= landed[c]).all()
+    assert landed[-1] == received.sum()
+
+
+def test_landing_starts_pack_chunk_after_chunk():
+    received = np.array([[3, 10], [4, 20], [5, 30]])  # (source, chunk)
+    plan = Plan([], [], [], np.zeros((2, 3), np.int64), np.zeros((2, 3), np.int64), received,
+                block_starts(received, 1))
+    # buffer order: source-major; chunk 0 lands at 0.., sources in order; chunk 1 after 12 rows
+    np.testing.assert_array_equal(plan.landing_starts(), [0, 12, 3, 22, 7, 42])
+
+
+def test_landing_is_used_where_it_can_run():
+    big = landing.MIN_ROWS
+    assert landing.usable(big, 4, 30, 1024)
+    assert landing.usable(big, 8, 62, 1024)
+    assert not landing.usable(big, 4, 8, 1024)  # one pass: nothing to order the blocks
+    assert not landing.usable(big - 1, 4, 30, 1024)
+    assert not landing.usable(big, 4, 30, 1)  # blocks not 16-byte aligned
+    assert not landing.usable(big, 2, 16, 1024)
+    assert not landing.usable(1 << 32, 4, 32, 1024)

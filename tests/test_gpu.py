@@ -133,6 +133,44 @@ def test_gpu_codec_kernel_matches_the_numpy_transform(dtype, descending, canonic
     assert back.tobytes() == codec.decode(codec.encode(x, np), np).tobytes()
 
 
+@pytest.mark.parametrize("dtype", ["uint32", "uint64", "float32", "int64"])
+@pytest.mark.parametrize("chunks", [1, 3])
+@pytest.mark.parametrize("spread", ["uniform", "narrow", "skewed"])
+def test_landing_finish_sorts_globally(monkeypatch, dtype, chunks, spread):
+    """The finish whose first radix pass runs as the chunks land (local/landing.py), forced at
+    small sizes: unequal shards, several chunks, keys over the whole range, a narrow one (fewer
+    passes) and a skewed one (unequal blocks)."""
+    import cupy
+
+    from distsort import chunked
+    from distsort.local import landing
+    from distsort.local.partition import TILE
+
+    monkeypatch.setattr(chunked, "CHUNKS", chunks)
+    monkeypatch.setattr(chunked, "MIN_CHUNK", TILE)
+    monkeypatch.setattr(landing, "MIN_ROWS", 1)
+    finished = []
+    real_finish = landing.LandingSort.finish
+    monkeypatch.setattr(landing.LandingSort, "finish",
+                        lambda self, k, s: finished.append(1) or real_finish(self, k, s))
+    rank, dt = COMM.Get_rank(), np.dtype(dtype)
+    n = TILE * (3 + rank) + 77 * rank
+    rng = np.random.default_rng([rank, 11])
+    raw = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt)
+    if spread == "narrow":
+        raw = (raw % 5000 + 77).astype(dt)
+    elif spread == "skewed":
+        raw = np.where(rng.random(n) < 0.8, raw[0], raw).astype(dt)
+    if dt.kind == "f":
+        raw = np.nan_to_num(raw, nan=1.5)
+    out = distsort.sort(cupy.asarray(raw))
+    everyone = np.concatenate(COMM.allgather(raw))
+    got = np.concatenate(COMM.allgather(cupy.asnumpy(out)))
+    np.testing.assert_array_equal(got, np.sort(everyone))
+    if COMM.Get_size() > 1:  # a rank whose keys are all one value has nothing to land
+        assert COMM.allreduce(len(finished)) > 0, "no rank ran the landing finish"
+
+
 @pytest.mark.parametrize("chunks", [1, 3])
 @pytest.mark.parametrize("with_values", [False, True])
 def test_chunked_exchange_keeps_order_and_stability(monkeypatch, chunks, with_values):

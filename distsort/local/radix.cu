@@ -278,14 +278,13 @@ struct OnesweepSmem {
 template <bool FULL, typename K, typename VI, typename VO, int VMODE>
 __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* __restrict__ keys_out,
                                               const VI* __restrict__ vals_in, VO* __restrict__ vals_out,
-                                              u32 tile, u32 tile_n, K low, int shift, u32 mask,
+                                              u32 tile, u64 tile_base, u32 tile_n, K low,
+                                              int shift, u32 mask,
                                               const u32* __restrict__ bases, void* flags, int wide,
                                               OnesweepSmem<K, VO, VMODE>& sm)
 {
     constexpr int ITEMS = Items<K>::value;
-    constexpr int TILE = BLOCK * ITEMS;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const u64 tile_base = (u64)tile * TILE;
     const u32 first = warp * 32 * ITEMS + lane;  // this thread's first item, within the tile
     K* s_keys = reinterpret_cast<K*>(sm.buf);
     VO* s_vals = reinterpret_cast<VO*>(sm.buf);
@@ -399,7 +398,11 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
 // same ranks through the same shared buffer. The per-tile latency (tile id, loads, look-back)
 // bounds this kernel more than bandwidth does, hence large tiles and the early counts.
 // VMODE 0: keys only; 1: values read from vals_in (VI) and written as VO; 2: the value is the
-// key's input position (argsort's first pass), written as VO. Registers are held to 80 (3 blocks
+// key's input position (argsort's first pass), written as VO.
+// Tile descriptors (tile_start, tile_rows; both null for the usual consecutive tiles): tile t
+// reads tile_rows[t] <= TILE keys from tile_start[t] on. Tiles cut from pieces that lie apart
+// read the pieces in tile order as if they were one array: the landing sort's second pass
+// (landing.py) reads every block's run of each digit, digit by digit, with no gather first. Registers are held to 80 (3 blocks
 // per SM), or 128 (2 blocks) with a value wider than the key; at 18/16 keys per thread that spills
 // up to ~90 bytes, yet ran faster than 16/12 without spills (bench/local_sort.py --tune, H100).
 template <typename K, typename VI, typename VO, int VMODE>
@@ -407,7 +410,8 @@ __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) 
     radix_onesweep(const K* __restrict__ keys_in, K* __restrict__ keys_out,
                    const VI* __restrict__ vals_in, VO* __restrict__ vals_out, u64 n, K low,
                    int shift, int bits, const u32* __restrict__ bases, u32* tile_counter,
-                   void* flags, int wide)
+                   void* flags, int wide, const u32* __restrict__ tile_start,
+                   const u32* __restrict__ tile_rows)
 {
     constexpr int TILE = BLOCK * Items<K>::value;
     __shared__ OnesweepSmem<K, VO, VMODE> sm;
@@ -417,12 +421,13 @@ __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) 
     sm.counts[threadIdx.x] = 0;
     __syncthreads();
     const u32 tile = sm.tile;
-    const u64 left = n - (u64)tile * TILE;
+    const u64 base = tile_start ? (u64)tile_start[tile] : (u64)tile * TILE;
+    const u64 left = tile_start ? (u64)tile_rows[tile] : n - base;
     const u32 mask = (1u << bits) - 1u;
     if (left >= (u64)TILE)
-        onesweep_tile<true>(keys_in, keys_out, vals_in, vals_out, tile, (u32)TILE, low, shift,
-                            mask, bases, flags, wide, sm);
+        onesweep_tile<true>(keys_in, keys_out, vals_in, vals_out, tile, base, (u32)TILE, low,
+                            shift, mask, bases, flags, wide, sm);
     else
-        onesweep_tile<false>(keys_in, keys_out, vals_in, vals_out, tile, (u32)left, low, shift,
-                             mask, bases, flags, wide, sm);
+        onesweep_tile<false>(keys_in, keys_out, vals_in, vals_out, tile, base, (u32)left, low,
+                             shift, mask, bases, flags, wide, sm);
 }

@@ -184,16 +184,23 @@ def _active_passes(n: int, npasses: int, device: int) -> list[int]:
 
 
 def _histogram(keys, low, state: _State, begin_bit: int, end_bit: int, npasses: int) -> None:
+    constant = _constant_words(keys.device.id)[0] if keys.size >= SYNC_MIN else 0
+    digit_counts(keys, low, (begin_bit, end_bit, npasses), state.counts, state.bases, constant)
+
+
+def digit_counts(keys, low, bits: tuple, counts, bases, constant: int = 0) -> None:
+    """Add the digit counts of every pass of bits = (begin_bit, end_bit, passes) of key - low to
+    counts (passes x 256 uint32, 16-byte aligned keys), then write each pass's exclusive scan to
+    bases; with `constant` (a mapped host address), flag the passes whose digit never varies."""
     n, kb, dev = keys.size, keys.dtype.itemsize, keys.device.id
     nvec = n // (16 // kb)
     grid = max(1, min(_sm_count(dev), -(-nvec // HIST_BLOCK)))
-    smem = npasses * 256 * HIST_LANES[kb] * 4
-    args = (keys, np.uint64(n), low, np.int32(begin_bit), np.int32(end_bit), np.int32(npasses))
+    smem = bits[2] * 256 * HIST_LANES[kb] * 4
+    args = (keys, np.uint64(n), low) + tuple(np.int32(b) for b in bits)
     hist = _kernel(dev, f"radix_histogram<{_WORD[kb]}>")
-    hist((grid,), (HIST_BLOCK,), args + (state.counts,), shared_mem=smem)
-    constant = np.uint64(_constant_words(dev)[0] if n >= SYNC_MIN else 0)
+    hist((grid,), (HIST_BLOCK,), args + (counts,), shared_mem=smem)
     scan = _kernel(dev, "radix_scan")
-    scan((1,), (256,), (state.counts, np.int32(npasses), state.bases, constant))
+    scan((1,), (256,), (counts, np.int32(bits[2]), bases, np.uint64(constant)))
 
 
 def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
@@ -208,14 +215,22 @@ def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
 
 def _launch_pass(state: _State, p: int, i: int, shift_bits, low, src, dst, kinds) -> None:
     """Run pass p (the i-th that runs): src/dst are (keys, values) arrays, kinds the value kind."""
+    onesweep(src, dst, kinds, shift_bits, low, state.pass_args(p, i), state.wide, state.tiles)
+
+
+def onesweep(src, dst, kinds, shift_bits, low, pass_args, wide: bool, tiles: int,
+             descriptors=None) -> None:
+    """Launch one onesweep pass over `tiles` tiles: src/dst are (keys, values) arrays, kinds the
+    value kind, pass_args (bases, tile counter, zeroed flags); descriptors, where given, are
+    (tile_start, tile_rows) uint32 arrays, one entry per tile (radix.cu), else tiles are
+    consecutive TILE-key runs of src."""
     vin, vout, vmode = kinds
     name = _onesweep_name(_WORD[src[0].dtype.itemsize], vin, vout, vmode)
     kernel = _kernel(src[0].device.id, name)
-    bases, counter, flags = state.pass_args(p, i)
-    n = np.uint64(src[0].size)
-    scalars = (n, low, np.int32(shift_bits[0]), np.int32(shift_bits[1]))
-    tail = (bases, counter, flags, np.int32(state.wide))
-    kernel((state.tiles,), (BLOCK,), src[:1] + dst[:1] + src[1:] + dst[1:] + scalars + tail)
+    scalars = (np.uint64(src[0].size), low, np.int32(shift_bits[0]), np.int32(shift_bits[1]))
+    tail = tuple(pass_args) + (np.int32(wide),)
+    tail += tuple(descriptors) if descriptors is not None else (np.uintp(0), np.uintp(0))
+    kernel((tiles,), (BLOCK,), src[:1] + dst[:1] + src[1:] + dst[1:] + scalars + tail)
 
 
 def _scratch(cp, keys, scratch):
