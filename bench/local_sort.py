@@ -192,10 +192,9 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
 
 TUNE_VARIANTS = [  # (look-back window, early counts, keys per thread for 32-bit, 64-bit keys)
     (4, 1, 18, 16),  # the defaults
-    (2, 1, 18, 16),
-    (8, 1, 18, 16),
-    (4, 1, 16, 12),
-    (1, 1, 18, 16),
+    (4, 1, 20, 16),
+    (4, 1, 22, 16),
+    (8, 1, 20, 16),
 ]
 
 

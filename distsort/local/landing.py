@@ -12,14 +12,16 @@ left to read after the last block.
 
 Digits are those of key - low over [0, end_bit), as in radix_sort; at least two passes (the
 second is what orders the first pass's blocks). Blocks start 16-byte aligned (the histogram's
-vector loads). Passes after the second whose digit is the same for every key are skipped (the
-counts are on the host by then); the first two always run.
+vector loads). The second pass's tile descriptors are built on the device (landing.cu); passes
+after it whose digit is the same for every key are skipped (the counts are read to the host
+while the second pass runs); the first two always run.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..cuda_source import load_module
 from .radix import BLOCK, ITEMS, MAX_N, MIN_N, _dummy, digit_counts, digit_passes, onesweep
 
 _KEYS = ("u32", "u32", 0)  # keys-only pass kinds (radix.py)
@@ -95,34 +97,40 @@ class LandingSort:
         if not self.landed.all():
             raise RuntimeError("LandingSort.finish before every block landed")
         cp, n, blocks = self.cp, int(self.counts.sum()), len(self.counts)
-        hist = cp.asnumpy(self.hist).astype(np.int64).reshape(blocks, len(self.passes), 256)
+        hist = self.hist.reshape(blocks, len(self.passes), 256).astype(np.int64)
         total = hist.sum(axis=0)
-        bases = cp.asarray(_exclusive(total).astype(np.uint32))
-        descriptors, tiles = self._second_pass_tiles(hist[:, 0, :])
-        run = [1] + [p for p in range(2, len(self.passes)) if total[p].max() < n]
-        pair, dummy = (scratch[:n], keys[:n]), _dummy(keys.device.id)
-        for i, p in enumerate(run):
-            count = tiles if i == 0 else -(-n // self.tile)
-            pass_args = (bases[p], self.counters[blocks + p : blocks + p + 1],
-                         self._flags(count, n))
-            onesweep((pair[i % 2], dummy), (pair[(i + 1) % 2], dummy), _KEYS, self.passes[p],
-                     self.low, pass_args, n >= _WIDE, count, descriptors if i == 0 else None)
-        return pair[len(run) % 2]
+        bases = (cp.cumsum(total, axis=1) - total).astype(np.uint32)
+        descriptors, tiles = self._second_pass_tiles(hist[:, 0, :], n)
+        pair = (scratch[:n], keys[:n])
+        self._pass(0, 1, pair, bases, tiles, descriptors)
+        varies = cp.asnumpy(total.max(axis=1)) < n  # read while the second pass runs
+        later = [p for p in range(2, len(self.passes)) if varies[p]]
+        for i, p in enumerate(later, start=1):
+            self._pass(i, p, pair, bases, -(-n // self.tile))
+        return pair[(1 + len(later)) % 2]
 
-    def _second_pass_tiles(self, first: np.ndarray) -> tuple:
-        """Tile descriptors (device uint32 start, rows) and their count for the second pass:
-        each block's run of digit d (first[b, d] keys in its first-pass output), digit-major,
-        blocks in order, cut into tiles. Host arithmetic in int64 (first: int64 counts)."""
-        starts = self.out_starts[:, None] + _exclusive(first)  # (blocks, 256)
+    def _pass(self, i: int, p: int, pair: tuple, bases, tiles: int, descriptors=None) -> None:
+        """Digit pass p, the i-th after the blocks' first passes (from 0): pair[i % 2] ->
+        pair[(i + 1) % 2]."""
+        n, blocks, dummy = pair[0].size, len(self.counts), _dummy(pair[0].device.id)
+        pass_args = (bases[p], self.counters[blocks + p : blocks + p + 1], self._flags(tiles, n))
+        onesweep((pair[i % 2], dummy), (pair[(i + 1) % 2], dummy), _KEYS, self.passes[p],
+                 self.low, pass_args, n >= _WIDE, tiles, descriptors)
+
+    def _second_pass_tiles(self, first, n: int) -> tuple:
+        """Tile descriptors (device uint32 start, rows) and how many tiles to launch for the
+        second pass: each block's run of digit d (first[b, d] keys in its first-pass output),
+        digit-major, blocks in order, cut into tiles (landing.cu); an upper bound of tiles,
+        those past the last run empty."""
+        cp = self.cp
+        starts = cp.asarray(self.out_starts)[:, None] + cp.cumsum(first, axis=1) - first
         rows, starts = first.T.reshape(-1), starts.T.reshape(-1)
         per = -(-rows // self.tile)
-        piece = np.repeat(np.arange(len(rows)), per)
-        k = np.arange(len(piece)) - np.repeat(np.cumsum(per) - per, per)
-        tile_start = (starts[piece] + k * self.tile).astype(np.uint32)
-        tile_rows = np.minimum(self.tile, rows[piece] - k * self.tile).astype(np.uint32)
-        return (self.cp.asarray(tile_start), self.cp.asarray(tile_rows)), len(piece)
-
-
-def _exclusive(counts: np.ndarray) -> np.ndarray:
-    """Exclusive prefix sums along the last axis."""
-    return np.cumsum(counts, axis=-1) - counts
+        first_tile = cp.cumsum(per) - per
+        bound = n // self.tile + len(rows)
+        tile_start = cp.empty(bound, dtype=np.uint32)
+        tile_rows = cp.zeros(bound, dtype=np.uint32)
+        kernel = load_module("local/landing.cu", ("landing_tiles",)).get_function("landing_tiles")
+        kernel((len(rows),), (128,), (rows, starts, first_tile, np.int32(self.tile), tile_start,
+                                      tile_rows))
+        return (tile_start, tile_rows), bound
