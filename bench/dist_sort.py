@@ -61,7 +61,7 @@ def timed(fn) -> float:
 
 def run_distsort(n_local: int, dtype, vdtype, reps: int) -> dict:
     pool = cupy.get_default_memory_pool()
-    times, phases, peak, result, per_rank = [], [], 0, {}, []
+    times, phases, peak, result, per_rank, transfers = [], [], 0, {}, [], []
     for rep in range(reps + 1):  # the first run is the warm-up
         keys = random_keys(n_local, dtype)
         values = random_keys(n_local, vdtype) if vdtype else None
@@ -86,6 +86,7 @@ def run_distsort(n_local: int, dtype, vdtype, reps: int) -> dict:
             times.append(seconds)
             phases.append({k: COMM.allreduce(v, op=MPI.MAX) for k, v in report.phases.items()})
             per_rank = COMM.allgather(dict(report.phases))
+            transfers.append(COMM.allreduce(report.transfer_seconds or 0.0, op=MPI.MAX))
         shard = COMM.allreduce(len(result["keys"]), op=MPI.MAX)
         sent = COMM.allreduce(report.bytes_sent, op=MPI.MAX)
         result.clear()
@@ -96,6 +97,8 @@ def run_distsort(n_local: int, dtype, vdtype, reps: int) -> dict:
     return {
         "seconds": med, "gkeys_per_s": total / med / 1e9, "phases": phase,
         "exchange_gb_per_s": sent / phase.get("exchange", float("nan")) / 1e9,
+        # the transfers alone (GPU events around the NCCL calls, beside the kernels they overlap)
+        "transfer_gb_per_s": sent / (statistics.median(transfers) or float("nan")) / 1e9,
         "max_shard_over_mean": shard * COMM.Get_size() / total,
         "peak_pool_bytes": COMM.allreduce(peak, op=MPI.MAX),
         "peak_over_shard_bytes": COMM.allreduce(peak, op=MPI.MAX) / (n_local * row_bytes),
@@ -226,6 +229,7 @@ def format_row(r: dict) -> str:
                  f"{r['alltoall_unaligned_gb_per_s']:.0f}")
     return (f"{r['case']:>16} P={r['ranks']} n={r['total_keys']}: {r['seconds'] * 1e3:.1f} ms "
             f"{r['gkeys_per_s']:.1f} Gkeys/s [{ph} ms] xchg {r['exchange_gb_per_s']:.0f} GB/s/rank "
+            f"(transfers {r.get('transfer_gb_per_s', float('nan')):.0f}) "
             f"shard {r['max_shard_over_mean']:.4f} peak {r['peak_over_shard_bytes']:.2f}x{base}")
 
 

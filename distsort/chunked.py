@@ -138,11 +138,12 @@ def exchange(rt, columns: list, words: list, layout: Plan, report,
     incoming = [cupy.empty((layout.recv_rows,) + c.shape[1:], c.dtype) for c in columns]
     sending = outgoing[1 - int(keyed):]  # the buffers of the columns (not of loose key words)
     compute, side = cupy.cuda.get_current_stream(), _exchange_stream(cupy.cuda.Device().id)
-    chunks, arrived = len(layout.sent), []
+    chunks, departed, arrived = len(layout.sent), [], []
     for c in range(chunks):
         if c < len(layout.bounds):
             _scatter(layout, c, columns, outgoing[0], sending[int(keyed):], keyed)
         side.wait_event(compute.record())
+        departed.append(side.record())
         with side:
             rt.transport.alltoallv(sending, layout.sent[c], layout.received[:, c],
                                    layout.send_starts[c], layout.recv_starts[:, c], incoming)
@@ -150,6 +151,7 @@ def exchange(rt, columns: list, words: list, layout: Plan, report,
         if landing is not None and c > 0:
             _land(landing, compute, arrived[c - 1], c - 1, chunks, incoming[0], sending[0])
     compute.wait_event(arrived[-1])
+    report.time_transfers(departed[0], arrived[-1])
     if landing is not None:
         _land(landing, compute, arrived[-1], chunks - 1, chunks, incoming[0], sending[0])
     report.count_exchanged(sum(row_bytes(c) for c in columns), layout.sent.sum(axis=0),

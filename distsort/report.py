@@ -30,6 +30,7 @@ class SortReport:
     bytes_received: int = 0
     global_count: int = 0
     ranks: int = 1
+    transfers: list = field(default_factory=list)  # (start, end) CUDA events of GPU transfers
 
     @contextmanager
     def phase(self, name: str, synchronize) -> Iterator[None]:
@@ -54,12 +55,28 @@ class SortReport:
         self.bytes_sent += int(sent.sum() - sent[me]) * row_bytes
         self.bytes_received += int(received.sum() - received[me]) * row_bytes
 
+    def time_transfers(self, start, end) -> None:
+        """Note CUDA events recorded before and after an exchange's device transfers (the
+        chunked exchange's NCCL calls, beside the kernels that overlap them)."""
+        self.transfers.append((start, end))
+
+    @property
+    def transfer_seconds(self) -> float | None:
+        """Seconds between each noted pair of events, summed (None if none was noted). Waits
+        for the end events."""
+        if not self.transfers:
+            return None
+        import cupy
+
+        return sum(cupy.cuda.get_elapsed_time(a, b) for a, b in self.transfers) / 1e3
+
     def as_dict(self) -> dict:
         return {
             "rank": self.rank, "backend": self.backend, "engine": self.engine,
             "phases": dict(self.phases), "seconds": self.seconds,
             "count_in": self.count_in, "count_out": self.count_out,
             "bytes_sent": self.bytes_sent, "bytes_received": self.bytes_received,
+            "transfer_seconds": self.transfer_seconds,
         }
 
 

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from .cuda_source import CTYPES, load_module
 from .local.order import stable_order
 
 EPSILON = 0.04
@@ -39,8 +40,9 @@ def local_sample(words, counts: list[int], rank: int, backend, seed: int = 0, pe
     stratified sampling: the shard is cut into as many equal strata as it takes rows, and one
     element is drawn uniformly from each. The strata are drawn independently, so the count of
     sampled rows in any key window is a sum of independent trials with the same mean as plain
-    random sampling and no larger variance: the bound above holds. The indices come out sorted,
-    and the whole draw is a few vector operations.
+    random sampling and no larger variance: the bound above holds. The indices come out sorted.
+    The fractions come from a counter-based generator (uniforms), so the GPU draw of one key
+    word, one kernel (sample.cu), picks exactly the rows the vector operations pick elsewhere.
     """
     total, p = sum(counts), len(counts)
     n, offset, xp = counts[rank], sum(counts[:rank]), backend.xp
@@ -49,10 +51,43 @@ def local_sample(words, counts: list[int], rank: int, backend, seed: int = 0, pe
         picks = xp.arange(n, dtype=np.int64)
     else:
         take = min(n, math.ceil(want * n / total))
-        uniform = backend.from_host(np.random.default_rng([seed, rank]).random(take))
-        picks = stratified(n, uniform, xp)
+        base = stream_base(seed, rank)
+        if backend.name == "gpu" and len(words) == 1 and take * n < 2**63:
+            return _device_draw(words[0], n, take, base, offset)
+        picks = stratified(n, backend.from_host(uniforms(base, take)), xp)
     rows = device_rows(words, picks, xp, extra=1)
     rows[:, -1] = picks + offset
+    return rows
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64 of every uint64 (wrapping arithmetic), as sample.cu computes it."""
+    z = z + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def stream_base(seed: int, rank: int) -> int:
+    """The first counter of this rank's random stream for this seed."""
+    return int(_mix(np.array([((seed << 32) | rank) & (2**64 - 1)], dtype=np.uint64))[0])
+
+
+def uniforms(base: int, count: int) -> np.ndarray:
+    """count fractions in [0, 1) from the stream at base: 53 bits of splitmix64(base + i)."""
+    z = _mix(np.uint64(base) + np.arange(count, dtype=np.uint64))
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def _device_draw(keys, n: int, take: int, base: int, offset: int):
+    """stratified() and device_rows() for one key word, in one kernel (sample.cu)."""
+    import cupy
+
+    name = f"sample_rows<{CTYPES[keys.dtype.itemsize]}>"
+    kernel = load_module("sample.cu", (name,)).get_function(name)
+    rows = cupy.empty((take, 2), dtype=np.uint64)
+    args = (keys, np.uint64(n), np.uint64(take), np.uint64(base), np.uint64(offset), rows)
+    kernel((-(-take // 256),), (256,), args)
     return rows
 
 

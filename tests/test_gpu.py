@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import distsort
+from distsort.report import SortReport
 from distsort.splitters import classify
 
 MPI = pytest.importorskip("mpi4py.MPI")
@@ -133,6 +134,29 @@ def test_gpu_codec_kernel_matches_the_numpy_transform(dtype, descending, canonic
     assert back.tobytes() == codec.decode(codec.encode(x, np), np).tobytes()
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64"])
+@pytest.mark.parametrize("n", [1000, 2**20 + 3])
+def test_device_sample_draw_picks_the_host_draws_rows(dtype, n):
+    """One kernel (sample.cu) draws the same (key, global position) rows as the vector
+    operations on the host, for the same seed and rank."""
+    import cupy
+
+    from distsort.backend import Backend
+    from distsort.splitters import local_sample
+
+    class Gpu:
+        name, xp = "gpu", cupy
+
+    keys = np.random.default_rng(n).integers(0, 2**63, n).astype(dtype)
+    counts = [n, 3 * n, n // 2]
+    for rank, seed in ((0, 0), (2, 5)):
+        mine = keys[: counts[rank]]
+        want = local_sample([mine], counts, rank, Backend(), seed=seed, per_bucket=300)
+        got = local_sample([cupy.asarray(mine)], counts, rank, Gpu(), seed=seed, per_bucket=300)
+        assert 0 < len(want) < len(mine)
+        np.testing.assert_array_equal(cupy.asnumpy(got), want)
+
+
 @pytest.mark.parametrize("dtype", ["uint32", "uint64", "float32", "int64"])
 @pytest.mark.parametrize("chunks", [1, 3])
 @pytest.mark.parametrize("spread", ["uniform", "narrow", "skewed"])
@@ -163,12 +187,14 @@ def test_landing_finish_sorts_globally(monkeypatch, dtype, chunks, spread):
         raw = np.where(rng.random(n) < 0.8, raw[0], raw).astype(dt)
     if dt.kind == "f":
         raw = np.nan_to_num(raw, nan=1.5)
-    out = distsort.sort(cupy.asarray(raw))
+    report = SortReport()
+    out = distsort.sort(cupy.asarray(raw), report=report)
     everyone = np.concatenate(COMM.allgather(raw))
     got = np.concatenate(COMM.allgather(cupy.asnumpy(out)))
     np.testing.assert_array_equal(got, np.sort(everyone))
     if COMM.Get_size() > 1:  # a rank whose keys are all one value has nothing to land
         assert COMM.allreduce(len(finished)) > 0, "no rank ran the landing finish"
+        assert report.as_dict()["transfer_seconds"] > 0  # the NCCL transfers were timed
 
 
 @pytest.mark.parametrize("chunks", [1, 3])

@@ -120,6 +120,22 @@ def test_tiny_and_empty_ranks(sizes):
     np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
 
 
+def test_report_counts_bytes_and_times_no_device_transfers_on_cpus():
+    """The report's exchange bytes leave out a rank's own rows; on CPUs (MPI transport) no
+    device transfer is timed."""
+    from distsort.report import SortReport
+
+    x = np.arange(1000 * (COMM.Get_rank() + 1), dtype=np.uint32)[::-1].copy()
+    report = SortReport()
+    shard = distsort.sort(x, backend="cpu", report=report)
+    got = report.as_dict()
+    assert got["transfer_seconds"] is None
+    assert got["count_out"] == len(shard)
+    assert COMM.allreduce(got["bytes_sent"]) == COMM.allreduce(got["bytes_received"])
+    if COMM.Get_size() == 1:
+        assert got["bytes_sent"] == 0
+
+
 @pytest.mark.parametrize("dist", DISTS)
 def test_balance_on_the_sampled_path(dist):
     """Large enough that splitters come from a random sample, not from every key."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from distsort.backend import Backend
-from distsort.splitters import classify, local_sample, samples_per_bucket
+from distsort.splitters import classify, local_sample, samples_per_bucket, stream_base, uniforms
 
 
 def test_sample_size_grows_with_ranks_and_stays_small():
@@ -70,3 +70,24 @@ def test_sample_draws_one_row_from_each_stratum():
     strata = np.searchsorted(edges, rows[:, 1].astype(np.int64), side="right") - 1
     np.testing.assert_array_equal(strata, np.arange(take))
     assert len(local_sample(words[:0] + [words[0][:0]], [0, n], 0, Backend(), per_bucket=8)) == 0
+
+
+def _splitmix64(z: int) -> int:
+    """Reference splitmix64 on Python integers."""
+    m = 2**64 - 1
+    z = (z + 0x9E3779B97F4A7C15) & m
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+    return z ^ (z >> 31)
+
+
+def test_sample_fractions_are_splitmix64_of_counters():
+    """The host's fractions are the ones sample.cu computes: splitmix64(base + i), 53 bits,
+    with 64-bit wrap-around."""
+    base = stream_base(7, 3)
+    assert base == _splitmix64((7 << 32) | 3)
+    for start in (base, 2**64 - 3):
+        want = [(_splitmix64((start + i) % 2**64) >> 11) * 2.0**-53 for i in range(6)]
+        np.testing.assert_array_equal(uniforms(start, 6), want)
+    u = uniforms(base, 100_000)
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.01

@@ -1,0 +1,31 @@
+// This rank's share of the splitter sample, drawn on the device in one launch (splitters.py).
+//
+// Why: the stratified draw was a dozen small CuPy operations and a host-to-device copy of the
+// random fractions, ~1 ms of launches at 4 x 2^30 keys where the whole sort takes ~43 ms. Here
+// one thread per stratum draws its fraction from a counter-based generator (splitmix64 of
+// base + stratum, the same numbers splitters.uniforms gives on the host), picks the index
+// lo + floor(u * (hi - lo)) in stratum [i n / take, (i + 1) n / take), and writes the row
+// (key, global position). The driver guarantees take * n < 2^63, so the products fit.
+
+typedef unsigned long long u64;
+
+__device__ __forceinline__ u64 splitmix64(u64 z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+template <typename K>
+__global__ void sample_rows(const K* __restrict__ keys, u64 n, u64 take, u64 base, u64 offset,
+                            u64* __restrict__ rows)
+{
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= take) return;
+    const u64 lo = i * n / take, hi = (i + 1) * n / take;
+    const double u = (double)(splitmix64(base + i) >> 11) * 0x1p-53;
+    const u64 pick = lo + (u64)(u * (double)(hi - lo));
+    rows[2 * i] = (u64)keys[pick];
+    rows[2 * i + 1] = pick + offset;
+}
