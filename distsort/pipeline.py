@@ -27,7 +27,7 @@ from .runtime import Runtime
 from .splitters import choose_splitters, classify, local_sample
 
 KeyWords = Callable[[list], list]
-# The finish's first radix pass runs as blocks land (chunked.py); bench/RESULTS.md, run 40.
+# The finish's first radix pass runs as blocks land (chunked.py); bench/RESULTS.md, runs 40-41.
 LANDING = os.environ.get("DISTSORT_LANDING", "1") != "0"
 
 
@@ -48,11 +48,11 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
         with report.phase("partition", sync):
             routed = partition(rt, columns, key_words, offset, splitters)
         with report.phase("exchange", sync):
-            columns, blocks, spare, landing = routed.send(rt, report)
+            columns, blocks, spare, landed = routed.send(rt, report)
             del routed  # spare holds the only reference to the sent rows: finish takes it
         with report.phase("finish", sync):
-            if landing is not None:  # the first pass ran as the blocks landed
-                columns = [landing.finish(columns[0], spare.pop()[0])]
+            if landed is not None:  # its first pass ran as the blocks landed
+                columns = [landed.finish(columns[0], spare.pop()[0])]
             else:
                 columns = finish(rt, columns, key_words, blocks, splitters, spare)
     report.count_out = len(columns[0])

@@ -398,13 +398,13 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
 // same ranks through the same shared buffer. The per-tile latency (tile id, loads, look-back)
 // bounds this kernel more than bandwidth does, hence large tiles and the early counts.
 // VMODE 0: keys only; 1: values read from vals_in (VI) and written as VO; 2: the value is the
-// key's input position (argsort's first pass), written as VO.
+// key's input position (argsort's first pass), written as VO. Registers are held to 80 (3 blocks
+// per SM), or 128 (2 blocks) with a value wider than the key; at 18/16 keys per thread that spills
+// up to ~90 bytes, yet ran faster than 16/12 without spills (bench/local_sort.py --tune, H100).
 // Tile descriptors (tile_start, tile_rows; both null for the usual consecutive tiles): tile t
 // reads tile_rows[t] <= TILE keys from tile_start[t] on. Tiles cut from pieces that lie apart
 // read the pieces in tile order as if they were one array: the landing sort's second pass
-// (landing.py) reads every block's run of each digit, digit by digit, with no gather first. Registers are held to 80 (3 blocks
-// per SM), or 128 (2 blocks) with a value wider than the key; at 18/16 keys per thread that spills
-// up to ~90 bytes, yet ran faster than 16/12 without spills (bench/local_sort.py --tune, H100).
+// (landing.py) reads every block's run of each digit, digit by digit, with no gather first.
 template <typename K, typename VI, typename VO, int VMODE>
 __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) ? 2 : 3)
     radix_onesweep(const K* __restrict__ keys_in, K* __restrict__ keys_out,
