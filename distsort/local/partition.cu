@@ -9,9 +9,12 @@
 // not scattered partial sectors.
 // Both kernels are bound by instructions per key, not by memory (H200, 2^30 uint32, 4 buckets:
 // the first version counted at 1.0 TB/s and scattered at 0.9 TB/s against a 1.7 TB/s device copy,
-// bench/partition.py), so the per-key work is kept small: counts go to lane-private shared
-// counters (no votes), ranking takes one ballot per bit of the bucket number (2 for 4 buckets,
-// 8 for 256) instead of one per bucket, and the staged bucket numbers spare the write-out a search.
+// bench/partition.py; ncu on the scatter: 72% SM throughput, 33% DRAM), so the per-key work is
+// kept small: counts go to lane-private shared counters (no votes), ranking takes one ballot per
+// bit of the bucket number (2 for 4 buckets, 8 for 256) instead of one per bucket, the staged
+// bucket numbers spare the write-out a search, the tie with a splitter is one 32-bit compare of
+// the key's index, and only threads of the last tile check bounds (these two: count 2.30 -> 1.55
+// ms, scatter 7.5 -> 6.6 ms, bench/RESULTS.md run 45).
 // Ties with a splitter's key are broken by global position (offset + index), which spreads runs of
 // equal keys over ranks. Splitters live in shared memory; the bucket search is a binary search.
 
@@ -48,18 +51,23 @@ __device__ __forceinline__ void buckets_of(const K (&key)[ITEMS], u64 pos0, long
         for (int k = 0; k < ITEMS; ++k) bucket[k] = 0;
         for (int j = 0; j < ns; ++j) {
             const K s = sk[j];
-            const long long d = (long long)(sp[j] - pos0);  // key k ties above iff d <= 32 k
+            // key k ties above iff sp[j] - pos0 <= 32 k, i.e. iff k >= from: one 32-bit compare
+            // of a constant per key instead of a 64-bit one
+            const long long d = (long long)(sp[j] - pos0);
+            const int from = d <= 0 ? 0 : (int)min((d + 31) / 32, (long long)ITEMS);
             #pragma unroll
             for (int k = 0; k < ITEMS; ++k)
-                bucket[k] += (key[k] > s) | ((key[k] == s) & (d <= 32LL * k));
+                bucket[k] += (key[k] > s) | ((key[k] == s) & (k >= from));
         }
     } else {
         #pragma unroll
         for (int k = 0; k < ITEMS; ++k) bucket[k] = bucket_of(key[k], pos0 + 32 * k, sk, sp, ns);
     }
-    #pragma unroll
-    for (int k = 0; k < ITEMS; ++k)
-        if (first + 32 * k >= n) bucket[k] = absent;
+    if (first + 32 * (ITEMS - 1) >= n) {  // only a thread of the last tile has keys past n
+        #pragma unroll
+        for (int k = 0; k < ITEMS; ++k)
+            if (first + 32 * k >= n) bucket[k] = absent;
+    }
 }
 
 // Lanes of this warp whose value equals this lane's, over the low nbits bits: one ballot a bit.
@@ -207,10 +215,11 @@ __global__ void __launch_bounds__(BLOCK, sizeof(K) > 4 ? 3 : 4) partition_scatte
         __syncthreads();
         if (b <= ns) base[b] = tile_start - run_start[b];
         __syncthreads();
+        const bool whole = first + lane + 32 * (ITEMS - 1) < n;  // all this thread's keys
         #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
             long long i = first + k * 32 + lane;
-            if (i >= n) continue;
+            if (!whole && i >= n) continue;
             int bucket = rank[k] & 0xff;
             unsigned int slot = run_start[bucket] + warp_count[warp][bucket] + (rank[k] >> 8);
             staged[slot] = key[k];
