@@ -47,7 +47,7 @@ from .exchange import displacements, row_bytes
 from .exchange.mpi import MpiTransport
 from .keys import NumericCodec, record_key_words
 from .memory import default_budget, host_empty, parse_size
-from .pipeline import exchange, local_sort
+from .pipeline import exchange, local_sort, plain_keys
 from .report import SortReport
 from .runtime import Runtime, get_runtime
 from .splitters import EPSILON, device_rows
@@ -182,7 +182,7 @@ def row_cost(columns: list, words: list) -> int:
     coming in (Loader), the last run going out, key words, order and the engine's temporaries.
     Plain keys (one column that is its own key) need less."""
     width = sum(row_bytes(c) for c in columns)
-    if len(columns) == 1 and len(words) == 1 and words[0] is columns[0]:
+    if plain_keys(columns, words):
         return 6 * width
     return 5 * width + 4 * (sum(w.dtype.itemsize for w in words) + 8)
 
@@ -286,8 +286,7 @@ def cut_runs(store: list, key_words, layout: Layout, samples: np.ndarray,
 def _plain(columns: list, key_words) -> bool:
     """Is the first column the only key word (numeric keys), so that it can be searched?"""
     empty = [c[:0] for c in columns]
-    words = key_words(empty)
-    return len(words) == 1 and words[0] is empty[0]
+    return plain_keys(empty, key_words(empty))
 
 
 def cut_plain(keys: np.ndarray, run: int, splitters: np.ndarray) -> np.ndarray:

@@ -110,7 +110,7 @@ def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
     """A sort to start as the blocks land, for plain keys that our radix engine will sort
     (DISTSORT_LANDING=0: none, the finish sorts after the exchange)."""
     keys, rank = words[0], rt.comm.Get_rank()
-    if len(columns) != 1 or keys is not columns[0] or rt.backend.engine.name != "radix":
+    if not plain_keys(columns, words) or rt.backend.engine.name != "radix":
         return None
     low, end_bit = key_range(splitters, rank, keys.dtype)
     counts, starts = layout.blocks()
@@ -148,7 +148,7 @@ def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
     n, rank = int(counts.sum()), rt.comm.Get_rank()
     words = key_words(columns)
     low, end_bit = key_range(splitters, rank, words[0].dtype)
-    if len(columns) == 1 and words[0] is columns[0]:
+    if plain_keys(columns, words):
         top = upper_key(splitters, rank, words[0].dtype)
         for start, count, end in zip(starts, counts, list(starts[1:]) + [len(columns[0])]):
             columns[0][start + count : end] = top
@@ -184,10 +184,15 @@ def key_range(splitters: np.ndarray, rank: int, word) -> tuple[int, int]:
     return low, (int(upper_key(splitters, rank, word)) - low).bit_length()
 
 
+def plain_keys(columns: list, words: list) -> bool:
+    """Are the data plain keys: one column that is its own and only key word (no payload)?"""
+    return len(columns) == 1 and len(words) == 1 and words[0] is columns[0]
+
+
 def local_sort(rt: Runtime, columns: list, key_words: KeyWords):
     """Sort this rank's rows by their key words: plain keys directly, else by a stable order."""
     words = key_words(columns)
-    if len(columns) == 1 and len(words) == 1 and words[0] is columns[0]:
+    if plain_keys(columns, words):
         return [rt.backend.engine.sort(words[0])]
     order = stable_order(words, rt.backend.engine)
     return [c[order] for c in columns]
