@@ -22,10 +22,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..cuda_source import load_module
-from .radix import BLOCK, ITEMS, MAX_N, MIN_N, _dummy, digit_counts, digit_passes, onesweep
+from .radix import (
+    BLOCK,
+    ITEMS,
+    MAX_N,
+    MIN_N,
+    WIDE_ROWS,
+    _dummy,
+    digit_counts,
+    digit_passes,
+    flag_words,
+    onesweep,
+)
 
 _KEYS = ("u32", "u32", 0)  # keys-only pass kinds (radix.py)
-_WIDE = 1 << 30  # look-back flags of 32 bits hold counts below this (radix.cu)
 MIN_ROWS = MIN_N["narrow"]  # where our engine would sort a narrowed range (radix.py)
 
 
@@ -60,15 +70,12 @@ class LandingSort:
         self.block_bases = cupy.empty((blocks, npasses * 256), dtype=np.uint32)
         self.counters = cupy.zeros(blocks + npasses, dtype=np.uint32)
         most = int(self.counts.max(initial=0))
-        self.flags = cupy.empty(self._flag_words(-(-most // self.tile), most), dtype=np.uint32)
+        self.flags = cupy.empty(flag_words(-(-most // self.tile), most), dtype=np.uint32)
         self.landed = np.zeros(blocks, dtype=bool)
-
-    def _flag_words(self, tiles: int, rows: int) -> int:
-        return tiles * 256 * (2 if rows >= _WIDE else 1)
 
     def _flags(self, tiles: int, rows: int):
         """The look-back flags of one pass, zeroed (on the current stream)."""
-        need = self._flag_words(tiles, rows)
+        need = flag_words(tiles, rows)
         if need > self.flags.size:
             self.flags = self.cp.empty(need, dtype=np.uint32)
         flags = self.flags[:need]
@@ -89,7 +96,7 @@ class LandingSort:
         pass_args = (self.block_bases[b, :256], self.counters[b : b + 1],
                      self._flags(tiles, rows))
         onesweep((block, dummy), (out, dummy), _KEYS, self.passes[0], self.low, pass_args,
-                 rows >= _WIDE, tiles)
+                 rows >= WIDE_ROWS, tiles)
 
     def finish(self, keys, scratch):
         """The second and later passes, after every block has landed; returns the n sorted keys
@@ -115,7 +122,7 @@ class LandingSort:
         n, blocks, dummy = pair[0].size, len(self.counts), _dummy(pair[0].device.id)
         pass_args = (bases[p], self.counters[blocks + p : blocks + p + 1], self._flags(tiles, n))
         onesweep((pair[i % 2], dummy), (pair[(i + 1) % 2], dummy), _KEYS, self.passes[p],
-                 self.low, pass_args, n >= _WIDE, tiles, descriptors)
+                 self.low, pass_args, n >= WIDE_ROWS, tiles, descriptors)
 
     def _second_pass_tiles(self, first, n: int) -> tuple:
         """Tile descriptors (device uint32 start, rows) and how many tiles to launch for the

@@ -67,6 +67,7 @@ MIN_N = {
 }
 MAX_N = (1 << 32) - 1
 FLAGS_ONCE_BYTES = 64 << 20  # up to this, all passes' look-back flags are zeroed by one memset
+WIDE_ROWS = 1 << 30  # from here a tile's look-back flag takes two words (radix.cu: counts < 2^30)
 
 _WORD = {4: "u32", 8: "u64"}
 _UNSIGNED = {4: np.uint32, 8: np.uint64}
@@ -134,13 +135,18 @@ def _aligned(cp, a):
     return a if a.data.ptr % 16 == 0 else a.copy()
 
 
+def flag_words(tiles: int, rows: int) -> int:
+    """32-bit words of one pass's look-back flags: 256 digits per tile, two words when wide."""
+    return tiles * 256 * (2 if rows >= WIDE_ROWS else 1)
+
+
 class _State:
     """Device scratch of one sort: digit counts, digit bases, tile counters, look-back flags."""
 
     def __init__(self, cp, n: int, key_bytes: int, npasses: int):
         self.tiles = -(-n // (BLOCK * ITEMS[key_bytes]))
-        self.wide = n >= (1 << 30)  # 32-bit flag words hold counts below 2^30
-        self.region = self.tiles * 256 * (2 if self.wide else 1)  # u32 words per pass
+        self.wide = n >= WIDE_ROWS
+        self.region = flag_words(self.tiles, n)  # u32 words per pass
         self.once = self.region * 4 * npasses <= FLAGS_ONCE_BYTES
         head = 2 * npasses * 256 + 32
         regions = npasses if self.once else 1
