@@ -356,3 +356,12 @@ def test_2_pow_28(cp, engine, dtype):
     assert bool((engine.sort(x) == cp.sort(x)).all())
     if dtype == np.uint32:
         assert bool((engine.argsort(x) == cp.argsort(x)).all())
+
+
+@pytest.mark.slow
+def test_wide_look_back_flags(cp, engine):
+    """From 2^30 keys on, the look-back flags take two words each (radix.WIDE_ROWS): two 8-bit
+    passes over 2^30 + 3 keys, stable, against CUB's stable argsort of the same 16 bits."""
+    x = cp.random.randint(0, 1 << 32, radix.WIDE_ROWS + 3, dtype=cp.uint64).astype(cp.uint32)
+    want = x[cp.argsort(x & cp.uint32(0xFFFF))]
+    assert bool((engine.sort(x, 0, 16) == want).all())

@@ -89,6 +89,10 @@ def _cupy():
     return cupy
 
 
+def _histogram_name(key_bytes: int, passes: int) -> str:
+    return f"radix_histogram<{_WORD[key_bytes]},{passes}>"
+
+
 def _onesweep_name(key: str, vin: str, vout: str, mode: int) -> str:
     return f"radix_onesweep<{key},{vin},{vout},{mode}>"
 
@@ -96,7 +100,7 @@ def _onesweep_name(key: str, vin: str, vout: str, mode: int) -> str:
 @functools.cache
 def _module():
     """Compile radix.cu once per process (CuPy also caches the binary on disk)."""
-    names = ["radix_scan", "radix_histogram<u32>", "radix_histogram<u64>"]
+    names = ["radix_scan"] + [_histogram_name(kb, p) for kb in (4, 8) for p in range(1, kb + 1)]
     names += [_onesweep_name(k, *v) for k in ("u32", "u64") for v in _VALUE_KINDS]
     source = Path(__file__).with_name("radix.cu").read_text()
     defines = {"ITEMS32": ITEMS[4], "ITEMS64": ITEMS[8], **DEFINES}
@@ -202,8 +206,8 @@ def digit_counts(keys, low, bits: tuple, counts, bases, constant: int = 0) -> No
     nvec = n // (16 // kb)
     grid = max(1, min(_sm_count(dev), -(-nvec // HIST_BLOCK)))
     smem = bits[2] * 256 * HIST_LANES[kb] * 4
-    args = (keys, np.uint64(n), low) + tuple(np.int32(b) for b in bits)
-    hist = _kernel(dev, f"radix_histogram<{_WORD[kb]}>")
+    args = (keys, np.uint64(n), low) + tuple(np.int32(b) for b in bits[:2])
+    hist = _kernel(dev, _histogram_name(kb, bits[2]))
     hist((grid,), (HIST_BLOCK,), args + (counts,), shared_mem=smem)
     scan = _kernel(dev, "radix_scan")
     scan((1,), (256,), (counts, np.int32(bits[2]), bases, np.uint64(constant)))
