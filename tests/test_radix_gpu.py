@@ -236,6 +236,25 @@ def test_overwrite_after_skipped_passes(cp, engine, kdtype):
     assert not same(got, same_keys) and bool((got == 5).all())
 
 
+@pytest.mark.parametrize("kdtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("varying", [(20, 30), (0, 8)])
+def test_first_pass_queued_before_the_skips_are_known(cp, engine, kdtype, varying):
+    """Key sorts from SYNC_MIN keys on queue the first pass before the host has read which
+    passes are constant; the kernel does nothing where it is. Bits 20-29 vary: pass 0 is
+    skipped on the device, passes 2 and 3 run; bits 0-7 and 16-23 vary: passes 0 and 2 run.
+    Two passes in both, so the result is back in the input."""
+    rng = np.random.default_rng(13)
+    n = SYNC_MIN + 777
+    lo, hi = varying
+    x = rng.integers(0, 1 << (hi - lo), n).astype(kdtype) << np.array(lo, kdtype)
+    if lo == 0:
+        x |= rng.integers(0, 256, n).astype(kdtype) << np.array(16, kdtype)
+    keys = cp.asarray(x)
+    got = engine.sort(keys, overwrite=True, scratch=cp.empty_like(keys))
+    np.testing.assert_array_equal(got.get(), np.sort(x))
+    assert same(got, keys)
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
 def test_overwrite_and_low_narrow_dtypes(cp, engine, dtype):
     """uint8/16 keys are widened to uint32 for our kernels; a scratch of their dtype is unused."""

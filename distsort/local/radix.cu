@@ -173,9 +173,11 @@ __device__ __forceinline__ u32 block_excl_scan(u32 v, u32* s_warp, u32* total)
 // one digit holds every key (the pass can be skipped): the driver reads that word from the host
 // once this kernel is done, where a copy from the device would wait behind the large copies
 // that other streams have in flight (the out-of-core runs).
+// `skip` (device words, or null) gets the same flags, for a pass launched before the host knows
+// them (radix_onesweep's skip).
 extern "C" __global__ void __launch_bounds__(BLOCK)
     radix_scan(const u32* __restrict__ counts, int passes, u32* __restrict__ bases,
-               volatile u32* constant)
+               volatile u32* constant, u32* __restrict__ skip)
 {
     __shared__ u32 s_warp[WARPS];
     for (int p = 0; p < passes; ++p) {
@@ -186,6 +188,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         const int whole = __syncthreads_or(count == total);
         if (constant && threadIdx.x == 0)
             constant[p] = whole;
+        if (skip && threadIdx.x == 0)
+            skip[p] = whole;
     }
 }
 
@@ -413,16 +417,20 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
 // reads tile_rows[t] <= TILE keys from tile_start[t] on. Tiles cut from pieces that lie apart
 // read the pieces in tile order as if they were one array: the landing sort's second pass
 // (landing.py) reads every block's run of each digit, digit by digit, with no gather first.
+// skip (or null): a word radix_scan sets where this pass's digit never varies; then every block
+// returns at once, so the driver can queue the first pass before it reads which passes vary,
+// and the GPU does not wait for the host in between.
 template <typename K, typename VI, typename VO, int VMODE>
 __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) ? 2 : 3)
     radix_onesweep(const K* __restrict__ keys_in, K* __restrict__ keys_out,
                    const VI* __restrict__ vals_in, VO* __restrict__ vals_out, u64 n, K low,
                    int shift, int bits, const u32* __restrict__ bases, u32* tile_counter,
                    void* flags, int wide, const u32* __restrict__ tile_start,
-                   const u32* __restrict__ tile_rows)
+                   const u32* __restrict__ tile_rows, const u32* __restrict__ skip)
 {
     constexpr int TILE = BLOCK * Items<K>::value;
     __shared__ OnesweepSmem<K, VO, VMODE> sm;
+    if (skip && *skip) return;  // the digit is the same for every key: the pass is not needed
     if (threadIdx.x == 0) sm.tile = atomicAdd(tile_counter, 1u);
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) sm.whist[w][threadIdx.x] = 0;

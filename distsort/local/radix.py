@@ -67,6 +67,7 @@ MIN_N = {
 }
 MAX_N = (1 << 32) - 1
 FLAGS_ONCE_BYTES = 64 << 20  # up to this, all passes' look-back flags are zeroed by one memset
+NULL = np.uintp(0)  # a null device pointer, for kernel arguments left out
 WIDE_ROWS = 1 << 30  # from here a tile's look-back flag takes two words (radix.cu: counts < 2^30)
 
 _WORD = {4: "u32", 8: "u64"}
@@ -157,7 +158,8 @@ class _State:
         self.words = cp.zeros(head + regions * self.region, dtype=cp.uint32)
         self.counts = self.words[: npasses * 256]
         self.bases = self.words[npasses * 256 : 2 * npasses * 256]
-        self.counters = self.words[2 * npasses * 256 : head]
+        self.counters = self.words[2 * npasses * 256 : head - 16]
+        self.skip = self.words[head - 16 : head]  # radix_scan: 1 where a pass's digit is constant
         self.flags = self.words[head:]
 
     def pass_args(self, p: int, i: int) -> tuple:
@@ -184,24 +186,35 @@ def _constant_words(device: int) -> tuple:
     return host, words  # unified addressing: kernels take the host address as it is
 
 
-def _active_passes(n: int, npasses: int, device: int) -> list[int]:
-    """All passes, less those whose digit is constant (checked from SYNC_MIN keys on)."""
+def _active_passes(n: int, npasses: int, device: int, scanned) -> list[int]:
+    """All passes, less those whose digit is constant (checked from SYNC_MIN keys on, once the
+    event `scanned`, recorded after radix_scan, has completed)."""
     if n < SYNC_MIN:
         return list(range(npasses))
-    _cupy().cuda.get_current_stream().synchronize()  # radix_scan has set the words
+    scanned.synchronize()  # radix_scan has set the words
     constant = _constant_words(device)[1]
     return [p for p in range(npasses) if not constant[p]]
 
 
-def _histogram(keys, low, state: _State, begin_bit: int, end_bit: int, npasses: int) -> None:
-    constant = _constant_words(keys.device.id)[0] if keys.size >= SYNC_MIN else 0
-    digit_counts(keys, low, (begin_bit, end_bit, npasses), state.counts, state.bases, constant)
+def _histogram(keys, low, state: _State, begin_bit: int, end_bit: int, npasses: int):
+    """Digit counts and bases of every pass; from SYNC_MIN keys on, returns an event recorded
+    once the constant-digit flags are set (else None)."""
+    if keys.size < SYNC_MIN:
+        digit_counts(keys, low, (begin_bit, end_bit, npasses), state.counts, state.bases)
+        return None
+    constant = _constant_words(keys.device.id)[0]
+    digit_counts(keys, low, (begin_bit, end_bit, npasses), state.counts, state.bases, constant,
+                 state.skip)
+    scanned = _cupy().cuda.Event(block=False, disable_timing=True)
+    scanned.record()
+    return scanned
 
 
-def digit_counts(keys, low, bits: tuple, counts, bases, constant: int = 0) -> None:
+def digit_counts(keys, low, bits: tuple, counts, bases, constant: int = 0, skip=None) -> None:
     """Add the digit counts of every pass of bits = (begin_bit, end_bit, passes) of key - low to
     counts (passes x 256 uint32, 16-byte aligned keys), then write each pass's exclusive scan to
-    bases; with `constant` (a mapped host address), flag the passes whose digit never varies."""
+    bases; flag the passes whose digit never varies at `constant` (a mapped host address) and in
+    `skip` (device words), where given."""
     n, kb, dev = keys.size, keys.dtype.itemsize, keys.device.id
     nvec = n // (16 // kb)
     grid = max(1, min(_sm_count(dev), -(-nvec // HIST_BLOCK)))
@@ -210,7 +223,8 @@ def digit_counts(keys, low, bits: tuple, counts, bases, constant: int = 0) -> No
     hist = _kernel(dev, _histogram_name(kb, bits[2]))
     hist((grid,), (HIST_BLOCK,), args + (counts,), shared_mem=smem)
     scan = _kernel(dev, "radix_scan")
-    scan((1,), (256,), (counts, np.int32(bits[2]), bases, np.uint64(constant)))
+    skip = NULL if skip is None else skip
+    scan((1,), (256,), (counts, np.int32(bits[2]), bases, np.uint64(constant), skip))
 
 
 def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
@@ -223,23 +237,28 @@ def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
     return "u32", "i64" if last else "u32", 2 if i == 0 else 1
 
 
-def _launch_pass(state: _State, p: int, i: int, shift_bits, low, src, dst, kinds) -> None:
-    """Run pass p (the i-th that runs): src/dst are (keys, values) arrays, kinds the value kind."""
-    onesweep(src, dst, kinds, shift_bits, low, state.pass_args(p, i), state.wide, state.tiles)
+def _launch_pass(state: _State, p: int, i: int, shift_bits, low, src, dst, kinds,
+                 skip=None) -> None:
+    """Run pass p (the i-th that runs): src/dst are (keys, values) arrays, kinds the value kind;
+    skip as in onesweep."""
+    onesweep(src, dst, kinds, shift_bits, low, state.pass_args(p, i), state.wide, state.tiles,
+             skip=skip)
 
 
 def onesweep(src, dst, kinds, shift_bits, low, pass_args, wide: bool, tiles: int,
-             descriptors=None) -> None:
+             descriptors=None, skip=None) -> None:
     """Launch one onesweep pass over `tiles` tiles: src/dst are (keys, values) arrays, kinds the
     value kind, pass_args (bases, tile counter, zeroed flags); descriptors, where given, are
     (tile_start, tile_rows) uint32 arrays, one entry per tile (radix.cu), else tiles are
-    consecutive TILE-key runs of src."""
+    consecutive TILE-key runs of src; skip, where given, a device word that, where set by
+    radix_scan, makes the pass do nothing."""
     vin, vout, vmode = kinds
     name = _onesweep_name(_WORD[src[0].dtype.itemsize], vin, vout, vmode)
     kernel = _kernel(src[0].device.id, name)
     scalars = (np.uint64(src[0].size), low, np.int32(shift_bits[0]), np.int32(shift_bits[1]))
     tail = tuple(pass_args) + (np.int32(wide),)
-    tail += tuple(descriptors) if descriptors is not None else (np.uintp(0), np.uintp(0))
+    tail += tuple(descriptors) if descriptors is not None else (NULL, NULL)
+    tail += (NULL if skip is None else skip,)
     kernel((tiles,), (BLOCK,), src[:1] + dst[:1] + src[1:] + dst[1:] + scalars + tail)
 
 
@@ -290,33 +309,63 @@ def radix_sort(
     low = _UNSIGNED[kb](int(low))
     passes = digit_passes(begin_bit, min(end_bit, 8 * kb))
     state = _State(cp, n, kb, len(passes))
+    scanned = None
     if passes:
-        _histogram(keys, low, state, begin_bit, min(end_bit, 8 * kb), len(passes))
-    active = _active_passes(n, len(passes), keys.device.id)
+        scanned = _histogram(keys, low, state, begin_bit, min(end_bit, 8 * kb), len(passes))
+    pong = _PingPong(cp, keys, vals, mode, overwrite, scratch)
+    # Keys only: the first pass is queued before the host reads which passes vary (it returns at
+    # once on the device where its digit does not), so the GPU does not wait for the host.
+    guessed = None
+    if scanned is not None and mode == "keys":
+        guessed = pong.run(state, 0, 0, passes[0], low, last=False, skip=state.skip[:1])
+    active = _active_passes(n, len(passes), keys.device.id, scanned)
     if not active:  # already in order on these bits
-        out_k = keys if overwrite else _scratch(cp, keys, scratch)
-        if not overwrite:
-            out_k[...] = keys
-        if mode == "keys":
-            return out_k, None
-        if mode == "argsort":
-            return out_k, cp.arange(n, dtype=cp.int64)
-        return out_k, vals if overwrite else vals.copy()
-    dummy = _dummy(keys.device.id)
-    kbuf = [_scratch(cp, keys, scratch), keys if overwrite else None]
-    vbuf = [None, vals if overwrite and mode == "pairs" else None]
-    src = (keys, vals if mode == "pairs" else dummy)
-    for i, p in enumerate(active):
-        kinds = _value_plan(mode, vals, i, i == len(active) - 1)
-        if kbuf[i % 2] is None:
-            kbuf[i % 2] = cp.empty_like(keys)
-        if kinds[2] and (vbuf[i % 2] is None or vbuf[i % 2].dtype != _VALUE_DTYPE[kinds[1]]):
-            vbuf[i % 2] = cp.empty(n, dtype=_VALUE_DTYPE[kinds[1]])
-        dst = (kbuf[i % 2], vbuf[i % 2] if kinds[2] else dummy)
-        pair = src if kinds[2] == 1 else (src[0], dummy)
-        _launch_pass(state, p, i, passes[p], low, pair, dst, kinds)
-        src = dst
-    return src[0], None if mode == "keys" else src[1]
+        return _unsorted(cp, keys, vals, mode, pong.keys[0] if not overwrite else None)
+    start = 0
+    if guessed is not None and active[0] == 0:
+        pong.src, start = guessed, 1
+    for i in range(start, len(active)):
+        p = active[i]
+        pong.src = pong.run(state, i, p, passes[p], low, last=i == len(active) - 1)
+    return pong.src[0], None if mode == "keys" else pong.src[1]
+
+
+def _unsorted(cp, keys, vals, mode: str, copy) -> tuple:
+    """radix_sort's result where no pass is needed: the input as it is, or copied into `copy`
+    (the keys) and a new array (the values) where that is given."""
+    if copy is not None:
+        copy[...] = keys
+    out_k = keys if copy is None else copy
+    if mode == "keys":
+        return out_k, None
+    if mode == "argsort":
+        return out_k, cp.arange(keys.size, dtype=cp.int64)
+    return out_k, vals if copy is None else vals.copy()
+
+
+class _PingPong:
+    """The key (and value) buffers that one sort's passes alternate between (radix_sort), each
+    allocated when a pass first writes it; src is what the next pass reads."""
+
+    def __init__(self, cp, keys, vals, mode: str, overwrite: bool, scratch):
+        self.cp, self.n, self.vals, self.mode = cp, keys.size, vals, mode
+        self.dummy = _dummy(keys.device.id)
+        self.keys = [_scratch(cp, keys, scratch), keys if overwrite else None]
+        self.values = [None, vals if overwrite and mode == "pairs" else None]
+        self.src = (keys, vals if mode == "pairs" else self.dummy)
+
+    def run(self, state: _State, i: int, p: int, shift_bits, low, last: bool, skip=None):
+        """Launch pass p, the i-th that runs, from src; returns the (keys, values) it writes."""
+        vin, vout, vmode = kinds = _value_plan(self.mode, self.vals, i, last)
+        if self.keys[i % 2] is None:
+            self.keys[i % 2] = self.cp.empty_like(self.src[0])
+        values = self.values[i % 2]
+        if vmode and (values is None or values.dtype != _VALUE_DTYPE[vout]):
+            values = self.values[i % 2] = self.cp.empty(self.n, dtype=_VALUE_DTYPE[vout])
+        dst = (self.keys[i % 2], values if vmode else self.dummy)
+        pair = self.src if vmode == 1 else (self.src[0], self.dummy)
+        _launch_pass(state, p, i, shift_bits, low, pair, dst, kinds, skip)
+        return dst
 
 
 class RadixEngine:
