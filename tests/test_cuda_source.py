@@ -26,14 +26,15 @@ def fake_cupy(monkeypatch):
 
 
 @pytest.mark.parametrize("loader, kernels", [
-    ("distsort.keys:_codec_module", ["encode_keys", "decode_keys"]),
-    ("distsort.local.partition:_module", ["partition_count", "partition_scatter"]),
+    ("distsort.keys:_codec_module", {"encode_keys": 4, "decode_keys": 4}),
+    # the scatter for each key width and each bit count (0-8) of the largest bucket number
+    ("distsort.local.partition:_module", {"partition_count": 4, "partition_scatter": 36}),
 ])
 def test_every_requested_template_is_defined_in_its_source(fake_cupy, loader, kernels):
     module, name = loader.split(":")
     getattr(__import__(module, fromlist=[name]), name)()
     (code, options, names), = fake_cupy
-    assert "-std=c++17" in options and len(names) == 4 * len(kernels)
-    for kernel in kernels:
+    assert "-std=c++17" in options and len(names) == sum(kernels.values())
+    for kernel, count in kernels.items():
         assert f"__global__ void {kernel}(" in code or f") {kernel}(" in code
-        assert sum(n.startswith(kernel + "<") for n in names) == 4
+        assert sum(n.startswith(kernel + "<") for n in names) == count

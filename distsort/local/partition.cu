@@ -70,10 +70,13 @@ __device__ __forceinline__ void buckets_of(const K (&key)[ITEMS], u64 pos0, long
     }
 }
 
-// Lanes of this warp whose value equals this lane's, over the low nbits bits: one ballot a bit.
-__device__ __forceinline__ unsigned int same_value(unsigned int v, int nbits) {
+// Lanes of this warp whose value equals this lane's, over the low NBITS bits: one ballot a bit,
+// unrolled (a loop over a run-time bit count cost the scatter its loop overhead per key).
+template <int NBITS>
+__device__ __forceinline__ unsigned int same_value(unsigned int v) {
     unsigned int peers = 0xffffffffu;
-    for (int b = 0; b < nbits; ++b) {
+    #pragma unroll
+    for (int b = 0; b < NBITS; ++b) {
         unsigned int vote = __ballot_sync(0xffffffffu, (v >> b) & 1u);
         peers &= ((v >> b) & 1u) ? vote : ~vote;
     }
@@ -145,12 +148,36 @@ __global__ void __launch_bounds__(BLOCK) partition_count(
     }
 }
 
+// Rank each of a warp's keys among the warp's keys of its bucket (bucket numbers < 2^NBITS;
+// `absent`, past n, not counted): rank[k] holds the bucket on entry, rank << 8 | bucket on exit.
+template <int NBITS>
+__device__ __forceinline__ void rank_in_warp(unsigned int (&rank)[ITEMS], unsigned int absent,
+                                             unsigned short* warp_count) {
+    const int lane = threadIdx.x & 31;
+    const unsigned int lower = (1u << lane) - 1u;
+    #pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        const unsigned int bucket = rank[k];
+        const unsigned int peers = same_value<NBITS>(bucket);
+        const int leader = 31 - __clz(peers);
+        unsigned int before = 0;
+        if (lane == leader && bucket != absent) {
+            before = warp_count[bucket];
+            warp_count[bucket] = (unsigned short)(before + __popc(peers));
+        }
+        rank[k] = (__shfl_sync(0xffffffffu, before, leader) + __popc(peers & lower)) << 8 |
+                  (bucket & 0xff);
+        __syncwarp();
+    }
+}
+
 // Each warp owns 32 * ITEMS consecutive keys of the tile, in order; starts is the exclusive scan of
-// counts. The tile's keys are first put in bucket order in shared memory (with their bucket
+// counts. BITS = bits of the largest bucket number (ns): the ranking's ballots per key; the
+// last tile's absent keys take bucket 2^BITS, one bit more. The tile's keys are first put in bucket order in shared memory (with their bucket
 // numbers), then written out by consecutive threads to consecutive addresses. dest_out[i], when
 // given, is where key i went (to move other columns). Bucket b's bookkeeping is thread b's
 // (ns < MAX_BUCKETS = BLOCK).
-template <typename K>
+template <typename K, int BITS>
 __global__ void __launch_bounds__(BLOCK, sizeof(K) > 4 ? 3 : 4) partition_scatter(
         const K* keys, long long n, u64 offset, const K* split_keys, const u64* split_pos, int ns,
         const long long* starts, long long tiles, K* out, long long* dest_out) {
@@ -162,15 +189,13 @@ __global__ void __launch_bounds__(BLOCK, sizeof(K) > 4 ? 3 : 4) partition_scatte
     __shared__ K staged[TILE];
     __shared__ unsigned char staged_bucket[TILE];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, b = threadIdx.x;
-    const unsigned int lower = (1u << lane) - 1u;
-    const int bits = 32 - __clz(ns), absent = 1 << bits;  // absent keys: bucket 2^bits
+    constexpr int absent = 1 << BITS;  // the bucket of keys past n
     K key[ITEMS];
     long long tile = blockIdx.x;
     if (tile < tiles) load_keys(keys, n, tile * TILE + warp * 32 * ITEMS, lane, key);
     load_splitters(split_keys, split_pos, ns, sk, sp);
     for (; tile < tiles; tile += gridDim.x) {
         const long long tile_first = tile * TILE, first = tile_first + (long long)warp * 32 * ITEMS;
-        const int nbits = bits + (tile_first + TILE <= n ? 0 : 1);
         long long tile_start = 0;
         if (b <= ns) {
             tile_start = starts[(long long)b * tiles + tile];
@@ -179,20 +204,10 @@ __global__ void __launch_bounds__(BLOCK, sizeof(K) > 4 ? 3 : 4) partition_scatte
         __syncthreads();
         unsigned int rank[ITEMS];  // the bucket, then rank among the warp's keys of it << 8 | bucket
         buckets_of(key, offset + (u64)(first + lane), first + lane, n, sk, sp, ns, absent, rank);
-        #pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
-            const unsigned int bucket = rank[k];
-            unsigned int peers = same_value(bucket, nbits);
-            int leader = 31 - __clz(peers);
-            unsigned int before = 0;
-            if (lane == leader && bucket != (unsigned int)absent) {
-                before = warp_count[warp][bucket];
-                warp_count[warp][bucket] = (unsigned short)(before + __popc(peers));
-            }
-            rank[k] = (__shfl_sync(0xffffffffu, before, leader) + __popc(peers & lower)) << 8 |
-                      (bucket & 0xff);
-            __syncwarp();
-        }
+        if (tile_first + TILE <= n)
+            rank_in_warp<BITS>(rank, absent, warp_count[warp]);
+        else
+            rank_in_warp<BITS + 1>(rank, absent, warp_count[warp]);
         __syncthreads();
         if (b <= ns) {  // exclusive scan over warps, per bucket
             unsigned int running = 0;
