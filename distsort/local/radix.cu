@@ -70,15 +70,17 @@ __device__ __forceinline__ void shared_inc(u32 addr)
 }
 
 // Count one key's digit of every pass: at[p] is the shared address of this lane's copy of pass
-// p's digit 0, the copies of one digit 4 * LANES bytes apart. Per pass: shift, mask, one
-// multiply-add for the address, the reduction (ncu, H200: 33 instructions per uint32 key over 3
-// passes with the index arithmetic and a run-time pass count, 1.3x the kernel's time).
+// p's digit 0, the copies of one digit 4 * LANES bytes apart. Per pass: shift, mask, one add for
+// the address, the reduction. (With index arithmetic and a run-time pass count it took 33
+// instructions per uint32 key over 3 passes and the kernel was issue-bound: ncu, H200, 2^28
+// keys, 0.336 ms; now 13 in the PTX and ~0.29-0.31 ms, bench/RESULTS.md runs 50-52.)
 template <typename K, int PASSES, int LANES>
 __device__ __forceinline__ void count_key(K key, const int (&shift)[PASSES],
                                           const u32 (&mask)[PASSES], const u32 (&at)[PASSES])
 {
 #pragma unroll
-    for (int p = 0; p < PASSES; ++p) shared_inc(at[p] + digit_of(key, shift[p], mask[p]) * (4 * LANES));
+    for (int p = 0; p < PASSES; ++p)
+        shared_inc(at[p] + digit_of(key, shift[p], mask[p]) * (4 * LANES));
 }
 
 // Why: one read of the keys (n moves, 16-byte streaming loads) yields the digit histogram of
@@ -121,7 +123,8 @@ __global__ void __launch_bounds__(HIST_BLOCK, 1)
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) count_key<K, PASSES, LANES>(k[u][j] - low, shift, mask, at);
+            for (int j = 0; j < VEC; ++j)
+                count_key<K, PASSES, LANES>(k[u][j] - low, shift, mask, at);
     }
     for (u64 v = full + (u64)blockIdx.x * blockDim.x + threadIdx.x; v < nvec;
          v += (u64)gridDim.x * blockDim.x) {

@@ -356,7 +356,7 @@ class _PingPong:
 
     def run(self, state: _State, i: int, p: int, shift_bits, low, last: bool, skip=None):
         """Launch pass p, the i-th that runs, from src; returns the (keys, values) it writes."""
-        vin, vout, vmode = kinds = _value_plan(self.mode, self.vals, i, last)
+        _, vout, vmode = kinds = _value_plan(self.mode, self.vals, i, last)
         if self.keys[i % 2] is None:
             self.keys[i % 2] = self.cp.empty_like(self.src[0])
         values = self.values[i % 2]
