@@ -11,16 +11,16 @@ TILE = 256 * 16  # keep in step with partition.cu: BLOCK threads x ITEMS keys pe
 MAX_BUCKETS = 256  # and its MAX_BUCKETS
 
 
-def _module():
-    names = tuple(f"partition_count<{c}>" for c in CTYPES.values())
-    names += tuple(_scatter_name(c, 1 << bits) for c in CTYPES.values() for bits in range(9))
-    return load_module("local/partition.cu", names)
+def _names(ctype: str, buckets: int) -> dict[str, str]:
+    """The two kernels' instances for keys of ctype and this many buckets (the scatter's is
+    templated on the bits of the largest bucket number)."""
+    bits = (buckets - 1).bit_length()
+    return {"count": f"partition_count<{ctype}>", "scatter": f"partition_scatter<{ctype},{bits}>"}
 
 
-def _scatter_name(ctype: str, buckets: int) -> str:
-    """partition_scatter's instance for keys of ctype and this many buckets (templated on the
-    bits of the largest bucket number)."""
-    return f"partition_scatter<{ctype},{(buckets - 1).bit_length()}>"
+def _module(ctype: str, buckets: int):
+    """Both kernels for keys of ctype and this many buckets, compiled when first asked for."""
+    return load_module("local/partition.cu", tuple(_names(ctype, buckets).values()))
 
 
 def supports(keys, buckets: int) -> bool:
@@ -65,15 +65,15 @@ class Launch:
         self.args = (keys, np.int64(n), np.uint64(offset), split_keys, split_pos,
                      np.int32(self.buckets - 1))
 
-    def _kernel(self, name: str, *more, shared_mem: int = 0) -> None:
-        fn = _module().get_function(name)
+    def _kernel(self, kind: str, *more, shared_mem: int = 0) -> None:
+        name = _names(self.ctype, self.buckets)[kind]
+        fn = _module(self.ctype, self.buckets).get_function(name)
         fn((self.grid,), (TILE // 16,), self.args + more, shared_mem=shared_mem)
 
     def tile_counts(self):
         """counts[b * tiles + t]: keys of tile t that go to bucket b."""
         counts = self.cp.zeros(self.buckets * self.tiles, dtype=np.int64)
-        self._kernel(f"partition_count<{self.ctype}>", counts, np.int64(self.tiles),
-                     shared_mem=self.buckets * 32 * 4)
+        self._kernel("count", counts, np.int64(self.tiles), shared_mem=self.buckets * 32 * 4)
         return counts
 
     def scatter(self, counts, per_bucket: np.ndarray, bases: np.ndarray, out, want_dest: bool):
@@ -84,6 +84,6 @@ class Launch:
         shift = bases - displacements(per_bucket)  # move every bucket to its aligned start
         starts.reshape(self.buckets, self.tiles)[...] += cp.asarray(shift)[:, None]
         dest = cp.empty(len(self.keys), dtype=np.int64) if want_dest else None
-        self._kernel(_scatter_name(self.ctype, self.buckets), starts, np.int64(self.tiles), out,
+        self._kernel("scatter", starts, np.int64(self.tiles), out,
                      dest if want_dest else np.uintp(0))
         return dest
