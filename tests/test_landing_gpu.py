@@ -8,7 +8,7 @@ import pytest
 
 from distsort.exchange import aligned_displacements
 from distsort.local.landing import LandingSort
-from distsort.local.radix import BLOCK, ITEMS
+from distsort.local.radix import tile_keys
 
 pytestmark = pytest.mark.gpu
 
@@ -19,7 +19,7 @@ def cp():
 
 
 def tile(dtype) -> int:
-    return BLOCK * ITEMS[np.dtype(dtype).itemsize]
+    return tile_keys(np.dtype(dtype).itemsize, "keys")
 
 
 def land_all(cp, blocks: list, dtype, low: int, end_bit: int, rng) -> np.ndarray:

@@ -7,7 +7,7 @@ import pytest
 
 from distsort.local import radix
 from distsort.local.engine import get_engine
-from distsort.local.radix import BLOCK, ITEMS, SYNC_MIN, RadixEngine
+from distsort.local.radix import SYNC_MIN, RadixEngine
 
 pytestmark = pytest.mark.gpu
 
@@ -25,8 +25,8 @@ def engine():
     return RadixEngine(min_n=0)  # our kernels at every size
 
 
-def tile_of(dtype) -> int:
-    return BLOCK * ITEMS[8 if np.dtype(dtype).itemsize == 8 else 4]
+def tile_of(dtype, mode: str = "keys") -> int:
+    return radix.tile_keys(8 if np.dtype(dtype).itemsize == 8 else 4, mode)
 
 
 def size_of(name: str, dtype) -> int:

@@ -23,8 +23,6 @@ import numpy as np
 
 from ..cuda_source import load_module
 from .radix import (
-    BLOCK,
-    ITEMS,
     MAX_N,
     MIN_N,
     WIDE_ROWS,
@@ -33,6 +31,7 @@ from .radix import (
     digit_passes,
     flag_words,
     onesweep,
+    tile_keys,
 )
 
 _KEYS = ("u32", "u32", 0)  # keys-only pass kinds (radix.py)
@@ -64,7 +63,7 @@ class LandingSort:
         self.low = self.dtype.type(low)
         self.passes = digit_passes(0, end_bit)
         self.bits = (0, end_bit, len(self.passes))  # (begin_bit, end_bit, passes): radix.cu
-        self.tile = BLOCK * ITEMS[self.dtype.itemsize]
+        self.tile = tile_keys(self.dtype.itemsize, "keys")
         blocks, npasses = len(self.counts), len(self.passes)
         self.hist = cupy.zeros((blocks, npasses * 256), dtype=np.uint32)
         self.block_bases = cupy.empty((blocks, npasses * 256), dtype=np.uint32)

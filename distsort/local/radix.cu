@@ -41,8 +41,19 @@ typedef long long i64;
 #define FLAG_AGG 1u     // the tile's own count of this digit
 #define FLAG_PREFIX 2u  // count of this digit in this tile and all before it
 
-template <typename K> struct Items { static const int value = ITEMS32; };
-template <> struct Items<u64> { static const int value = ITEMS64; };
+#ifndef ITEMS32_KEYS
+#define ITEMS32_KEYS ITEMS32  // keys per thread of key-only passes (no value in shared memory)
+#endif
+#ifndef ITEMS64_KEYS
+#define ITEMS64_KEYS ITEMS64
+#endif
+
+template <typename K, int VMODE> struct Items {
+    static const int value = VMODE == 0 ? ITEMS32_KEYS : ITEMS32;
+};
+template <int VMODE> struct Items<u64, VMODE> {
+    static const int value = VMODE == 0 ? ITEMS64_KEYS : ITEMS64;
+};
 
 __device__ __forceinline__ u32 digit_of(u32 k, int shift, u32 mask) { return (k >> shift) & mask; }
 __device__ __forceinline__ u32 digit_of(u64 k, int shift, u32 mask)
@@ -279,7 +290,7 @@ __device__ __forceinline__ u32 match_peers(u32 d)
 
 template <typename K, typename VO, int VMODE>
 struct OnesweepSmem {
-    static constexpr int ITEMS = Items<K>::value;
+    static constexpr int ITEMS = Items<K, VMODE>::value;
     static constexpr int SB = (VMODE != 0 && sizeof(VO) > sizeof(K)) ? (int)sizeof(VO) : (int)sizeof(K);
     __align__(16) unsigned char buf[BLOCK * ITEMS * SB];  // the tile's keys, then its values
     u32 whist[WARPS][RADIX];  // per-warp digit counts, then each warp's first rank per digit
@@ -298,7 +309,7 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
                                               const u32* __restrict__ bases, void* flags, int wide,
                                               OnesweepSmem<K, VO, VMODE>& sm)
 {
-    constexpr int ITEMS = Items<K>::value;
+    constexpr int ITEMS = Items<K, VMODE>::value;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const u32 first = warp * 32 * ITEMS + lane;  // this thread's first item, within the tile
     K* s_keys = reinterpret_cast<K*>(sm.buf);
@@ -404,8 +415,8 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
 }
 
 // Why: one stable 8-bit digit pass that reads each key (and value) once and writes it once.
-// Tile = BLOCK x ITEMS keys (4608 for 32-bit keys, 4096 for 64-bit: 18 or 16 per thread, loaded
-// warp-striped so each load is one 128-byte line per warp). The tile's digit counts are counted
+// Tile = BLOCK x ITEMS keys (key-only passes: 24 per thread for 32-bit keys, 18 for 64-bit;
+// passes with values: 18 and 16), loaded warp-striped so each load is one 128-byte line per warp. The tile's digit counts are counted
 // (shared atomics) and published before the keys are ranked, so successors' look-backs rarely wait;
 // warps then rank their keys with ballots against per-warp digit counters in shared memory
 // (stable: items in memory order), the keys are placed in shared memory in digit order, and
@@ -414,8 +425,10 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
 // bounds this kernel more than bandwidth does, hence large tiles and the early counts.
 // VMODE 0: keys only; 1: values read from vals_in (VI) and written as VO; 2: the value is the
 // key's input position (argsort's first pass), written as VO. Registers are held to 80 (3 blocks
-// per SM), or 128 (2 blocks) with a value wider than the key; at 18/16 keys per thread that spills
-// up to ~90 bytes, yet ran faster than 16/12 without spills (bench/local_sort.py --tune, H100).
+// per SM), or 128 (2 blocks) with a value wider than the key; larger tiles spill, yet ran faster:
+// 18/16 keys per thread (~90 bytes) beat 16/12 (none) on an H100, and for key-only passes 24/18
+// (~300 bytes) beat 18/16 by 8% / 1% on an H200, 26 was within 1% of 24, 28 and 32 slower
+// (bench/local_sort.py --tune; bench/RESULTS.md run 58).
 // Tile descriptors (tile_start, tile_rows; both null for the usual consecutive tiles): tile t
 // reads tile_rows[t] <= TILE keys from tile_start[t] on. Tiles cut from pieces that lie apart
 // read the pieces in tile order as if they were one array: the landing sort's second pass
@@ -431,7 +444,7 @@ __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) 
                    void* flags, int wide, const u32* __restrict__ tile_start,
                    const u32* __restrict__ tile_rows, const u32* __restrict__ skip)
 {
-    constexpr int TILE = BLOCK * Items<K>::value;
+    constexpr int TILE = BLOCK * Items<K, VMODE>::value;
     __shared__ OnesweepSmem<K, VO, VMODE> sm;
     if (skip && *skip) return;  // the digit is the same for every key: the pass is not needed
     if (threadIdx.x == 0) sm.tile = atomicAdd(tile_counter, 1u);

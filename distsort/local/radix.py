@@ -47,6 +47,7 @@ BLOCK = 256  # threads per onesweep block; must match radix.cu
 HIST_BLOCK = 1024  # histogram block; one per SM (radix.cu)
 HIST_LANES = {4: 32, 8: 16}  # copies of each histogram counter, by key width (radix.cu)
 ITEMS = {4: 18, 8: 16}  # keys per thread by key width; passed to radix.cu as ITEMS32/ITEMS64
+KEY_ITEMS = {4: 24, 8: 18}  # the same for key-only passes (ITEMS32_KEYS/ITEMS64_KEYS)
 # compile-time switches of radix.cu (see there); bench/local_sort.py --tune compares settings
 DEFINES = {"RADIX_LOOKBACK_WINDOW": 4, "RADIX_EARLY_COUNTS": 1}
 SYNC_MIN = 1 << 22  # from here on the host learns which digits are constant, to skip them
@@ -104,7 +105,8 @@ def _module():
     names = ["radix_scan"] + [_histogram_name(kb, p) for kb in (4, 8) for p in range(1, kb + 1)]
     names += [_onesweep_name(k, *v) for k in ("u32", "u64") for v in _VALUE_KINDS]
     source = Path(__file__).with_name("radix.cu").read_text()
-    defines = {"ITEMS32": ITEMS[4], "ITEMS64": ITEMS[8], **DEFINES}
+    defines = {"ITEMS32": ITEMS[4], "ITEMS64": ITEMS[8], "ITEMS32_KEYS": KEY_ITEMS[4],
+               "ITEMS64_KEYS": KEY_ITEMS[8], **DEFINES}
     options = tuple(f"-D{k}={v}" for k, v in defines.items())  # NVRTC's default is C++17
     return _cupy().RawModule(code=source, options=options, name_expressions=names)
 
@@ -140,6 +142,11 @@ def _aligned(cp, a):
     return a if a.data.ptr % 16 == 0 else a.copy()
 
 
+def tile_keys(key_bytes: int, mode: str) -> int:
+    """Keys per onesweep tile: key-only passes (mode 'keys') and those that carry values."""
+    return BLOCK * (KEY_ITEMS if mode == "keys" else ITEMS)[key_bytes]
+
+
 def flag_words(tiles: int, rows: int) -> int:
     """32-bit words of one pass's look-back flags: 256 digits per tile, two words when wide."""
     return tiles * 256 * (2 if rows >= WIDE_ROWS else 1)
@@ -148,8 +155,8 @@ def flag_words(tiles: int, rows: int) -> int:
 class _State:
     """Device scratch of one sort: digit counts, digit bases, tile counters, look-back flags."""
 
-    def __init__(self, cp, n: int, key_bytes: int, npasses: int):
-        self.tiles = -(-n // (BLOCK * ITEMS[key_bytes]))
+    def __init__(self, cp, n: int, key_bytes: int, npasses: int, mode: str):
+        self.tiles = -(-n // tile_keys(key_bytes, mode))
         self.wide = n >= WIDE_ROWS
         self.region = flag_words(self.tiles, n)  # u32 words per pass
         self.once = self.region * 4 * npasses <= FLAGS_ONCE_BYTES
@@ -308,7 +315,7 @@ def radix_sort(
         raise ValueError(f"low={low} is not a {keys.dtype} value")
     low = _UNSIGNED[kb](int(low))
     passes = digit_passes(begin_bit, min(end_bit, 8 * kb))
-    state = _State(cp, n, kb, len(passes))
+    state = _State(cp, n, kb, len(passes), mode)
     scanned = None
     if passes:
         scanned = _histogram(keys, low, state, begin_bit, min(end_bit, 8 * kb), len(passes))
