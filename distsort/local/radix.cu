@@ -416,13 +416,14 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
 
 // Why: one stable 8-bit digit pass that reads each key (and value) once and writes it once.
 // Tile = BLOCK x ITEMS keys (key-only passes: 24 per thread for 32-bit keys, 18 for 64-bit;
-// passes with values: 18 and 16), loaded warp-striped so each load is one 128-byte line per warp. The tile's digit counts are counted
-// (shared atomics) and published before the keys are ranked, so successors' look-backs rarely wait;
-// warps then rank their keys with ballots against per-warp digit counters in shared memory
-// (stable: items in memory order), the keys are placed in shared memory in digit order, and
-// written out so that runs of one digit go to consecutive addresses (coalesced). Values follow the
-// same ranks through the same shared buffer. The per-tile latency (tile id, loads, look-back)
-// bounds this kernel more than bandwidth does, hence large tiles and the early counts.
+// passes with values: 18 and 16), loaded warp-striped so each load is one 128-byte line per warp.
+// The tile's digit counts are counted (shared atomics) and published before the keys are ranked,
+// so successors' look-backs rarely wait; warps then rank their keys with ballots against per-warp
+// digit counters in shared memory (stable: items in memory order), the keys are placed in shared
+// memory in digit order, and written out so that runs of one digit go to consecutive addresses
+// (coalesced). Values follow the same ranks through the same shared buffer. The per-tile latency
+// (tile id, loads, look-back) bounds this kernel more than bandwidth does, hence large tiles and
+// the early counts.
 // VMODE 0: keys only; 1: values read from vals_in (VI) and written as VO; 2: the value is the
 // key's input position (argsort's first pass), written as VO. Registers are held to 80 (3 blocks
 // per SM), or 128 (2 blocks) with a value wider than the key; larger tiles spill, yet ran faster:
