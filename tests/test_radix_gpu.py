@@ -258,6 +258,17 @@ def test_first_pass_queued_before_the_skips_are_known(cp, engine, kdtype, varyin
     assert same(got, keys)
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_empty_bit_range_from_sync_min(cp, engine, overwrite):
+    """No bit to sort (end_bit = begin_bit: the finish of a rank whose key range is one key)
+    from SYNC_MIN keys on, where the constant-digit check runs: no pass, the keys as they are."""
+    x = cp.asarray(np.random.default_rng(15).integers(0, 1 << 32, SYNC_MIN + 9, dtype=np.uint64)
+                   .astype(np.uint32))
+    want = x.copy()
+    got = engine.sort(x, 0, 0, overwrite=overwrite)
+    assert bool((got == want).all()) and same(got, x) == overwrite
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
 def test_overwrite_and_low_narrow_dtypes(cp, engine, dtype):
     """uint8/16 keys are widened to uint32 for our kernels; a scratch of their dtype is unused."""

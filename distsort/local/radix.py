@@ -193,10 +193,11 @@ def _constant_words(device: int) -> tuple:
     return host, words  # unified addressing: kernels take the host address as it is
 
 
-def _active_passes(n: int, npasses: int, device: int, scanned) -> list[int]:
-    """All passes, less those whose digit is constant (checked from SYNC_MIN keys on, once the
-    event `scanned`, recorded after radix_scan, has completed)."""
-    if n < SYNC_MIN:
+def _active_passes(npasses: int, device: int, scanned) -> list[int]:
+    """All passes, less those whose digit is constant: known once the event `scanned`,
+    recorded after radix_scan, has completed; where there is none (fewer than SYNC_MIN keys,
+    or no pass at all), all passes."""
+    if scanned is None:
         return list(range(npasses))
     scanned.synchronize()  # radix_scan has set the words
     constant = _constant_words(device)[1]
@@ -325,7 +326,7 @@ def radix_sort(
     guessed = None
     if scanned is not None and mode == "keys":
         guessed = pong.run(state, 0, 0, passes[0], low, last=False, skip=state.skip[:1])
-    active = _active_passes(n, len(passes), keys.device.id, scanned)
+    active = _active_passes(len(passes), keys.device.id, scanned)
     if not active:  # already in order on these bits
         return _unsorted(cp, keys, vals, mode, pong.keys[0] if not overwrite else None)
     start = 0
