@@ -115,7 +115,7 @@ class LandingSort:
             self._pass(i, p, pair, bases, -(-n // self.tile))
         return pair[(1 + len(later)) % 2]
 
-    def _pass(self, i: int, p: int, pair: tuple, bases, tiles: int, descriptors=None) -> None:
+    def _pass(self, i: int, p: int, pair: tuple, bases, tiles: int, descriptors=()) -> None:
         """Digit pass p, the i-th after the blocks' first passes (from 0): pair[i % 2] ->
         pair[(i + 1) % 2]."""
         n, blocks, dummy = pair[0].size, len(self.counts), _dummy(pair[0].device.id)

@@ -40,6 +40,7 @@ typedef long long i64;
 
 #define FLAG_AGG 1u     // the tile's own count of this digit
 #define FLAG_PREFIX 2u  // count of this digit in this tile and all before it
+#define SEG_HEAD 0x80000000u  // tile_seg: the tile is the first of its segment
 
 #ifndef ITEMS32_KEYS
 #define ITEMS32_KEYS ITEMS32  // keys per thread of key-only passes (no value in shared memory)
@@ -300,37 +301,62 @@ struct OnesweepSmem {
     u32 tile;
 };
 
-// The work on one tile; FULL tiles (all but the last) skip every bounds check.
-template <bool FULL, typename K, typename VI, typename VO, int VMODE>
+// Digit policies of onesweep_tile. RadixDigit: 8 bits of key - low, recomputed from the key
+// wherever needed (cheaper than holding a digit per key in registers). Digits are those of
+// key - low: 64-bit keys are rebased as they are loaded and restored as they are stored; 32-bit
+// keys subtract low where a digit is taken. Each spills least that way (ptxas -v, sm_90: the
+// other way round, 64-bit keys spilled 2-10x more, 32-bit ones ~1.5x). Policies whose digit
+// cannot be recomputed from the key alone (segments.cu's bucket digit, which breaks ties by
+// position) set STAGED and keep each key's digit in shared memory for the write-out.
+template <typename K, int ITEMS> struct RadixDigit {
+    static constexpr bool STAGED = false;
+    static constexpr bool REBASED = sizeof(K) == 8;
+    K low;
+    int shift;
+    u32 mask;
+    __device__ __forceinline__ K load(K raw) const { return REBASED ? raw - low : raw; }
+    __device__ __forceinline__ K store(K kept) const { return REBASED ? kept + low : kept; }
+    __device__ __forceinline__ u32 of(K kept) const
+    {
+        return digit_of(REBASED ? kept : kept - low, shift, mask);
+    }
+    __device__ __forceinline__ void prepare(const K (&)[ITEMS], u64, u32, u32) {}
+    __device__ __forceinline__ u32 item(const K (&k)[ITEMS], int i) const { return of(k[i]); }
+    __device__ __forceinline__ u32 staged(K kept, const unsigned char*, u32) const
+    {
+        return of(kept);
+    }
+};
+
+// The work on one tile; FULL tiles (all but the last) skip every bounds check. `head`: the tile
+// is the first of its segment (of the array where there are no segments): its prefix is 0.
+template <bool FULL, typename K, typename VI, typename VO, int VMODE, typename D>
 __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* __restrict__ keys_out,
                                               const VI* __restrict__ vals_in, VO* __restrict__ vals_out,
-                                              u32 tile, u64 tile_base, u32 tile_n, K low,
-                                              int shift, u32 mask,
-                                              const u32* __restrict__ bases, void* flags, int wide,
-                                              OnesweepSmem<K, VO, VMODE>& sm)
+                                              u32 tile, bool head, u64 tile_base, u32 tile_n,
+                                              D& dig, const u32* __restrict__ bases, void* flags,
+                                              int wide, OnesweepSmem<K, VO, VMODE>& sm)
 {
     constexpr int ITEMS = Items<K, VMODE>::value;
+    static_assert(!D::STAGED || BLOCK * ITEMS <= sizeof(sm.whist), "staged digits: whist");
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const u32 first = warp * 32 * ITEMS + lane;  // this thread's first item, within the tile
     K* s_keys = reinterpret_cast<K*>(sm.buf);
     VO* s_vals = reinterpret_cast<VO*>(sm.buf);
+    unsigned char* stage = reinterpret_cast<unsigned char*>(sm.whist);  // after the ranking
 
-    // Digits are those of key - low. 64-bit keys are rebased as they are loaded and restored as
-    // they are stored; 32-bit keys subtract low where a digit is taken. Each spills least that way
-    // (ptxas -v, sm_90: the other way round, 64-bit keys spilled 2-10x more, 32-bit ones ~1.5x).
-    constexpr bool REBASED = sizeof(K) == 8;
-    const K on_load = REBASED ? low : (K)0, at_digit = REBASED ? (K)0 : low;
     K k[ITEMS];
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i)
-        if (FULL || first + 32 * i < tile_n) k[i] = keys_in[tile_base + first + 32 * i] - on_load;
+        if (FULL || first + 32 * i < tile_n) k[i] = dig.load(keys_in[tile_base + first + 32 * i]);
+    dig.prepare(k, tile_base, first, tile_n);
 
     if constexpr (RADIX_EARLY_COUNTS) {  // successors' look-backs need not wait for our ranking
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
-            if (FULL || first + 32 * i < tile_n) atomicAdd(&sm.counts[digit_of(k[i] - at_digit, shift, mask)], 1u);
+            if (FULL || first + 32 * i < tile_n) atomicAdd(&sm.counts[dig.item(k, i)], 1u);
         __syncthreads();
-        publish(flags, wide, tile, tid, tile == 0 ? FLAG_PREFIX : FLAG_AGG, sm.counts[tid]);
+        publish(flags, wide, tile, tid, head ? FLAG_PREFIX : FLAG_AGG, sm.counts[tid]);
     }
 
     // Rank within the warp: lanes with equal digits share one counter update by their leader.
@@ -339,7 +365,7 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
         const bool valid = FULL || first + 32 * i < tile_n;
-        const u32 d = valid ? digit_of(k[i] - at_digit, shift, mask) : (u32)RADIX;
+        const u32 d = valid ? dig.item(k, i) : (u32)RADIX;
         const u32 peers = match_peers<FULL ? 8 : 9>(d);
         const int leader = 31 - __clz(peers);
         u32 before = 0;
@@ -361,7 +387,7 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
         cnt += c;
     }
     if constexpr (!RADIX_EARLY_COUNTS)
-        publish(flags, wide, tile, tid, tile == 0 ? FLAG_PREFIX : FLAG_AGG, cnt);
+        publish(flags, wide, tile, tid, head ? FLAG_PREFIX : FLAG_AGG, cnt);
     u32 total;
     const u32 excl = block_excl_scan(cnt, sm.warp_sums, &total);
 #pragma unroll
@@ -372,9 +398,15 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
         if (FULL || first + 32 * i < tile_n) {
-            r[i] += sm.whist[warp][digit_of(k[i] - at_digit, shift, mask)];
+            r[i] += sm.whist[warp][dig.item(k, i)];
             s_keys[r[i]] = k[i];
         }
+    }
+    if constexpr (D::STAGED) {  // the digits beside their keys, over the ranking's table
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i)
+            if (FULL || first + 32 * i < tile_n) stage[r[i]] = (unsigned char)dig.item(k, i);
     }
     VO v[VMODE != 0 ? ITEMS : 1];
     if constexpr (VMODE == 1) {
@@ -386,8 +418,8 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
         for (int i = 0; i < ITEMS; ++i) v[i] = (VO)(tile_base + first + 32 * i);
     }
 
-    const u32 prefix = tile == 0 ? 0u : look_back(flags, wide, tile, tid);
-    if (tile != 0) publish(flags, wide, tile, tid, FLAG_PREFIX, prefix + cnt);
+    const u32 prefix = head ? 0u : look_back(flags, wide, tile, tid);
+    if (!head) publish(flags, wide, tile, tid, FLAG_PREFIX, prefix + cnt);
     sm.off[tid] = bases[tid] + prefix - excl;  // wraps below zero; adding the index fixes it
     __syncthreads();
 
@@ -397,8 +429,8 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
         const u32 idx = j * BLOCK + tid;
         if (FULL || idx < tile_n) {
             const K key = s_keys[idx];
-            const u32 o = sm.off[digit_of(key - at_digit, shift, mask)] + idx;
-            keys_out[o] = key + on_load;
+            const u32 o = sm.off[dig.staged(key, stage, idx)] + idx;
+            keys_out[o] = dig.store(key);
             if constexpr (VMODE != 0) od[j] = o;
         }
     }
@@ -412,6 +444,34 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
         for (int j = 0; j < ITEMS; ++j)
             if (FULL || j * BLOCK + tid < tile_n) vals_out[od[j]] = s_vals[j * BLOCK + tid];
     }
+}
+
+// One tile of a pass: its id (from the counter: every earlier tile's block has started), where
+// its keys are, and whether it heads a segment; then onesweep_tile, full or partial.
+template <typename K, typename VI, typename VO, int VMODE, typename D>
+__device__ __forceinline__ void onesweep_next(const K* keys_in, K* keys_out, const VI* vals_in,
+                                              VO* vals_out, u64 n, D& dig, const u32* bases,
+                                              u32* tile_counter, void* flags, int wide,
+                                              const u32* tile_start, const u32* tile_rows,
+                                              const u32* tile_seg, OnesweepSmem<K, VO, VMODE>& sm)
+{
+    constexpr int TILE = BLOCK * Items<K, VMODE>::value;
+    if (threadIdx.x == 0) sm.tile = atomicAdd(tile_counter, 1u);
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) sm.whist[w][threadIdx.x] = 0;
+    sm.counts[threadIdx.x] = 0;
+    __syncthreads();
+    const u32 tile = sm.tile;
+    const u64 base = tile_start ? (u64)tile_start[tile] : (u64)tile * TILE;
+    const u64 left = tile_start ? (u64)tile_rows[tile] : n - base;
+    const u32 seg = tile_seg ? tile_seg[tile] : (tile == 0 ? SEG_HEAD : 0u);
+    bases += (u64)(seg & ~SEG_HEAD) * RADIX;
+    if (left >= (u64)TILE)
+        onesweep_tile<true>(keys_in, keys_out, vals_in, vals_out, tile, seg & SEG_HEAD, base,
+                            (u32)TILE, dig, bases, flags, wide, sm);
+    else
+        onesweep_tile<false>(keys_in, keys_out, vals_in, vals_out, tile, seg & SEG_HEAD, base,
+                             (u32)left, dig, bases, flags, wide, sm);
 }
 
 // Why: one stable 8-bit digit pass that reads each key (and value) once and writes it once.
@@ -434,6 +494,10 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
 // reads tile_rows[t] <= TILE keys from tile_start[t] on. Tiles cut from pieces that lie apart
 // read the pieces in tile order as if they were one array: the landing sort's second pass
 // (landing.py) reads every block's run of each digit, digit by digit, with no gather first.
+// tile_seg (or null: one segment): tile t belongs to segment tile_seg[t] & ~SEG_HEAD, whose digit
+// bases are bases[segment * 256 ...], and SEG_HEAD marks a segment's first tile, which publishes
+// its counts as a prefix at once: the look-back of the segment's later tiles stops there, so each
+// segment is sorted on its own, in one launch for all (segments.cu; tiles in segment order).
 // skip (or null): a word radix_scan sets where this pass's digit never varies; then every block
 // returns at once, so the driver can queue the first pass before it reads which passes vary,
 // and the GPU does not wait for the host in between.
@@ -443,24 +507,12 @@ __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) 
                    const VI* __restrict__ vals_in, VO* __restrict__ vals_out, u64 n, K low,
                    int shift, int bits, const u32* __restrict__ bases, u32* tile_counter,
                    void* flags, int wide, const u32* __restrict__ tile_start,
-                   const u32* __restrict__ tile_rows, const u32* __restrict__ skip)
+                   const u32* __restrict__ tile_rows, const u32* __restrict__ tile_seg,
+                   const u32* __restrict__ skip)
 {
-    constexpr int TILE = BLOCK * Items<K, VMODE>::value;
     __shared__ OnesweepSmem<K, VO, VMODE> sm;
     if (skip && *skip) return;  // the digit is the same for every key: the pass is not needed
-    if (threadIdx.x == 0) sm.tile = atomicAdd(tile_counter, 1u);
-#pragma unroll
-    for (int w = 0; w < WARPS; ++w) sm.whist[w][threadIdx.x] = 0;
-    sm.counts[threadIdx.x] = 0;
-    __syncthreads();
-    const u32 tile = sm.tile;
-    const u64 base = tile_start ? (u64)tile_start[tile] : (u64)tile * TILE;
-    const u64 left = tile_start ? (u64)tile_rows[tile] : n - base;
-    const u32 mask = (1u << bits) - 1u;
-    if (left >= (u64)TILE)
-        onesweep_tile<true>(keys_in, keys_out, vals_in, vals_out, tile, base, (u32)TILE, low,
-                            shift, mask, bases, flags, wide, sm);
-    else
-        onesweep_tile<false>(keys_in, keys_out, vals_in, vals_out, tile, base, (u32)left, low,
-                             shift, mask, bases, flags, wide, sm);
+    RadixDigit<K, Items<K, VMODE>::value> dig{low, shift, (1u << bits) - 1u};
+    onesweep_next(keys_in, keys_out, vals_in, vals_out, n, dig, bases, tile_counter, flags, wide,
+                  tile_start, tile_rows, tile_seg, sm);
 }
