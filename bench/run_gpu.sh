@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   nccl4 tune (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   nccl4 tune segments segtests segmented (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each);
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
@@ -14,7 +14,7 @@ export PYTHONPATH=$PWD:/tmp/site
 [ -d .whl ] && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 gpus=$(nvidia-smi -L | wc -l)
 mpi="mpirun --oversubscribe -x NCCL_NVLS_ENABLE -x PYTHONPATH -x PYTHONUNBUFFERED -x DISTSORT_ENGINE"
-mpi="$mpi -x DISTSORT_CHUNKS -x DISTSORT_LANDING"
+mpi="$mpi -x DISTSORT_CHUNKS -x DISTSORT_LANDING -x DISTSORT_SEGMENTS -x DISTSORT_SEGMENT_CHUNKS"
 steps=${*:-tests mpitests quickstart bench}
 host_memory() {  # what the kernel would kill for: free memory, cgroup limit and OOM kills, locking
   grep -E "MemTotal|MemAvailable|Mlocked|AnonHugePages" /proc/meminfo | tr -s ' ' | paste -sd' '
@@ -31,7 +31,8 @@ for step in $steps; do
   case $step in
     tests) timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py \
              tests/test_gen.py tests/test_check.py tests/test_radix_gpu.py \
-             tests/test_landing_gpu.py tests/test_external_gpu.py tests/test_oom_gpu.py 2>&1 \
+             tests/test_landing_gpu.py tests/test_segments_gpu.py tests/test_external_gpu.py \
+             tests/test_oom_gpu.py 2>&1 \
              | tail -25 ;;
     mpitests) timeout 300 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
                 --with-mpi tests/test_gpu.py tests/test_external_gpu.py 2>&1 | grep -av "^$" \
@@ -64,6 +65,15 @@ for step in $steps; do
                --exchange-only --reps 5 2>&1 | tail -1
            done ;;
     sample4) timeout 100 $mpi -n 4 python3 bench/sample.py 2>&1 | tail -6 ;;
+    segmented) for s in 1 0; do  # the segmented exchange (plain keys) on and off, all GPUs
+                 echo "DISTSORT_SEGMENTS=$s"
+                 DISTSORT_SEGMENTS=$s timeout 150 $mpi -n "$gpus" python3 bench/dist_sort.py \
+                   --cases u32-4x2^30,u64-4x2^29,u32-4x2^28 --no-baselines --reps 5 \
+                   --out "$OUT/segments$s" 2>&1 | tail -3
+               done ;;
+    segments) timeout 200 python3 bench/segments.py 2>&1 | tail -3 ;;
+    segtests) timeout 200 python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_segments_gpu.py \
+                tests/test_radix_gpu.py tests/test_landing_gpu.py 2>&1 | tail -15 ;;
     partition) timeout 150 python3 bench/partition.py 2>&1 | tail -8 ;;
     tune) timeout 200 python3 bench/local_sort.py --tune --out "$OUT" 2>&1 | grep tune ;;
     cub4) DISTSORT_ENGINE=cub timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \

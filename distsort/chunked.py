@@ -75,8 +75,21 @@ def landed_rows(received: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(received.sum(axis=0))])
 
 
+class BlockRows:
+    """The rows the send and receive buffers need, for a plan whose attributes sent,
+    send_starts, received and recv_starts hold every block's rows and start."""
+
+    @property
+    def send_rows(self) -> int:
+        return int(self.send_starts[-1, -1] + self.sent[-1, -1])
+
+    @property
+    def recv_rows(self) -> int:
+        return int(self.recv_starts[-1, -1] + self.received[-1, -1])
+
+
 @dataclass
-class Plan:
+class Plan(BlockRows):
     """Counts and places of every block: sent (chunk, destination), received (source, chunk)."""
 
     bounds: list
@@ -86,14 +99,6 @@ class Plan:
     send_starts: np.ndarray
     received: np.ndarray
     recv_starts: np.ndarray
-
-    @property
-    def send_rows(self) -> int:
-        return int(self.send_starts[-1, -1] + self.sent[-1, -1])
-
-    @property
-    def recv_rows(self) -> int:
-        return int(self.recv_starts[-1, -1] + self.received[-1, -1])
 
     def blocks(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows, start) of every received block, in buffer order."""
@@ -137,7 +142,7 @@ def exchange(rt, columns: list, words: list, layout: Plan, report,
                 for c in ([] if keyed else [words[0]]) + columns]
     incoming = [cupy.empty((layout.recv_rows,) + c.shape[1:], c.dtype) for c in columns]
     sending = outgoing[1 - int(keyed):]  # the buffers of the columns (not of loose key words)
-    compute, side = cupy.cuda.get_current_stream(), _exchange_stream(cupy.cuda.Device().id)
+    compute, side = cupy.cuda.get_current_stream(), exchange_stream(cupy.cuda.Device().id)
     chunks, departed, arrived = len(layout.sent), [], []
     for c in range(chunks):
         if c < len(layout.bounds):
@@ -177,7 +182,7 @@ def _land(landing, compute, arrived, c: int, chunks: int, keys, scratch) -> None
 
 
 @functools.cache
-def _exchange_stream(device: int):
+def exchange_stream(device: int):
     import cupy
 
     return cupy.cuda.Stream(non_blocking=True)

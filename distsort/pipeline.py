@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import chunked
+from . import chunked, segmented
 from .exchange import aligned_displacements, displacements, row_bytes
 from .local import landing
 from .local import partition as gpu_partition
@@ -46,12 +46,12 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
             sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.backend)
             splitters = choose_splitters(rt, sample)
         with report.phase("partition", sync):
-            routed = partition(rt, columns, key_words, offset, splitters)
+            routed = partition(rt, columns, key_words, (offset, sum(counts)), splitters)
         with report.phase("exchange", sync):
             columns, blocks, spare, landed = routed.send(rt, report)
             del routed  # spare holds the only reference to the sent rows: finish takes it
         with report.phase("finish", sync):
-            if landed is not None:  # its first pass ran as the blocks landed
+            if landed is not None:  # a sort begun as the blocks landed: its rest
                 columns = [landed.finish(columns[0], spare.pop()[0])]
             else:
                 columns = finish(rt, columns, key_words, blocks, splitters, spare)
@@ -59,11 +59,17 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     return columns
 
 
-def partition(rt: Runtime, columns: list, key_words: KeyWords, offset: int, splitters):
-    """Route every row to its destination rank: on GPUs count each chunk's rows per rank, to be
-    grouped chunk by chunk while the exchange runs (chunked.py); elsewhere group them all now,
-    stably, by a sort of their destinations."""
-    words, p = key_words(columns), len(splitters) + 1
+def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int, int],
+              splitters):
+    """Route every row to its destination rank; place is (global position of this rank's first
+    row, rows on all ranks). On GPUs, plain keys move at once into value sub-ranges of their
+    destinations (segmented.py); other data are counted per rank chunk by chunk, to be grouped
+    while the exchange runs (chunked.py); elsewhere all are grouped now, stably, by a sort of
+    their destinations."""
+    words, p, (offset, total) = key_words(columns), len(splitters) + 1, place
+    if plain_keys(columns, words) and segmented.usable(rt, words[0], total):
+        layout = segmented.plan(rt, words[0], offset, splitters)
+        return Segmented(layout, segmented.scatter(layout, words[0]))
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
         layout = chunked.plan(rt, words[0], offset, splitters)
         return Chunked(columns, words, layout, landing_sort(rt, columns, words, layout, splitters))
@@ -86,6 +92,21 @@ class Grouped:
         """The exchange: (received columns, their blocks, [the sent columns], no landing)."""
         received, blocks = exchange(rt, self.columns, self.send_counts, self.send_displs, report)
         return received, blocks, [self.columns], None
+
+
+@dataclass
+class Segmented:
+    """Plain keys in the send buffer by destination and value sub-range, to be sent and sorted
+    chunk by chunk."""
+
+    layout: segmented.Plan
+    outgoing: object
+
+    def send(self, rt: Runtime, report: SortReport) -> tuple:
+        """The exchange, with every chunk's sort but the last: ([received keys], no blocks,
+        [[the send buffer]], the last chunk's sort)."""
+        incoming, last = segmented.exchange(rt, self.layout, self.outgoing, report)
+        return [incoming], None, [[self.outgoing]], last
 
 
 @dataclass

@@ -197,6 +197,45 @@ def test_landing_finish_sorts_globally(monkeypatch, dtype, chunks, spread):
         assert report.as_dict()["transfer_seconds"] > 0  # the NCCL transfers were timed
 
 
+@pytest.mark.parametrize("dtype", ["uint32", "uint64", "float32", "int64"])
+@pytest.mark.parametrize("chunks", [1, 3])
+@pytest.mark.parametrize("spread", ["uniform", "narrow", "skewed", "equal"])
+def test_segmented_exchange_sorts_globally(monkeypatch, dtype, chunks, spread):
+    """The segmented exchange (segmented.py), forced at small sizes: unequal shards, keys over
+    the whole range, a narrow one, a skewed one and all keys equal, one chunk or several."""
+    import cupy
+
+    from distsort import segmented
+
+    monkeypatch.setattr(segmented, "MIN_ROWS", 1)
+    monkeypatch.setattr(segmented, "ENABLED", True)
+    monkeypatch.setattr(segmented, "CHUNKS", chunks)
+    finished = []
+    real_finish = segmented.Finish.finish
+    monkeypatch.setattr(segmented.Finish, "finish",
+                        lambda self, i, o: finished.append(1) or real_finish(self, i, o))
+    rank, dt = COMM.Get_rank(), np.dtype(dtype)
+    n = 20000 * (1 + rank) + 77 * rank
+    rng = np.random.default_rng([rank, 5])
+    raw = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt)
+    if dt.kind == "f":
+        raw = np.nan_to_num(raw, nan=1.5, posinf=2.5, neginf=-2.5)
+    if spread == "narrow":
+        raw = (raw % 5000 + 77).astype(dt)
+    elif spread == "skewed":
+        raw = np.where(rng.random(n) < 0.8, raw[0], raw).astype(dt)
+    elif spread == "equal":
+        raw = np.full(n, 3, dtype=dt)
+    report = SortReport()
+    out = distsort.sort(cupy.asarray(raw), report=report)
+    everyone = np.concatenate(COMM.allgather(raw))
+    got = np.concatenate(COMM.allgather(cupy.asnumpy(out)))
+    np.testing.assert_array_equal(got, np.sort(everyone))
+    if COMM.Get_size() > 1:
+        assert finished, "the segmented exchange did not run"
+        assert report.as_dict()["transfer_seconds"] > 0
+
+
 @pytest.mark.parametrize("chunks", [1, 3])
 @pytest.mark.parametrize("with_values", [False, True])
 def test_chunked_exchange_keeps_order_and_stability(monkeypatch, chunks, with_values):

@@ -1,0 +1,218 @@
+// The segmented exchange's kernels (segments.py), compiled after radix.cu in one module (they use
+// its onesweep tile). No headers: NVRTC compiles the two files as one text.
+//
+// Why segments: after a plain exchange each rank sorts every varying bit of its key range (30
+// bits for uniform uint32 keys on 4 ranks: 4 passes). Here the sender's partition also splits
+// each destination's range into 2^sbits sub-ranges by value, so that 2^sbits x ranks <= 256
+// buckets; each receiver then sorts every sub-range (segment) on its own, over `shift` bits: 24
+// for uniform uint32 keys, 3 passes. Segments are aligned to 2^shift from a destination's base
+// (its lowest key rounded down), a = (key - base) >> shift; a range that takes 2^sbits + 1 of
+// them (2^30 + a little on 4 ranks: 65 of 2^24) merges its first two (extra = 1), and only that
+// segment needs one more bit: bucket = dest << sbits | max(a - extra, 0). The partition costs no more than before: it is one onesweep pass over the bucket digit
+// (~2 moves per key), where the plain partition counted and scattered in two kernels.
+// A destination is the number of splitters below (key, global position): ties with a splitter's
+// key are broken by position, as in partition.cu.
+
+#define MAX_SPLITTERS 15  // up to 16 ranks: every key is compared with every splitter
+#define COUNT_BLOCK 512   // bucket_counts: 512 threads, so that U keys each fit in registers
+
+template <typename K> struct Buckets {
+    K split[MAX_SPLITTERS];
+    u64 pos[MAX_SPLITTERS];
+    K low[MAX_SPLITTERS + 1];
+    int shift[MAX_SPLITTERS + 1];
+    int ns, sbits;
+    u64 offset;  // global position of key 0
+
+    __device__ void load(const K* split_keys, const u64* split_pos, int n_split, const K* lows,
+                         const int* shifts, int bits, u64 first)
+    {
+        const int t = threadIdx.x;
+        if (t < n_split) {
+            split[t] = split_keys[t];
+            pos[t] = split_pos[t];
+        }
+        if (t <= n_split) {
+            low[t] = lows[t];
+            shift[t] = shifts[t];
+        }
+        if (t == 0) {
+            ns = n_split;
+            sbits = bits;
+            offset = first;
+        }
+    }
+
+    // The buckets of U keys of a thread, key u at index i0 + u * step (global position offset +
+    // i0 + u * step); shift[d] holds the destination's shift | extra << 8. Splitter-major: each
+    // splitter is read from shared memory once for all U keys (key-major, the shared loads
+    // bound the kernels: 5.7 ms to count 2^30 uint32 keys, 13.9 to scatter them, H100).
+    template <int U>
+    __device__ __forceinline__ void of(const K (&k)[U], u64 i0, u64 step, u32 (&out)[U]) const
+    {
+        const u64 at = offset + i0;
+        u32 dest[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) dest[u] = 0;
+        for (int j = 0; j < ns; ++j) {
+            const K s = split[j];
+            const u64 p = pos[j];
+#pragma unroll
+            for (int u = 0; u < U; ++u) dest[u] += (k[u] > s) | ((k[u] == s) & (at + u * step >= p));
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int d = dest[u];
+            const u32 a = (u32)((k[u] - low[d]) >> (shift[d] & 255)), extra = shift[d] >> 8;
+            out[u] = d << sbits | (a > extra ? a - extra : 0u);
+        }
+    }
+};
+
+// The bucket digit for onesweep_tile: found once per key at load (ties need the key's position,
+// which the write-out no longer knows), four to a register, and staged in shared memory.
+template <typename K, int ITEMS> struct BucketDigit {
+    static constexpr bool STAGED = true;
+    const Buckets<K>& b;
+    u32 pack[(ITEMS + 3) / 4];
+    __device__ __forceinline__ K load(K raw) const { return raw; }
+    __device__ __forceinline__ K store(K kept) const { return kept; }
+    __device__ __forceinline__ void prepare(const K (&k)[ITEMS], u64 tile_base, u32 first, u32)
+    {
+        u32 d[ITEMS];  // keys past the tile's end get a bucket too, never used
+        b.of(k, tile_base + first, 32, d);
+#pragma unroll
+        for (int i = 0; i < (ITEMS + 3) / 4; ++i) pack[i] = 0;
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) pack[i / 4] |= (d[i] & 0xffu) << (8 * (i % 4));
+    }
+    __device__ __forceinline__ u32 item(const K (&)[ITEMS], int i) const
+    {
+        return (pack[i / 4] >> (8 * (i % 4))) & 0xffu;
+    }
+    __device__ __forceinline__ u32 staged(K, const unsigned char* stage, u32 idx) const
+    {
+        return stage[idx];
+    }
+};
+
+// Keys per bucket over the whole shard (counts: 256 words, zeroed), for the scatter's bases.
+// Grid-stride, U keys per thread per step, all loaded before any is counted (one load in flight
+// per thread leaves the kernel waiting on memory latency); 32 copies of each counter, copy l in
+// bank l, so a warp's adds never conflict (as in partition.cu). One read of the keys.
+template <typename K>
+__global__ void __launch_bounds__(COUNT_BLOCK)
+    bucket_counts(const K* __restrict__ keys, u64 n, const K* split_keys, const u64* split_pos,
+                  int ns, const K* lows, const int* shifts, int sbits, u64 offset,
+                  u32* __restrict__ counts)
+{
+    __shared__ Buckets<K> b;
+    __shared__ u32 hist[RADIX * 32];
+    for (int i = threadIdx.x; i < RADIX * 32; i += blockDim.x) hist[i] = 0;
+    b.load(split_keys, split_pos, ns, lows, shifts, sbits, offset);
+    __syncthreads();
+    constexpr int U = 8;
+    const int lane = threadIdx.x & 31;
+    const u64 step = (u64)gridDim.x * blockDim.x;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += U * step) {
+        K k[U];
+        u32 d[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) k[u] = i + u * step < n ? keys[i + u * step] : (K)0;
+        b.of(k, i, step, d);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            if (i + u * step < n) atomicAdd(&hist[d[u] * 32 + lane], 1u);
+    }
+    __syncthreads();
+    for (int d = threadIdx.x; d < RADIX; d += blockDim.x) {
+        u32 sum = 0;
+        for (int l = 0; l < 32; ++l) sum += hist[d * 32 + (l + d) % 32];
+        if (sum) atomicAdd(&counts[d], sum);
+    }
+}
+
+// Why: the partition as one stable onesweep pass over the bucket digit: every key read once and
+// written once, at bases[bucket] (the sender's layout: any place per bucket) plus its rank among
+// the bucket's keys before it. Consecutive tiles of the shard, key-only tile size.
+template <typename K>
+__global__ void __launch_bounds__(BLOCK, 3)
+    bucket_scatter(const K* __restrict__ keys_in, K* __restrict__ keys_out, u64 n,
+                   const K* split_keys, const u64* split_pos, int ns, const K* lows,
+                   const int* shifts, int sbits, u64 offset, const u32* __restrict__ bases,
+                   u32* tile_counter, void* flags, int wide)
+{
+    __shared__ OnesweepSmem<K, u32, 0> sm;
+    __shared__ Buckets<K> b;
+    b.load(split_keys, split_pos, ns, lows, shifts, sbits, offset);
+    __syncthreads();
+    BucketDigit<K, Items<K, 0>::value> dig{b};
+    onesweep_next(keys_in, keys_out, (const u32*)nullptr, (u32*)nullptr, n, dig, bases,
+                  tile_counter, flags, wide, (const u32*)nullptr, (const u32*)nullptr,
+                  (const u32*)nullptr, sm);
+}
+
+// Why: each segment's digit counts of every pass, for the segmented passes' bases. The tiles are
+// the first segmented pass's (tile_start, tile_rows, tile_seg: segment order); each block takes a
+// run of consecutive tiles, so it meets few segments, counts in shared memory (COPIES of each
+// counter against bank conflicts) and adds its counts to counts[pass][segment][digit] where the
+// segment changes. Digits of key - low, as in radix_histogram.
+template <typename K, int PASSES>
+__global__ void __launch_bounds__(BLOCK)
+    segment_histogram(const K* __restrict__ keys, K low, int end_bit, u32 tiles, int segs,
+                      const u32* __restrict__ tile_start, const u32* __restrict__ tile_rows,
+                      const u32* __restrict__ tile_seg, u32* __restrict__ counts)
+{
+    constexpr int COPIES = sizeof(K) == 4 ? 8 : 4, U = 4;  // U keys loaded before any is counted
+    __shared__ u32 hist[PASSES * RADIX * COPIES];
+    const u32 per = (tiles + gridDim.x - 1) / gridDim.x;
+    const u32 t0 = blockIdx.x * per, t1 = min(tiles, t0 + per);
+    const int copy = threadIdx.x % COPIES;
+    u32 mask[PASSES];
+#pragma unroll
+    for (int p = 0; p < PASSES; ++p) mask[p] = end_bit - 8 * p >= 8 ? 0xffu : (1u << (end_bit - 8 * p)) - 1u;
+    for (int i = threadIdx.x; i < PASSES * RADIX * COPIES; i += BLOCK) hist[i] = 0;
+    __syncthreads();
+    for (u32 t = t0; t < t1; ++t) {
+        const u32 seg = tile_seg[t] & ~SEG_HEAD, rows = tile_rows[t];
+        const K* tile = keys + tile_start[t];
+        for (u32 i = threadIdx.x; i < rows; i += U * BLOCK) {
+            K k[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) k[u] = i + u * BLOCK < rows ? tile[i + u * BLOCK] : low;
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                if (i + u * BLOCK >= rows) break;
+#pragma unroll
+                for (int p = 0; p < PASSES; ++p) {
+                    const u32 d = digit_of((K)(k[u] - low), 8 * p, mask[p]);
+                    atomicAdd(&hist[(p * RADIX + d) * COPIES + copy], 1u);
+                }
+            }
+        }
+        if (t + 1 == t1 || (tile_seg[t + 1] & ~SEG_HEAD) != seg) {  // flush this segment's counts
+            __syncthreads();
+            for (int i = threadIdx.x; i < PASSES * RADIX; i += BLOCK) {
+                u32 sum = 0;
+                for (int c = 0; c < COPIES; ++c) {
+                    sum += hist[i * COPIES + c];
+                    hist[i * COPIES + c] = 0;
+                }
+                if (sum) atomicAdd(&counts[((u64)(i / RADIX) * segs + seg) * RADIX + i % RADIX], sum);
+            }
+            __syncthreads();
+        }
+    }
+}
+
+// Exclusive scan of each (pass, segment)'s digit counts, plus the segment's first output row:
+// bases[pass][segment][digit]. Grid (segments, passes), one block of 256 threads each.
+extern "C" __global__ void __launch_bounds__(BLOCK)
+    segment_scan(const u32* __restrict__ counts, const u32* __restrict__ seg_start,
+                 u32* __restrict__ bases)
+{
+    __shared__ u32 s_warp[WARPS];
+    const u64 at = ((u64)blockIdx.y * gridDim.x + blockIdx.x) * RADIX + threadIdx.x;
+    u32 total;
+    bases[at] = seg_start[blockIdx.x] + block_excl_scan(counts[at], s_warp, &total);
+}

@@ -1,0 +1,173 @@
+"""Drivers of segments.cu: the segmented exchange's partition by value sub-range (the sender's
+side) and its sort of sub-ranges, each on its own (the receiver's). Why: segments.cu.
+
+Buckets: dest << sbits | (key - lows[dest]) >> shifts[dest], with dest the number of splitters
+below (key, global position); sbits = bucket_bits(ranks), so every bucket number is below 256.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .radix import (
+    BLOCK,
+    WIDE_ROWS,
+    _dummy,
+    _sm_count,
+    digit_passes,
+    flag_words,
+    module_with,
+    onesweep,
+    tile_keys,
+)
+
+BUCKETS = 256  # bucket numbers are 8-bit digits of the onesweep pass (segments.cu)
+MAX_RANKS = 16  # segments.cu's MAX_SPLITTERS + 1
+SEG_HEAD = 1 << 31  # tile_seg: the first tile of its segment (radix.cu)
+COUNT_BLOCK = 512  # bucket_counts' threads per block (segments.cu)
+_WORD = {4: "u32", 8: "u64"}
+_KEYS = ("u32", "u32", 0)  # keys-only pass kinds (radix.py)
+
+
+def bucket_bits(ranks: int) -> int:
+    """Bits of the sub-range within a destination: 2^bits x ranks (rounded up to a power of
+    two) buckets, 256 in all."""
+    return 8 - (ranks - 1).bit_length()
+
+
+@functools.cache
+def _module(word: str):
+    """segments.cu's kernels for keys of one width, compiled after radix.cu when first used."""
+    passes = 8 if word == "u64" else 4
+    names = [f"bucket_counts<{word}>", f"bucket_scatter<{word}>", "segment_scan"]
+    names += [f"segment_histogram<{word},{p}>" for p in range(1, passes + 1)]
+    return module_with("segments.cu", tuple(names))
+
+
+@functools.cache
+def _kernel(word: str, device: int, name: str):
+    return _module(word).get_function(name)
+
+
+class BucketPartition:
+    """The sender's buckets over its keys (global positions offset + i): count, then scatter."""
+
+    def __init__(self, keys, offset: int, splitters: np.ndarray, lows, shifts, sbits: int):
+        import cupy
+
+        self.cp, self.keys, self.word = cupy, keys, _WORD[keys.dtype.itemsize]
+        if len(splitters) >= MAX_RANKS:
+            raise ValueError(f"segmented partition: at most {MAX_RANKS} ranks")
+        dtype = keys.dtype
+        self.args = (cupy.asarray(splitters[:, 0].astype(dtype)),
+                     cupy.asarray(np.ascontiguousarray(splitters[:, 1]).astype(np.uint64)),
+                     np.int32(len(splitters)), cupy.asarray(np.asarray(lows, dtype=dtype)),
+                     cupy.asarray(np.asarray(shifts, dtype=np.int32)), np.int32(sbits),
+                     np.uint64(offset))
+
+    def _fn(self, name: str):
+        return _kernel(self.word, self.keys.device.id, f"{name}<{self.word}>")
+
+    def counts(self):
+        """Keys per bucket (device, 256 uint32)."""
+        counts = self.cp.zeros(BUCKETS, dtype=np.uint32)
+        n = self.keys.size
+        if n:
+            grid = min(4 * _sm_count(self.keys.device.id), -(-n // COUNT_BLOCK))
+            self._fn("bucket_counts")((grid,), (COUNT_BLOCK,), (self.keys, np.uint64(n))
+                                      + self.args + (counts,))
+        return counts
+
+    def scatter(self, bases: np.ndarray, out) -> None:
+        """Every key into out, stably, bucket b's keys from out[bases[b]] on."""
+        n = self.keys.size
+        if n == 0:
+            return
+        tiles = -(-n // tile_keys(self.keys.dtype.itemsize, "keys"))
+        flags = self.cp.zeros(flag_words(tiles, n), dtype=np.uint32)
+        counter = self.cp.zeros(1, dtype=np.uint32)
+        self._fn("bucket_scatter")((tiles,), (BLOCK,), (self.keys, out, np.uint64(n)) + self.args
+                                   + (self.cp.asarray(bases.astype(np.uint32)), counter, flags,
+                                      np.int32(n >= WIDE_ROWS)))
+
+
+def tile_descriptors(starts, rows, segs, tile: int) -> np.ndarray:
+    """(3, tiles) uint32: start, rows and segment (SEG_HEAD on a segment's first tile) of each
+    tile, pieces (start, rows, segment; in segment order) cut into tiles of at most `tile` keys."""
+    starts, rows, segs = (np.asarray(a, dtype=np.int64) for a in (starts, rows, segs))
+    per = -(-rows // tile)
+    piece = np.repeat(np.arange(len(rows)), per)
+    k = np.arange(int(per.sum())) - (np.cumsum(per) - per)[piece]
+    seg = segs[piece]
+    head = np.ones(len(seg), dtype=bool)
+    head[1:] = seg[1:] != seg[:-1]
+    out = np.stack([starts[piece] + k * tile, np.minimum(tile, rows[piece] - k * tile),
+                    seg | head.astype(np.int64) << 31])
+    return out.astype(np.uint32)
+
+
+class SegmentSort:
+    """One chunk's segments, each sorted on its own over bits [0, bits) of key - low (segment 0
+    over [0, head_bits)): pieces (start, rows, segment) in segment order lie in the receive
+    buffer; segment s's keys end packed from out_start + its rows before it, in the receive
+    buffer after an even number of `common` passes, in the scratch after an odd one. All
+    planned on the host before any key arrives."""
+
+    def __init__(self, dtype, pieces: np.ndarray, seg_rows: np.ndarray, out_start: int,
+                 low: int, bits: int, head_bits: int):
+        import cupy
+
+        self.cp, self.dtype = cupy, np.dtype(dtype)
+        self.low, self.end_bit = self.dtype.type(low), max(head_bits, bits, 1)
+        self.passes = digit_passes(0, self.end_bit)
+        self.common = len(digit_passes(0, max(bits, 1)))  # the passes of every segment
+        self.n, self.segs = int(seg_rows.sum()), len(seg_rows)
+        tile = tile_keys(self.dtype.itemsize, "keys")
+        seg_start = out_start + np.cumsum(seg_rows) - seg_rows
+        self.head = (int(seg_start[0]), int(seg_rows[0])) if self.segs else (0, 0)
+        first = tile_descriptors(pieces[0], pieces[1], pieces[2], tile)
+        later = tile_descriptors(seg_start, seg_rows, np.arange(self.segs), tile)
+        self.tiles = (first.shape[1], later.shape[1], -(-self.head[1] // tile))
+        self.first, self.later = cupy.asarray(first), cupy.asarray(later)
+        self.seg_start = cupy.asarray(seg_start.astype(np.uint32))
+        self.flags = cupy.empty(flag_words(max(self.tiles), self.n), dtype=np.uint32)
+        words = len(self.passes) * self.segs * 256
+        self.counts = cupy.zeros(words, dtype=np.uint32)
+        self.bases = cupy.empty(words, dtype=np.uint32)
+        self.counters = cupy.zeros(len(self.passes), dtype=np.uint32)
+
+    @property
+    def in_scratch(self) -> bool:
+        """Whether the sorted keys end in the scratch (else in the receive buffer)."""
+        return self.common % 2 == 1
+
+    def run(self, keys, scratch) -> None:
+        """Queue the sort on the current stream, which must see every piece in keys."""
+        if self.n == 0:
+            return
+        self._histogram(keys)
+        pair, dummy = (keys, scratch), _dummy(keys.device.id)
+        for i, shift_bits in enumerate(self.passes):
+            tiles = self.tiles[0 if i == 0 else 1 if i < self.common else 2]
+            desc = self.first if i == 0 else self.later  # segment 0's tiles come first
+            flags = self.flags[: flag_words(tiles, self.n)]
+            flags.fill(0)
+            pass_args = (self.bases[i * self.segs * 256 :], self.counters[i : i + 1], flags)
+            onesweep((pair[i % 2], dummy), (pair[(i + 1) % 2], dummy), _KEYS, shift_bits,
+                     self.low, pass_args, self.n >= WIDE_ROWS, tiles, tuple(desc))
+        if len(self.passes) > self.common:  # segment 0's last pass: back beside the others
+            start, rows = self.head
+            done = pair[self.common % 2]
+            done[start : start + rows] = pair[1 - self.common % 2][start : start + rows]
+
+    def _histogram(self, keys) -> None:
+        word, dev = _WORD[self.dtype.itemsize], keys.device.id
+        hist = _kernel(word, dev, f"segment_histogram<{word},{len(self.passes)}>")
+        grid = max(1, min(self.tiles[0], 8 * _sm_count(dev)))
+        hist((grid,), (BLOCK,), (keys, self.low, np.int32(self.end_bit),
+                                 np.uint32(self.tiles[0]), np.int32(self.segs), *self.first,
+                                 self.counts))
+        scan = _kernel(word, dev, "segment_scan")
+        scan((self.segs, len(self.passes)), (256,), (self.counts, self.seg_start, self.bases))
