@@ -62,14 +62,15 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
 def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int, int],
               splitters):
     """Route every row to its destination rank; place is (global position of this rank's first
-    row, rows on all ranks). On GPUs, plain keys move at once into value sub-ranges of their
-    destinations (segmented.py); other data are counted per rank chunk by chunk, to be grouped
-    while the exchange runs (chunked.py); elsewhere all are grouped now, stably, by a sort of
-    their destinations."""
+    row, rows on all ranks). On GPUs, with DISTSORT_SEGMENTS=1, plain keys move at once into
+    value sub-ranges of their destinations (segmented.py); by default and for other data, rows
+    are counted per rank chunk by chunk, to be grouped while the exchange runs (chunked.py);
+    elsewhere all are grouped now, stably, by a sort of their destinations."""
     words, p, (offset, total) = key_words(columns), len(splitters) + 1, place
     if plain_keys(columns, words) and segmented.usable(rt, words[0], total):
-        layout = segmented.plan(rt, words[0], offset, splitters)
-        return Segmented(layout, segmented.scatter(layout, words[0]))
+        keys = rt.xp.ascontiguousarray(words[0])  # the kernels index it as one flat array
+        layout = segmented.plan(rt, keys, offset, splitters)
+        return Segmented(layout, segmented.scatter(layout, keys))
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
         layout = chunked.plan(rt, words[0], offset, splitters)
         return Chunked(columns, words, layout, landing_sort(rt, columns, words, layout, splitters))

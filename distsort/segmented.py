@@ -1,4 +1,5 @@
 """The segmented exchange: plain keys on GPUs, from splitters to this rank's sorted keys.
+Opt-in (DISTSORT_SEGMENTS=1) until its partition is faster: bench/RESULTS.md, runs 61-67.
 
 Why (bench/RESULTS.md, session 7): after the chunked exchange (chunked.py) a rank sorts all the
 varying bits of its key range, and no key can be sorted before the last block is in. Here the
