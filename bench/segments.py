@@ -38,26 +38,30 @@ def timed(fn, fresh, reps: int) -> float:
     return float(np.median(times))
 
 
-def sender(n: int, reps: int) -> dict:
+def buckets_of_4() -> tuple:
+    """(splitters, sbits, dests) of 4 ranks splitting uint32 keys into equal quarters."""
     quarter = np.arange(1, RANKS, dtype=np.uint64) << np.uint64(30)
     splitters = np.stack([quarter, np.zeros(RANKS - 1, np.uint64)], axis=1)
     sbits = segments.bucket_bits(RANKS)
-    dests = segmented.ranges(splitters, np.uint32, sbits)
-    shifts = (dests[:, 1] | dests[:, 2] << 8).astype(np.int32)
+    return splitters, sbits, segmented.ranges(splitters, np.uint32, sbits)
+
+
+def sender(n: int, reps: int) -> dict:
+    splitters, sbits, dests = buckets_of_4()
     out = cp.empty(n, dtype=cp.uint32)
 
     def fresh():
         return (cp.random.randint(0, 2**32, n, dtype=np.uint64).astype(cp.uint32),)
 
     def buckets(keys):
-        part = segments.BucketPartition(keys, 0, splitters, dests[:, 0], shifts, sbits)
+        part = segments.BucketPartition(keys, 0, splitters, dests, sbits)
         counts = cp.asnumpy(part.counts()).astype(np.int64)
         part.scatter(np.cumsum(counts) - counts, out)
 
     def plain(keys):
         partition.partition_keys(keys, 0, splitters, want_dest=False)
 
-    part = segments.BucketPartition(fresh()[0], 0, splitters, dests[:, 0], shifts, sbits)
+    part = segments.BucketPartition(fresh()[0], 0, splitters, dests, sbits)
     counts = cp.asnumpy(part.counts()).astype(np.int64)
 
     def count_only(keys):
@@ -79,18 +83,14 @@ def sender(n: int, reps: int) -> dict:
 
 def receiver(n: int, reps: int, chunks: int) -> dict:
     """A rank of 4 whose keys are [0, 2^30): 4 sources' blocks, each grouped by segment."""
-    quarter = np.arange(1, RANKS, dtype=np.uint64) << np.uint64(30)
-    splitters = np.stack([quarter, np.zeros(RANKS - 1, np.uint64)], axis=1)
-    sbits = segments.bucket_bits(RANKS)
-    dests = segmented.ranges(splitters, np.uint32, sbits)
-    shifts = (dests[:, 1] | dests[:, 2] << 8).astype(np.int32)
+    splitters, sbits, dests = buckets_of_4()
     per = n // RANKS
     state = {}
 
     def fresh():
         blocks = [cp.random.randint(0, 2**30, per, dtype=np.uint64).astype(cp.uint32)
                   for _ in range(RANKS)]
-        parts = [segments.BucketPartition(b, 0, splitters, dests[:, 0], shifts, sbits)
+        parts = [segments.BucketPartition(b, 0, splitters, dests, sbits)
                  for b in blocks]
         table = np.stack([cp.asnumpy(p.counts())[: 1 << sbits] for p in parts]).astype(np.int64)
         cuts = segmented.chunk_cuts(table.sum(axis=0), chunks)

@@ -112,8 +112,7 @@ def plan(rt, keys, offset: int, splitters: np.ndarray) -> Plan:
     sbits = segments.bucket_bits(ranks)
     segs = 1 << sbits
     dests = ranges(splitters, keys.dtype, sbits)
-    shifts = (dests[:, 1] | dests[:, 2] << 8).astype(np.int32)
-    partition = BucketPartition(keys, offset, splitters, dests[:, 0], shifts, sbits)
+    partition = BucketPartition(keys, offset, splitters, dests, sbits)
     table = cupy.asnumpy(partition.counts())[: ranks * segs].astype(np.int64).reshape(ranks, segs)
     mine = np.empty_like(table)  # mine[s, g]: rows from source s in my segment g
     comm.Alltoall(table, mine)

@@ -60,9 +60,7 @@ def test_bucket_partition_is_a_stable_grouping(cp, dtype, ranks, spread):
     splitters = splitters_of(keys, ranks, rng)
     sbits = segments.bucket_bits(ranks)
     dests = segmented.ranges(splitters, dtype, sbits)
-    shifts = (dests[:, 1] | dests[:, 2] << 8).astype(np.int32)
-    part = segments.BucketPartition(cp.asarray(keys), offset, splitters, dests[:, 0], shifts,
-                                    sbits)
+    part = segments.BucketPartition(cp.asarray(keys), offset, splitters, dests, sbits)
     want = buckets_of(keys, offset, splitters, dests, sbits)
     assert want.max() < segments.BUCKETS
     counts = cp.asnumpy(part.counts()).astype(np.int64)

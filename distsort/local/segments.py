@@ -54,7 +54,8 @@ def _kernel(word: str, device: int, name: str):
 class BucketPartition:
     """The sender's buckets over its keys (global positions offset + i): count, then scatter."""
 
-    def __init__(self, keys, offset: int, splitters: np.ndarray, lows, shifts, sbits: int):
+    def __init__(self, keys, offset: int, splitters: np.ndarray, dests: np.ndarray, sbits: int):
+        """dests: (base, shift, extra) of every destination (segmented.ranges)."""
         import cupy
 
         self.cp, self.keys, self.word = cupy, keys, _WORD[keys.dtype.itemsize]
@@ -63,8 +64,9 @@ class BucketPartition:
         dtype = keys.dtype
         self.args = (cupy.asarray(splitters[:, 0].astype(dtype)),
                      cupy.asarray(np.ascontiguousarray(splitters[:, 1]).astype(np.uint64)),
-                     np.int32(len(splitters)), cupy.asarray(np.asarray(lows, dtype=dtype)),
-                     cupy.asarray(np.asarray(shifts, dtype=np.int32)), np.int32(sbits),
+                     np.int32(len(splitters)), cupy.asarray(dests[:, 0].astype(dtype)),
+                     cupy.asarray((dests[:, 1] | dests[:, 2] << 8).astype(np.int32)),
+                     np.int32(sbits),
                      np.uint64(offset))
 
     def _fn(self, name: str):
