@@ -134,7 +134,6 @@ class SegmentSort:
         self.tiles = (first.shape[1], later.shape[1], -(-self.head[1] // tile))
         self.first, self.later = cupy.asarray(first), cupy.asarray(later)
         self.seg_start = cupy.asarray(seg_start.astype(np.uint32))
-        self.flags = cupy.empty(flag_words(max(self.tiles), self.n), dtype=np.uint32)
         words = len(self.passes) * self.segs * 256
         self.counts = cupy.zeros(words, dtype=np.uint32)
         self.bases = cupy.empty(words, dtype=np.uint32)
@@ -151,10 +150,13 @@ class SegmentSort:
             return
         self._histogram(keys)
         pair, dummy = (keys, scratch), _dummy(keys.device.id)
+        # allocated here, on the stream of the passes, so the chunks' sorts (queued one after
+        # another) reuse one buffer rather than each holding its own from the plan on
+        look_back = self.cp.empty(flag_words(max(self.tiles), self.n), dtype=np.uint32)
         for i, shift_bits in enumerate(self.passes):
             tiles = self.tiles[0 if i == 0 else 1 if i < self.common else 2]
             desc = self.first if i == 0 else self.later  # segment 0's tiles come first
-            flags = self.flags[: flag_words(tiles, self.n)]
+            flags = look_back[: flag_words(tiles, self.n)]
             flags.fill(0)
             pass_args = (self.bases[i * self.segs * 256 :], self.counters[i : i + 1], flags)
             onesweep((pair[i % 2], dummy), (pair[(i + 1) % 2], dummy), _KEYS, shift_bits,
