@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   nccl4 tune segments segtests segmented (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   nccl4 tune segments segprof segtests segmented (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each);
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
@@ -71,7 +71,16 @@ for step in $steps; do
                    --cases u32-4x2^30,u64-4x2^29,u32-4x2^28 --no-baselines --reps 5 \
                    --out "$OUT/segments$s" 2>&1 | tail -3
                done ;;
-    segments) timeout 200 python3 bench/segments.py 2>&1 | tail -3 ;;
+    segments) for r in 2 4; do
+                timeout 200 python3 bench/segments.py --ranks $r 2>&1 | tail -2
+              done ;;
+    segprof) ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)  # scatter vs pass
+             timeout 200 "$ncu" --clock-control none -k regex:"bucket_scatter|radix_onesweep" -c 2 \
+               --section SpeedOfLight --section WarpStateStats --section InstructionStats \
+               --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis_Tables \
+               python3 bench/segments.py --log 28 --reps 1 >"$OUT/segprof.txt" 2>&1
+             grep -aE "bucket_scatter|radix_onesweep|Duration|Executed Ipc A|Instructions  |Registers|Local|Achieved Occ|Bank|No Eligible|Stall" \
+               "$OUT/segprof.txt" | head -60 ;;
     segtests) timeout 200 python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_segments_gpu.py \
                 tests/test_radix_gpu.py tests/test_landing_gpu.py 2>&1 | tail -15 ;;
     partition) timeout 150 python3 bench/partition.py 2>&1 | tail -8 ;;

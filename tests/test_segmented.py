@@ -6,15 +6,13 @@ import numpy as np
 import pytest
 
 from distsort import segmented
-from distsort.local import segments
+from distsort.local import segments, tiles
 
 
-def test_tile_descriptors_cut_pieces_and_mark_segment_heads():
-    got = segments.tile_descriptors([0, 100, 50, 7], [5, 0, 13, 2], [0, 0, 1, 1], 4)
-    head = segments.SEG_HEAD
-    np.testing.assert_array_equal(got, [[0, 4, 50, 54, 58, 62, 7],
-                                        [4, 1, 4, 4, 4, 1, 2],
-                                        [head, 0, 1 | head, 1, 1, 1, 1]])
+def test_segment_heads_mark_each_segments_first_nonempty_piece():
+    head = tiles.SEG_HEAD
+    got = tiles.segment_heads([0, 5, 3, 0, 0, 2, 4], [0, 0, 0, 1, 2, 2, 2])
+    np.testing.assert_array_equal(got, [0, head, 0, 1, 2, 2 | head, 2])
 
 
 @pytest.mark.parametrize("rows, chunks, want", [

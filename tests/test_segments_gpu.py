@@ -9,7 +9,7 @@ import pytest
 
 from distsort import segmented
 from distsort.chunked import block_starts
-from distsort.local import segments
+from distsort.local import segments, tiles
 
 pytestmark = pytest.mark.gpu
 
@@ -119,3 +119,18 @@ def test_segment_sorts_leave_the_rank_sorted(cp, dtype, spread, chunks):
     np.testing.assert_array_equal(cp.asnumpy(result[: len(keys)]), np.sort(keys))
     assert int(received.sum()) == len(keys)
 
+
+@pytest.mark.parametrize("with_segs", [False, True])
+def test_piece_tiles_cut_pieces_in_order(cp, with_segs):
+    """Pieces (some empty, some longer than a tile) become tiles in piece order; only a marked
+    piece's first tile keeps SEG_HEAD; tiles past the last piece's have 0 rows."""
+    rows, starts, segs = [5, 0, 13, 2, 9], [0, 100, 50, 7, 200], [0, 0, 1, 1, 2]
+    words = tiles.segment_heads(rows, segs) if with_segs else None
+    got = [cp.asnumpy(a) for a in tiles.piece_tiles(rows, starts, 4, 11, words)]
+    np.testing.assert_array_equal(got[0][:10], [0, 4, 50, 54, 58, 62, 7, 200, 204, 208])
+    np.testing.assert_array_equal(got[1], [4, 1, 4, 4, 4, 1, 2, 4, 4, 1, 0])
+    if with_segs:
+        head = tiles.SEG_HEAD
+        np.testing.assert_array_equal(got[2][:10], [head, 0, 1 | head, 1, 1, 1, 1, 2 | head, 2, 2])
+    else:
+        assert len(got) == 2

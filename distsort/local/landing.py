@@ -12,7 +12,7 @@ left to read after the last block.
 
 Digits are those of key - low over [0, end_bit), as in radix_sort; at least two passes (the
 second is what orders the first pass's blocks). Blocks start 16-byte aligned (the histogram's
-vector loads). The second pass's tile descriptors are built on the device (landing.cu); passes
+vector loads). The second pass's tile descriptors are built on the device (tiles.cu); passes
 after it whose digit is the same for every key are skipped (the counts are read to the host
 while the second pass runs); the first two always run.
 """
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cuda_source import load_module
 from .radix import (
     MAX_N,
     MIN_N,
@@ -33,6 +32,7 @@ from .radix import (
     onesweep,
     tile_keys,
 )
+from .tiles import piece_tiles
 
 _KEYS = ("u32", "u32", 0)  # keys-only pass kinds (radix.py)
 MIN_ROWS = MIN_N["narrow"]  # where our engine would sort a narrowed range (radix.py)
@@ -126,17 +126,9 @@ class LandingSort:
     def _second_pass_tiles(self, first, n: int) -> tuple:
         """Tile descriptors (device uint32 start, rows) and how many tiles to launch for the
         second pass: each block's run of digit d (first[b, d] keys in its first-pass output),
-        digit-major, blocks in order, cut into tiles (landing.cu); an upper bound of tiles,
+        digit-major, blocks in order, cut into tiles (tiles.py); an upper bound of tiles,
         those past the last run empty."""
         cp = self.cp
         starts = cp.asarray(self.out_starts)[:, None] + cp.cumsum(first, axis=1) - first
-        rows, starts = first.T.reshape(-1), starts.T.reshape(-1)
-        per = -(-rows // self.tile)
-        first_tile = cp.cumsum(per) - per
-        bound = n // self.tile + len(rows)
-        tile_start = cp.empty(bound, dtype=np.uint32)
-        tile_rows = cp.zeros(bound, dtype=np.uint32)
-        kernel = load_module("local/landing.cu", ("landing_tiles",)).get_function("landing_tiles")
-        kernel((len(rows),), (128,), (rows, starts, first_tile, np.int32(self.tile), tile_start,
-                                      tile_rows))
-        return (tile_start, tile_rows), bound
+        bound = n // self.tile + first.size
+        return piece_tiles(first.T.reshape(-1), starts.T.reshape(-1), self.tile, bound), bound

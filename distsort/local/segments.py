@@ -22,10 +22,10 @@ from .radix import (
     onesweep,
     tile_keys,
 )
+from .tiles import piece_tiles, segment_heads
 
 BUCKETS = 256  # bucket numbers are 8-bit digits of the onesweep pass (segments.cu)
 MAX_RANKS = 16  # segments.cu's MAX_SPLITTERS + 1
-SEG_HEAD = 1 << 31  # tile_seg: the first tile of its segment (radix.cu)
 COUNT_BLOCK = 512  # bucket_counts' threads per block (segments.cu)
 _WORD = {4: "u32", 8: "u64"}
 _KEYS = ("u32", "u32", 0)  # keys-only pass kinds (radix.py)
@@ -95,21 +95,6 @@ class BucketPartition:
                                       np.int32(n >= WIDE_ROWS)))
 
 
-def tile_descriptors(starts, rows, segs, tile: int) -> np.ndarray:
-    """(3, tiles) uint32: start, rows and segment (SEG_HEAD on a segment's first tile) of each
-    tile, pieces (start, rows, segment; in segment order) cut into tiles of at most `tile` keys."""
-    starts, rows, segs = (np.asarray(a, dtype=np.int64) for a in (starts, rows, segs))
-    per = -(-rows // tile)
-    piece = np.repeat(np.arange(len(rows)), per)
-    k = np.arange(int(per.sum())) - (np.cumsum(per) - per)[piece]
-    seg = segs[piece]
-    head = np.ones(len(seg), dtype=bool)
-    head[1:] = seg[1:] != seg[:-1]
-    out = np.stack([starts[piece] + k * tile, np.minimum(tile, rows[piece] - k * tile),
-                    seg | head.astype(np.int64) << 31])
-    return out.astype(np.uint32)
-
-
 class SegmentSort:
     """One chunk's segments, each sorted on its own over bits [0, bits) of key - low (segment 0
     over [0, head_bits)): pieces (start, rows, segment) in segment order lie in the receive
@@ -129,10 +114,13 @@ class SegmentSort:
         tile = tile_keys(self.dtype.itemsize, "keys")
         seg_start = out_start + np.cumsum(seg_rows) - seg_rows
         self.head = (int(seg_start[0]), int(seg_rows[0])) if self.segs else (0, 0)
-        first = tile_descriptors(pieces[0], pieces[1], pieces[2], tile)
-        later = tile_descriptors(seg_start, seg_rows, np.arange(self.segs), tile)
-        self.tiles = (first.shape[1], later.shape[1], -(-self.head[1] // tile))
-        self.first, self.later = cupy.asarray(first), cupy.asarray(later)
+        self.tiles = (int((-(-pieces[1] // tile)).sum()), int((-(-seg_rows // tile)).sum()),
+                      -(-self.head[1] // tile))
+        self.first = piece_tiles(pieces[1], pieces[0], tile, self.tiles[0],
+                                 segment_heads(pieces[1], pieces[2]))
+        segs = np.arange(self.segs)
+        self.later = piece_tiles(seg_rows, seg_start, tile, self.tiles[1],
+                                 segment_heads(seg_rows, segs))
         self.seg_start = cupy.asarray(seg_start.astype(np.uint32))
         words = len(self.passes) * self.segs * 256
         self.counts = cupy.zeros(words, dtype=np.uint32)
