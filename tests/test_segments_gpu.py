@@ -65,6 +65,7 @@ def test_bucket_partition_is_a_stable_grouping(cp, dtype, ranks, spread):
     assert want.max() < segments.BUCKETS
     counts = cp.asnumpy(part.counts()).astype(np.int64)
     np.testing.assert_array_equal(counts, np.bincount(want, minlength=segments.BUCKETS))
+    np.testing.assert_array_equal(cp.asnumpy(part.buckets), want)  # what the scatter reads
     bases = np.cumsum(counts + 3) - counts - 3  # gaps of 3 rows between buckets
     out = cp.full(int(bases[-1] + counts[-1]) + 3, 7, dtype=dtype)
     part.scatter(bases, out)
@@ -118,6 +119,16 @@ def test_segment_sorts_leave_the_rank_sorted(cp, dtype, spread, chunks):
     result = outgoing if sorts[-1].in_scratch else incoming
     np.testing.assert_array_equal(cp.asnumpy(result[: len(keys)]), np.sort(keys))
     assert int(received.sum()) == len(keys)
+
+
+
+def test_bucket_scatter_needs_the_counts_first(cp):
+    splitters = np.array([[5, 0]], dtype=np.uint64)
+    dests = segmented.ranges(splitters, np.uint32, segments.bucket_bits(2))
+    part = segments.BucketPartition(cp.arange(10, dtype=cp.uint32), 0, splitters, dests,
+                                    segments.bucket_bits(2))
+    with pytest.raises(RuntimeError, match="before counts"):
+        part.scatter(np.zeros(segments.BUCKETS, np.int64), cp.empty(10, dtype=cp.uint32))
 
 
 @pytest.mark.parametrize("with_segs", [False, True])

@@ -8,83 +8,103 @@
 // for uniform uint32 keys, 3 passes. Segments are aligned to 2^shift from a destination's base
 // (its lowest key rounded down), a = (key - base) >> shift; a range that takes 2^sbits + 1 of
 // them (2^30 + a little on 4 ranks: 65 of 2^24) merges its first two (extra = 1), and only that
-// segment needs one more bit: bucket = dest << sbits | max(a - extra, 0). The partition costs no more than before: it is one onesweep pass over the bucket digit
-// (~2 moves per key), where the plain partition counted and scattered in two kernels.
-// A destination is the number of splitters below (key, global position): ties with a splitter's
-// key are broken by position, as in partition.cu.
+// segment needs one more bit: bucket = dest << sbits | max(a - extra, 0). The partition is two
+// kernels, as the plain one is: bucket_counts finds every key's bucket and counts the buckets
+// (one read of the keys, one byte a key written), bucket_scatter is one onesweep pass over the
+// bucket bytes (~2 moves per key and the byte).
+// A destination is the number of splitters below (key, position in the shard): ties with a
+// splitter's key are broken by position, as in partition.cu.
 
 #define MAX_SPLITTERS 15  // up to 16 ranks: every key is compared with every splitter
 #define COUNT_BLOCK 512   // bucket_counts: 512 threads, so that U keys each fit in registers
 
+// 1 where (key, index) < (split, threshold) in lexicographic order, else 0: a borrow chain over
+// (index, key words) and the final borrow as a mask (3-4 instructions where separate compares
+// of the key and the tie took ~9).
+__device__ __forceinline__ u32 below(u32 k, u32 idx, u32 s, u32 t)
+{
+    u32 r;
+    asm("{\n\t.reg .u32 x;\n\tsub.cc.u32 x, %1, %2;\n\tsubc.cc.u32 x, %3, %4;\n\t"
+        "subc.u32 %0, 0, 0;\n\t}"
+        : "=r"(r)
+        : "r"(idx), "r"(t), "r"(k), "r"(s));
+    return r & 1u;
+}
+__device__ __forceinline__ u32 below(u64 k, u32 idx, u64 s, u32 t)
+{
+    u32 r;
+    asm("{\n\t.reg .u32 x;\n\tsub.cc.u32 x, %1, %2;\n\tsubc.cc.u32 x, %3, %4;\n\t"
+        "subc.cc.u32 x, %5, %6;\n\tsubc.u32 %0, 0, 0;\n\t}"
+        : "=r"(r)
+        : "r"(idx), "r"(t), "r"((u32)k), "r"((u32)s), "r"((u32)(k >> 32)), "r"((u32)(s >> 32)));
+    return r & 1u;
+}
+
 template <typename K> struct Buckets {
     K split[MAX_SPLITTERS];
-    u64 pos[MAX_SPLITTERS];
+    u32 thr[MAX_SPLITTERS];       // keys equal to split[j] from this index of the shard on are above it
     K low[MAX_SPLITTERS + 1];
-    int shift[MAX_SPLITTERS + 1];
-    int ns, sbits;
-    u64 offset;  // global position of key 0
+    u32 word[MAX_SPLITTERS + 1];  // shift | extra << 8 | (the destination's first bucket) << 16
+    int ns;
 
+    // first: the global position of key 0 of the shard, whose n < 2^32 keys are indexed in 32 bits.
     __device__ void load(const K* split_keys, const u64* split_pos, int n_split, const K* lows,
-                         const int* shifts, int bits, u64 first)
+                         const int* shifts, int sbits, u64 first)
     {
         const int t = threadIdx.x;
         if (t < n_split) {
+            const u64 p = split_pos[t];
             split[t] = split_keys[t];
-            pos[t] = split_pos[t];
+            thr[t] = p <= first ? 0u : (u32)min(p - first, (u64)0xffffffffu);
         }
         if (t <= n_split) {
             low[t] = lows[t];
-            shift[t] = shifts[t];
+            word[t] = (u32)shifts[t] | (u32)(t << sbits) << 16;
         }
-        if (t == 0) {
-            ns = n_split;
-            sbits = bits;
-            offset = first;
-        }
+        if (t == 0) ns = n_split;
     }
 
-    // The buckets of U keys of a thread, key u at index i0 + u * step (global position offset +
-    // i0 + u * step); shift[d] holds the destination's shift | extra << 8. Splitter-major: each
-    // splitter is read from shared memory once for all U keys (key-major, the shared loads
-    // bound the kernels: 5.7 ms to count 2^30 uint32 keys, 13.9 to scatter them, H100).
+    // The buckets of U keys of a thread, key u at index i0 + u * step of the shard.
+    // Splitter-major: each splitter is read from shared memory once for all U keys (key-major,
+    // the shared loads bound the kernel: 5.7 ms to count 2^30 uint32 keys, H100).
     template <int U>
-    __device__ __forceinline__ void of(const K (&k)[U], u64 i0, u64 step, u32 (&out)[U]) const
+    __device__ __forceinline__ void of(const K (&k)[U], u32 i0, u32 step, u32 (&out)[U]) const
     {
-        const u64 at = offset + i0;
         u32 dest[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) dest[u] = 0;
+        for (int u = 0; u < U; ++u) dest[u] = ns;
         for (int j = 0; j < ns; ++j) {
             const K s = split[j];
-            const u64 p = pos[j];
+            const u32 t = thr[j];
 #pragma unroll
-            for (int u = 0; u < U; ++u) dest[u] += (k[u] > s) | ((k[u] == s) & (at + u * step >= p));
+            for (int u = 0; u < U; ++u) dest[u] -= below(k[u], i0 + u * step, s, t);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            const int d = dest[u];
-            const u32 a = (u32)((k[u] - low[d]) >> (shift[d] & 255)), extra = shift[d] >> 8;
-            out[u] = d << sbits | (a > extra ? a - extra : 0u);
+            const u32 w = word[dest[u]];
+            const u32 a = (u32)((k[u] - low[dest[u]]) >> (w & 255)), extra = (w >> 8) & 255;
+            out[u] = (w >> 16) + (a > extra ? a - extra : 0u);
         }
     }
 };
 
-// The bucket digit for onesweep_tile: found once per key at load (ties need the key's position,
-// which the write-out no longer knows), four to a register, and staged in shared memory.
+// The bucket digit for onesweep_tile: each key's bucket, found by bucket_counts (ties need the
+// key's position, which the write-out no longer knows, and the splitter search cost the scatter
+// ~40 instructions a key), read as a byte beside the key and staged in shared memory.
 template <typename K, int ITEMS> struct BucketDigit {
     static constexpr bool STAGED = true;
-    const Buckets<K>& b;
+    const unsigned char* __restrict__ buckets;
     u32 pack[(ITEMS + 3) / 4];
     __device__ __forceinline__ K load(K raw) const { return raw; }
     __device__ __forceinline__ K store(K kept) const { return kept; }
-    __device__ __forceinline__ void prepare(const K (&k)[ITEMS], u64 tile_base, u32 first, u32)
+    __device__ __forceinline__ void prepare(const K (&)[ITEMS], u64 tile_base, u32 first, u32 tile_n)
     {
-        u32 d[ITEMS];  // keys past the tile's end get a bucket too, never used
-        b.of(k, tile_base + first, 32, d);
 #pragma unroll
         for (int i = 0; i < (ITEMS + 3) / 4; ++i) pack[i] = 0;
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) pack[i / 4] |= (d[i] & 0xffu) << (8 * (i % 4));
+        for (int i = 0; i < ITEMS; ++i)
+            if (first + 32 * i < tile_n)
+                pack[i / 4] |= (u32)__ldcs(buckets + tile_base + first + 32 * i) << (8 * (i % 4));
     }
     __device__ __forceinline__ u32 item(const K (&)[ITEMS], int i) const
     {
@@ -96,15 +116,16 @@ template <typename K, int ITEMS> struct BucketDigit {
     }
 };
 
-// Keys per bucket over the whole shard (counts: 256 words, zeroed), for the scatter's bases.
-// Grid-stride, U keys per thread per step, all loaded before any is counted (one load in flight
-// per thread leaves the kernel waiting on memory latency); 32 copies of each counter, copy l in
-// bank l, so a warp's adds never conflict (as in partition.cu). One read of the keys.
+// Keys per bucket over the whole shard (counts: 256 words, zeroed), for the scatter's bases, and
+// every key's bucket (one byte a key) for the scatter. Grid-stride, U keys per thread per step,
+// all loaded before any is counted (one load in flight per thread leaves the kernel waiting on
+// memory latency); 32 copies of each counter, copy l in bank l, so a warp's adds never conflict
+// (as in partition.cu). One read of the keys, a quarter (uint32) or an eighth of it written.
 template <typename K>
 __global__ void __launch_bounds__(COUNT_BLOCK)
     bucket_counts(const K* __restrict__ keys, u64 n, const K* split_keys, const u64* split_pos,
                   int ns, const K* lows, const int* shifts, int sbits, u64 offset,
-                  u32* __restrict__ counts)
+                  u32* __restrict__ counts, unsigned char* __restrict__ buckets)
 {
     __shared__ Buckets<K> b;
     __shared__ u32 hist[RADIX * 32];
@@ -119,10 +140,13 @@ __global__ void __launch_bounds__(COUNT_BLOCK)
         u32 d[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) k[u] = i + u * step < n ? keys[i + u * step] : (K)0;
-        b.of(k, i, step, d);
+        b.of(k, (u32)i, (u32)step, d);
 #pragma unroll
         for (int u = 0; u < U; ++u)
-            if (i + u * step < n) atomicAdd(&hist[d[u] * 32 + lane], 1u);
+            if (i + u * step < n) {
+                atomicAdd(&hist[d[u] * 32 + lane], 1u);
+                buckets[i + u * step] = (unsigned char)d[u];
+            }
     }
     __syncthreads();
     for (int d = threadIdx.x; d < RADIX; d += blockDim.x) {
@@ -132,21 +156,18 @@ __global__ void __launch_bounds__(COUNT_BLOCK)
     }
 }
 
-// Why: the partition as one stable onesweep pass over the bucket digit: every key read once and
-// written once, at bases[bucket] (the sender's layout: any place per bucket) plus its rank among
-// the bucket's keys before it. Consecutive tiles of the shard, key-only tile size.
+// Why: the partition as one stable onesweep pass over the bucket digit: every key read once (with
+// its bucket byte) and written once, at bases[bucket] (the sender's layout: any place per bucket)
+// plus its rank among the bucket's keys before it. Consecutive tiles of the shard, key-only tile
+// size.
 template <typename K>
 __global__ void __launch_bounds__(BLOCK, 3)
     bucket_scatter(const K* __restrict__ keys_in, K* __restrict__ keys_out, u64 n,
-                   const K* split_keys, const u64* split_pos, int ns, const K* lows,
-                   const int* shifts, int sbits, u64 offset, const u32* __restrict__ bases,
+                   const unsigned char* __restrict__ buckets, const u32* __restrict__ bases,
                    u32* tile_counter, void* flags, int wide)
 {
     __shared__ OnesweepSmem<K, u32, 0> sm;
-    __shared__ Buckets<K> b;
-    b.load(split_keys, split_pos, ns, lows, shifts, sbits, offset);
-    __syncthreads();
-    BucketDigit<K, Items<K, 0>::value> dig{b};
+    BucketDigit<K, Items<K, 0>::value> dig{buckets};
     onesweep_next(keys_in, keys_out, (const u32*)nullptr, (u32*)nullptr, n, dig, bases,
                   tile_counter, flags, wide, (const u32*)nullptr, (const u32*)nullptr,
                   (const u32*)nullptr, sm);

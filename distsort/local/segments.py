@@ -52,7 +52,8 @@ def _kernel(word: str, device: int, name: str):
 
 
 class BucketPartition:
-    """The sender's buckets over its keys (global positions offset + i): count, then scatter."""
+    """The sender's buckets over its keys (global positions offset + i, fewer than 2^32 keys):
+    count (which also finds every key's bucket, one byte a key), then scatter."""
 
     def __init__(self, keys, offset: int, splitters: np.ndarray, dests: np.ndarray, sbits: int):
         """dests: (base, shift, extra) of every destination (segmented.ranges)."""
@@ -61,6 +62,8 @@ class BucketPartition:
         self.cp, self.keys, self.word = cupy, keys, _WORD[keys.dtype.itemsize]
         if len(splitters) >= MAX_RANKS:
             raise ValueError(f"segmented partition: at most {MAX_RANKS} ranks")
+        if keys.size >= 1 << 32:
+            raise ValueError("segmented partition: at most 2^32 - 1 keys a shard")
         dtype = keys.dtype
         self.args = (cupy.asarray(splitters[:, 0].astype(dtype)),
                      cupy.asarray(np.ascontiguousarray(splitters[:, 1]).astype(np.uint64)),
@@ -68,31 +71,36 @@ class BucketPartition:
                      cupy.asarray((dests[:, 1] | dests[:, 2] << 8).astype(np.int32)),
                      np.int32(sbits),
                      np.uint64(offset))
+        self.buckets = None  # every key's bucket (device uint8), from counts() to scatter()
 
     def _fn(self, name: str):
         return _kernel(self.word, self.keys.device.id, f"{name}<{self.word}>")
 
     def counts(self):
-        """Keys per bucket (device, 256 uint32)."""
+        """Keys per bucket (device, 256 uint32); keeps every key's bucket for the scatter."""
         counts = self.cp.zeros(BUCKETS, dtype=np.uint32)
         n = self.keys.size
+        self.buckets = self.cp.empty(n, dtype=np.uint8)
         if n:
             grid = min(4 * _sm_count(self.keys.device.id), -(-n // COUNT_BLOCK))
             self._fn("bucket_counts")((grid,), (COUNT_BLOCK,), (self.keys, np.uint64(n))
-                                      + self.args + (counts,))
+                                      + self.args + (counts, self.buckets))
         return counts
 
     def scatter(self, bases: np.ndarray, out) -> None:
-        """Every key into out, stably, bucket b's keys from out[bases[b]] on."""
-        n = self.keys.size
+        """Every key into out, stably, bucket b's keys from out[bases[b]] on (after counts();
+        frees the buckets)."""
+        if self.buckets is None:
+            raise RuntimeError("BucketPartition.scatter before counts")
+        n, buckets, self.buckets = self.keys.size, self.buckets, None
         if n == 0:
             return
         tiles = -(-n // tile_keys(self.keys.dtype.itemsize, "keys"))
         flags = self.cp.zeros(flag_words(tiles, n), dtype=np.uint32)
         counter = self.cp.zeros(1, dtype=np.uint32)
-        self._fn("bucket_scatter")((tiles,), (BLOCK,), (self.keys, out, np.uint64(n)) + self.args
-                                   + (self.cp.asarray(bases.astype(np.uint32)), counter, flags,
-                                      np.int32(n >= WIDE_ROWS)))
+        self._fn("bucket_scatter")((tiles,), (BLOCK,), (self.keys, out, np.uint64(n), buckets,
+                                                        self.cp.asarray(bases.astype(np.uint32)),
+                                                        counter, flags, np.int32(n >= WIDE_ROWS)))
 
 
 class SegmentSort:
