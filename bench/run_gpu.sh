@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   nccl4 tune segments segprof segtests segmented (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   nccl4 tune segments segprof segtests segmented segab segmpi (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each);
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
@@ -71,6 +71,15 @@ for step in $steps; do
                    --cases u32-4x2^30,u64-4x2^29,u32-4x2^28 --no-baselines --reps 5 \
                    --out "$OUT/segments$s" 2>&1 | tail -3
                done ;;
+    segab) i=0; for run in 1:2 0:2 1:4 1:2 0:2; do  # u32 4x2^30, segmented:chunks, alternated
+             s=${run%:*} c=${run#*:} i=$((i + 1)); echo "DISTSORT_SEGMENTS=$s DISTSORT_SEGMENT_CHUNKS=$c"
+             DISTSORT_SEGMENTS=$s DISTSORT_SEGMENT_CHUNKS=$c timeout 120 $mpi -n "$gpus" python3 \
+               bench/dist_sort.py --cases u32-4x2^30 --no-baselines --reps 5 \
+               --out "$OUT/segab${i}_s${s}_c${c}" 2>&1 | tail -1
+           done ;;
+    segmpi) timeout 300 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
+              --with-mpi tests/test_gpu.py -k "segmented_exchange or landing" 2>&1 \
+              | grep -aE "passed|failed|Error|error|assert" | tail -10 ;;
     segments) for r in 2 4; do
                 timeout 200 python3 bench/segments.py --ranks $r 2>&1 | tail -2
               done ;;
