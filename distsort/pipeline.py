@@ -69,8 +69,7 @@ def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int,
     words, p, (offset, total) = key_words(columns), len(splitters) + 1, place
     if plain_keys(columns, words) and segmented.usable(rt, words[0], total):
         keys = rt.xp.ascontiguousarray(words[0])  # the kernels index it as one flat array
-        layout = segmented.plan(rt, keys, offset, splitters)
-        return Segmented(layout, segmented.scatter(layout, keys))
+        return Segmented(*segmented.partition(rt, keys, offset, splitters))
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
         layout = chunked.plan(rt, words[0], offset, splitters)
         return Chunked(columns, words, layout, landing_sort(rt, columns, words, layout, splitters))

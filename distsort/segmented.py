@@ -88,11 +88,9 @@ def _per_chunk(rows: np.ndarray, cuts: np.ndarray) -> np.ndarray:
 @dataclass
 class Plan(BlockRows):
     """Where every key goes: sent (chunk, destination) blocks, received (source, chunk) blocks
-    (which lie chunk-major: recv_starts is (chunk, source)), the bucket bases of the scatter, and
-    this rank's sort of each chunk."""
+    (which lie chunk-major: recv_starts is (chunk, source)), and this rank's sort of each
+    chunk."""
 
-    partition: BucketPartition
-    bases: np.ndarray
     sent: np.ndarray
     send_starts: np.ndarray
     received: np.ndarray
@@ -104,16 +102,19 @@ class Plan(BlockRows):
         return int(self.received.sum())
 
 
-def plan(rt, keys, offset: int, splitters: np.ndarray) -> Plan:
-    """Count the buckets, agree with every rank on the blocks, plan this rank's sorts."""
+def partition(rt, keys, offset: int, splitters: np.ndarray) -> tuple[Plan, object]:
+    """Count the buckets, agree with every rank on the blocks, queue the scatter of every key
+    into the send buffer, then plan this rank's sorts (host work, while the scatter runs).
+    Returns the plan and the send buffer (which holds the receive buffer's rows too, for the
+    sorts)."""
     import cupy
 
     comm, ranks, rank = rt.comm, rt.comm.Get_size(), rt.comm.Get_rank()
     sbits = segments.bucket_bits(ranks)
     segs = 1 << sbits
     dests = ranges(splitters, keys.dtype, sbits)
-    partition = BucketPartition(keys, offset, splitters, dests, sbits)
-    table = cupy.asnumpy(partition.counts())[: ranks * segs].astype(np.int64).reshape(ranks, segs)
+    buckets = BucketPartition(keys, offset, splitters, dests, sbits)
+    table = cupy.asnumpy(buckets.counts())[: ranks * segs].astype(np.int64).reshape(ranks, segs)
     mine = np.empty_like(table)  # mine[s, g]: rows from source s in my segment g
     comm.Alltoall(table, mine)
     cuts = np.array(comm.allgather(chunk_cuts(mine.sum(axis=0), CHUNKS)))  # (ranks, chunks+1)
@@ -121,13 +122,16 @@ def plan(rt, keys, offset: int, splitters: np.ndarray) -> Plan:
     received = _per_chunk(mine, cuts[rank])
     align = rt.transport.align_rows
     starts = send_starts(sent, received, align)
+    recv_starts = block_starts(received.T.copy(), align)  # (chunk, source): chunk-major
+    layout = Plan(sent, starts, received, recv_starts, [])
     bases = np.zeros(segments.BUCKETS, dtype=np.int64)
     for d in range(ranks):
         chunk = np.repeat(np.arange(CHUNKS), np.diff(cuts[d]))
         bases[d * segs : (d + 1) * segs] = starts[chunk, d] + _within(table[d], cuts[d])
-    recv_starts = block_starts(received.T.copy(), align)  # (chunk, source): chunk-major
-    sorts = _sorts(keys.dtype, mine, cuts[rank], recv_starts, received, dests[rank])
-    return Plan(partition, bases, sent, starts, received, recv_starts, sorts)
+    outgoing = cupy.empty(max(layout.send_rows, layout.recv_rows, 1), dtype=keys.dtype)
+    buckets.scatter(bases, outgoing)
+    layout.sorts.extend(_sorts(keys.dtype, mine, cuts[rank], recv_starts, received, dests[rank]))
+    return layout, outgoing
 
 
 def _sorts(dtype, mine: np.ndarray, cuts: np.ndarray, recv_starts: np.ndarray, received,
@@ -148,16 +152,6 @@ def _sorts(dtype, mine: np.ndarray, cuts: np.ndarray, recv_starts: np.ndarray, r
         sorts.append(SegmentSort(dtype, pieces, mine[:, g].sum(axis=0), int(landed[c]), base,
                                  shift, head))
     return sorts
-
-
-def scatter(layout: Plan, keys):
-    """The send buffer: every key in its bucket's block (holds the receive buffer's rows too,
-    for the sorts)."""
-    import cupy
-
-    out = cupy.empty(max(layout.send_rows, layout.recv_rows, 1), dtype=keys.dtype)
-    layout.partition.scatter(layout.bases, out)
-    return out
 
 
 def exchange(rt, layout: Plan, outgoing, report):
