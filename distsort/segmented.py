@@ -1,10 +1,12 @@
 """The segmented exchange: plain keys on GPUs, from splitters to this rank's sorted keys.
-Opt-in (DISTSORT_SEGMENTS=1) until its partition is faster: bench/RESULTS.md, runs 61-67.
+Opt-in (DISTSORT_SEGMENTS=1): level with the default path on 2 GPUs (-3% to +3%, bench/RESULTS.md
+run 71), estimated ~20% faster on 4 but not yet measured there.
 
 Why (bench/RESULTS.md, session 7): after the chunked exchange (chunked.py) a rank sorts all the
 varying bits of its key range, and no key can be sorted before the last block is in. Here the
-partition also cuts each destination's range into 2^sbits sub-ranges by value (segments), in
-one onesweep pass over the bucket digit (local/segments.cu). Segments are independent sorts of
+partition also cuts each destination's range into 2^sbits sub-ranges by value (segments): a count
+kernel finds and counts every key's bucket, then one onesweep pass over those buckets moves the
+keys (local/segments.cu). Segments are independent sorts of
 fewer bits (24 for uniform uint32 keys: 3 passes where 4 were), and the exchange sends them in
 chunks of whole segments: once chunk c is in, its segments are sorted into their final places
 while chunk c+1 is in flight, so only the last chunk's sort follows the exchange.
@@ -31,8 +33,8 @@ from .local import segments
 from .local.segments import BucketPartition, SegmentSort
 
 CHUNKS = int(os.environ.get("DISTSORT_SEGMENT_CHUNKS", "2"))
-# Off unless DISTSORT_SEGMENTS=1: its partition is still slower than the plain one saves in the
-# finish (bench/RESULTS.md, runs 61-66).
+# Off unless DISTSORT_SEGMENTS=1: on 2 GPUs its partition costs about what its finish saves
+# (bench/RESULTS.md, runs 70-71); to be decided on 4.
 ENABLED = os.environ.get("DISTSORT_SEGMENTS", "0") == "1"
 MIN_ROWS = 1 << 25  # mean rows per rank from which this path runs (where our engine would)
 MAX_ROWS = 1 << 31  # mean rows per rank up to which it runs: buffer rows stay below 2^32
