@@ -142,26 +142,49 @@ def exchange(rt, columns: list, words: list, layout: Plan, report,
                 for c in ([] if keyed else [words[0]]) + columns]
     incoming = [cupy.empty((layout.recv_rows,) + c.shape[1:], c.dtype) for c in columns]
     sending = outgoing[1 - int(keyed):]  # the buffers of the columns (not of loose key words)
-    compute, side = cupy.cuda.get_current_stream(), exchange_stream(cupy.cuda.Device().id)
-    chunks, departed, arrived = len(layout.sent), [], []
-    for c in range(chunks):
+
+    def scatter(c: int) -> None:
         if c < len(layout.bounds):
             _scatter(layout, c, columns, outgoing[0], sending[int(keyed):], keyed)
-        side.wait_event(compute.record())
-        departed.append(side.record())
-        with side:
-            rt.transport.alltoallv(sending, layout.sent[c], layout.received[:, c],
-                                   layout.send_starts[c], layout.recv_starts[:, c], incoming)
-        arrived.append(side.record())
-        if landing is not None and c > 0:
-            _land(landing, compute, arrived[c - 1], c - 1, chunks, incoming[0], sending[0])
-    compute.wait_event(arrived[-1])
-    report.time_transfers(departed[0], arrived[-1])
+
+    def send(c: int) -> None:
+        rt.transport.alltoallv(sending, layout.sent[c], layout.received[:, c],
+                               layout.send_starts[c], layout.recv_starts[:, c], incoming)
+
+    def land(c: int) -> None:  # chunk c's block from every source (buffer order: source-major)
+        for b in range(c, len(landing.counts), chunks):
+            landing.land(b, incoming[0], sending[0])
+
+    chunks = len(layout.sent)
+    overlapped(chunks, scatter, send, land if landing is not None else None, report)
     if landing is not None:
-        _land(landing, compute, arrived[-1], chunks - 1, chunks, incoming[0], sending[0])
+        land(chunks - 1)
     report.count_exchanged(sum(row_bytes(c) for c in columns), layout.sent.sum(axis=0),
                            layout.received.sum(axis=1), rt.comm.Get_rank())
     return incoming, sending
+
+
+def overlapped(chunks: int, prepare, send, land, report) -> None:
+    """Chunk by chunk: prepare(c) on the compute (current) stream, then send(c) on the exchange
+    stream once the compute stream's work so far is done; land(c - 1), where given, on the
+    compute stream once chunk c - 1 is in, beside chunk c's transfers. The compute stream then
+    waits for the last chunk (landing it is the caller's); the report gets the transfers' span."""
+    import cupy
+
+    compute, side = cupy.cuda.get_current_stream(), exchange_stream(cupy.cuda.Device().id)
+    departed, arrived = [], []
+    for c in range(chunks):
+        prepare(c)
+        side.wait_event(compute.record())
+        departed.append(side.record())
+        with side:
+            send(c)
+        arrived.append(side.record())
+        if land is not None and c > 0:
+            compute.wait_event(arrived[c - 1])
+            land(c - 1)
+    compute.wait_event(arrived[-1])
+    report.time_transfers(departed[0], arrived[-1])
 
 
 def _scatter(layout: Plan, c: int, columns: list, grouped_words, others: list, keyed: bool):
@@ -171,14 +194,6 @@ def _scatter(layout: Plan, c: int, columns: list, grouped_words, others: list, k
                                       layout.send_starts[c], grouped_words, bool(others))
     for column, out in zip(columns[int(keyed):], others):
         out[dest] = column[lo:hi]
-
-
-def _land(landing, compute, arrived, c: int, chunks: int, keys, scratch) -> None:
-    """Land chunk c's block from every source (buffer order: source-major, then chunk) once
-    the chunk is in, on the compute stream."""
-    compute.wait_event(arrived)
-    for b in range(c, len(landing.counts), chunks):
-        landing.land(b, keys, scratch)
 
 
 @functools.cache

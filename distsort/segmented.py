@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chunked import BlockRows, block_starts, exchange_stream, landed_rows, send_starts
+from .chunked import BlockRows, block_starts, landed_rows, overlapped, send_starts
 from .local import segments
 from .local.segments import BucketPartition, SegmentSort
 
@@ -162,20 +162,13 @@ def exchange(rt, layout: Plan, outgoing, report):
     import cupy
 
     incoming = cupy.empty(max(layout.recv_rows, 1), dtype=outgoing.dtype)
-    compute, side = cupy.cuda.get_current_stream(), exchange_stream(cupy.cuda.Device().id)
-    chunks, departed, arrived = len(layout.sorts), [], []
-    for c in range(chunks):
-        side.wait_event(compute.record())
-        departed.append(side.record())
-        with side:
-            rt.transport.alltoallv([outgoing], layout.sent[c], layout.received[:, c],
-                                   layout.send_starts[c], layout.recv_starts[c], [incoming])
-        arrived.append(side.record())
-        if c > 0:
-            compute.wait_event(arrived[c - 1])
-            layout.sorts[c - 1].run(incoming, outgoing)
-    compute.wait_event(arrived[-1])
-    report.time_transfers(departed[0], arrived[-1])
+
+    def send(c: int) -> None:
+        rt.transport.alltoallv([outgoing], layout.sent[c], layout.received[:, c],
+                               layout.send_starts[c], layout.recv_starts[c], [incoming])
+
+    overlapped(len(layout.sorts), lambda c: None, send,
+               lambda c: layout.sorts[c].run(incoming, outgoing), report)
     report.count_exchanged(outgoing.dtype.itemsize, layout.sent.sum(axis=0),
                            layout.received.sum(axis=1), rt.comm.Get_rank())
     return incoming, Finish(layout)
