@@ -6,10 +6,10 @@ Why (bench/RESULTS.md, session 7): after the chunked exchange (chunked.py) a ran
 varying bits of its key range, and no key can be sorted before the last block is in. Here the
 partition also cuts each destination's range into 2^sbits sub-ranges by value (segments): a count
 kernel finds and counts every key's bucket, then one onesweep pass over those buckets moves the
-keys (local/segments.cu). Segments are independent sorts of
-fewer bits (24 for uniform uint32 keys: 3 passes where 4 were), and the exchange sends them in
-chunks of whole segments: once chunk c is in, its segments are sorted into their final places
-while chunk c+1 is in flight, so only the last chunk's sort follows the exchange.
+keys (local/segments.cu). Segments are independent sorts of fewer bits (24 for uniform uint32
+keys: 3 passes where 4 were), and the exchange sends them in chunks of whole segments: once
+chunk c is in, its segments are sorted into their final places while chunk c+1 is in flight, so
+only the last chunk's sort follows the exchange.
 
 Steps: count every bucket (one read of the keys); one Alltoall of the counts, so every rank
 knows every block; each receiver cuts its segments into CHUNKS runs of about equal rows and

@@ -42,12 +42,12 @@ __device__ __forceinline__ u32 below(u64 k, u32 idx, u64 s, u32 t)
 
 template <typename K> struct Buckets {
     K split[MAX_SPLITTERS];
-    u32 thr[MAX_SPLITTERS];       // keys equal to split[j] from this index of the shard on are above it
+    u32 thr[MAX_SPLITTERS];       // keys equal to split[j] from this shard index on are above it
     K low[MAX_SPLITTERS + 1];
     u32 word[MAX_SPLITTERS + 1];  // shift | extra << 8 | (the destination's first bucket) << 16
     int ns;
 
-    // first: the global position of key 0 of the shard, whose n < 2^32 keys are indexed in 32 bits.
+    // first: the global position of the shard's key 0 (its n < 2^32 keys are indexed in 32 bits).
     __device__ void load(const K* split_keys, const u64* split_pos, int n_split, const K* lows,
                          const int* shifts, int sbits, u64 first)
     {
@@ -97,7 +97,8 @@ template <typename K, int ITEMS> struct BucketDigit {
     u32 pack[(ITEMS + 3) / 4];
     __device__ __forceinline__ K load(K raw) const { return raw; }
     __device__ __forceinline__ K store(K kept) const { return kept; }
-    __device__ __forceinline__ void prepare(const K (&)[ITEMS], u64 tile_base, u32 first, u32 tile_n)
+    __device__ __forceinline__ void prepare(const K (&)[ITEMS], u64 tile_base, u32 first,
+                                            u32 tile_n)
     {
 #pragma unroll
         for (int i = 0; i < (ITEMS + 3) / 4; ++i) pack[i] = 0;
