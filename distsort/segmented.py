@@ -32,7 +32,10 @@ from .chunked import BlockRows, block_starts, landed_rows, overlapped, send_star
 from .local import segments
 from .local.segments import BucketPartition, SegmentSort
 
-CHUNKS = int(os.environ.get("DISTSORT_SEGMENT_CHUNKS", "2"))
+# Chunks of the exchange. Run 73 (x2, P=2, ms): u32 4x2^30 2 chunks 68.5-73.3, 3: 66.4-66.8,
+# 4: 66.4; u64 4x2^29 2: 79.8-80.2, 3: 79.0-81.6, 4: 77.9. More chunks leave less of the sorts
+# after the exchange, though the sorts slow the transfers beside them.
+CHUNKS = int(os.environ.get("DISTSORT_SEGMENT_CHUNKS", "4"))
 # Off unless DISTSORT_SEGMENTS=1: on 2 GPUs its partition costs about what its finish saves
 # (bench/RESULTS.md, runs 70-71); to be decided on 4.
 ENABLED = os.environ.get("DISTSORT_SEGMENTS", "0") == "1"
