@@ -22,6 +22,7 @@ from distsort import segmented
 from distsort.chunked import block_starts
 from distsort.local import partition, segments
 from distsort.local.radix import (
+    KEYS_ONLY,
     WIDE_ROWS,
     _dummy,
     digit_counts,
@@ -91,7 +92,7 @@ def sender(n: int, reps: int, ranks: int) -> dict:
         tiles = -(-n // tile_keys(4, "keys"))
         pass_args = (radix_bases, cp.zeros(1, cp.uint32), cp.zeros(flag_words(tiles, n), cp.uint32))
         dummy = _dummy(keys.device.id)
-        onesweep((keys, dummy), (out, dummy), ("u32", "u32", 0), (24, 8), np.uint32(0), pass_args,
+        onesweep((keys, dummy), (out, dummy), KEYS_ONLY, (24, 8), np.uint32(0), pass_args,
                  n >= WIDE_ROWS, tiles)
 
     keys, part, bases = fresh()

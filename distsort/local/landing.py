@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .radix import (
+    KEYS_ONLY,
     MAX_N,
     MIN_N,
     WIDE_ROWS,
@@ -34,7 +35,6 @@ from .radix import (
 )
 from .tiles import piece_tiles
 
-_KEYS = ("u32", "u32", 0)  # keys-only pass kinds (radix.py)
 MIN_ROWS = MIN_N["narrow"]  # where our engine would sort a narrowed range (radix.py)
 
 
@@ -94,7 +94,7 @@ class LandingSort:
         tiles = -(-rows // self.tile)
         pass_args = (self.block_bases[b, :256], self.counters[b : b + 1],
                      self._flags(tiles, rows))
-        onesweep((block, dummy), (out, dummy), _KEYS, self.passes[0], self.low, pass_args,
+        onesweep((block, dummy), (out, dummy), KEYS_ONLY, self.passes[0], self.low, pass_args,
                  rows >= WIDE_ROWS, tiles)
 
     def finish(self, keys, scratch):
@@ -120,7 +120,7 @@ class LandingSort:
         pair[(i + 1) % 2]."""
         n, blocks, dummy = pair[0].size, len(self.counts), _dummy(pair[0].device.id)
         pass_args = (bases[p], self.counters[blocks + p : blocks + p + 1], self._flags(tiles, n))
-        onesweep((pair[i % 2], dummy), (pair[(i + 1) % 2], dummy), _KEYS, self.passes[p],
+        onesweep((pair[i % 2], dummy), (pair[(i + 1) % 2], dummy), KEYS_ONLY, self.passes[p],
                  self.low, pass_args, n >= WIDE_ROWS, tiles, descriptors)
 
     def _second_pass_tiles(self, first, n: int) -> tuple:

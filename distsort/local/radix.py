@@ -74,9 +74,10 @@ WIDE_ROWS = 1 << 30  # from here a tile's look-back flag takes two words (radix.
 _WORD = {4: "u32", 8: "u64"}
 _UNSIGNED = {4: np.uint32, 8: np.uint64}
 _VALUE_DTYPE = {"u32": np.uint32, "u64": np.uint64, "i64": np.int64}
+KEYS_ONLY = ("u32", "u32", 0)  # the (value in, value out, mode) of a pass without values
 # (value in, value out, mode) of every onesweep instance; mode 0 keys, 1 read values, 2 index
 _VALUE_KINDS = (
-    ("u32", "u32", 0),
+    KEYS_ONLY,
     ("u32", "u32", 1),
     ("u64", "u64", 1),
     ("u32", "u32", 2),
@@ -245,7 +246,7 @@ def digit_counts(keys, low, bits: tuple, counts, bases, constant: int = 0, skip=
 def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
     """(value in, value out, kernel mode) of the i-th pass that runs."""
     if mode == "keys":
-        return "u32", "u32", 0
+        return KEYS_ONLY
     if mode == "pairs":
         word = _WORD[vals.dtype.itemsize]
         return word, word, 1

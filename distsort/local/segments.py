@@ -13,6 +13,7 @@ import numpy as np
 
 from .radix import (
     BLOCK,
+    KEYS_ONLY,
     WIDE_ROWS,
     _dummy,
     _sm_count,
@@ -28,7 +29,6 @@ BUCKETS = 256  # bucket numbers are 8-bit digits of the onesweep pass (segments.
 MAX_RANKS = 16  # segments.cu's MAX_SPLITTERS + 1
 COUNT_BLOCK = 512  # bucket_counts' threads per block (segments.cu)
 _WORD = {4: "u32", 8: "u64"}
-_KEYS = ("u32", "u32", 0)  # keys-only pass kinds (radix.py)
 
 
 def bucket_bits(ranks: int) -> int:
@@ -155,7 +155,7 @@ class SegmentSort:
             flags = look_back[: flag_words(tiles, self.n)]
             flags.fill(0)
             pass_args = (self.bases[i * self.segs * 256 :], self.counters[i : i + 1], flags)
-            onesweep((pair[i % 2], dummy), (pair[(i + 1) % 2], dummy), _KEYS, shift_bits,
+            onesweep((pair[i % 2], dummy), (pair[(i + 1) % 2], dummy), KEYS_ONLY, shift_bits,
                      self.low, pass_args, self.n >= WIDE_ROWS, tiles, tuple(desc))
         if len(self.passes) > self.common:  # segment 0's last pass: back beside the others
             start, rows = self.head
