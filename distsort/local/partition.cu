@@ -173,10 +173,10 @@ __device__ __forceinline__ void rank_in_warp(unsigned int (&rank)[ITEMS], unsign
 
 // Each warp owns 32 * ITEMS consecutive keys of the tile, in order; starts is the exclusive scan of
 // counts. BITS = bits of the largest bucket number (ns): the ranking's ballots per key; the
-// last tile's absent keys take bucket 2^BITS, one bit more. The tile's keys are first put in bucket order in shared memory (with their bucket
-// numbers), then written out by consecutive threads to consecutive addresses. dest_out[i], when
-// given, is where key i went (to move other columns). Bucket b's bookkeeping is thread b's
-// (ns < MAX_BUCKETS = BLOCK).
+// last tile's absent keys take bucket 2^BITS, one bit more. The tile's keys are first put in
+// bucket order in shared memory (with their bucket numbers), then written out by consecutive
+// threads to consecutive addresses. dest_out[i], when given, is where key i went (to move other
+// columns). Bucket b's bookkeeping is thread b's (ns < MAX_BUCKETS = BLOCK).
 template <typename K, int BITS>
 __global__ void __launch_bounds__(BLOCK, sizeof(K) > 4 ? 3 : 4) partition_scatter(
         const K* keys, long long n, u64 offset, const K* split_keys, const u64* split_pos, int ns,
