@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   nccl4 tune segments segprof segtests segmented segab segmpi (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   nccl4 tune segments segprof segtests segmented segab segweak segmpi (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each);
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
@@ -77,6 +77,14 @@ for step in $steps; do
                bench/dist_sort.py --cases u32-4x2^30 --no-baselines --reps 5 \
                --out "$OUT/segab${i}_s${s}_c${c}" 2>&1 | tail -1
            done ;;
+    segweak) for run in 1:4 0:2 1:6 1:4 0:2; do  # 2^30 u32 / 2^29 u64 keys per rank: P=4's shards
+               s=${run%:*} c=${run#*:}; echo "DISTSORT_SEGMENTS=$s DISTSORT_SEGMENT_CHUNKS=$c"
+               for case in u32-4x2^30:2^30 u64-4x2^29:2^29; do
+                 DISTSORT_SEGMENTS=$s DISTSORT_SEGMENT_CHUNKS=$c timeout 120 $mpi -n "$gpus" \
+                   python3 bench/dist_sort.py --cases "${case%:*}" --per-rank "${case#*:}" \
+                   --no-baselines --reps 5 --out "$OUT/segweak_s${s}_c$c" 2>&1 | tail -1
+               done
+             done ;;
     segmpi) timeout 300 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
               --with-mpi tests/test_gpu.py -k "segmented_exchange or landing" 2>&1 \
               | grep -aE "passed|failed|Error|error|assert" | tail -10 ;;
