@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   nccl4 tune segments segprof segtests segmented segab segweak segmpi (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each);
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
@@ -98,6 +98,20 @@ for step in $steps; do
                python3 bench/segments.py --log 28 --reps 1 >"$OUT/segprof.txt" 2>&1
              grep -aE "bucket_scatter|radix_onesweep|Duration|Executed Ipc A|Instructions  |Registers|Local|Achieved Occ|Bank|No Eligible|Stall" \
                "$OUT/segprof.txt" | head -60 ;;
+    a2a) for run in 1 2; do  # the plain all-to-all: PyTorch's (ANCHORS.md) and ours, same bytes
+           timeout 100 $mpi -n "$gpus" python3 bench/alltoall_torch.py 2>&1 | tail -1
+           timeout 100 $mpi -n "$gpus" python3 bench/dist_sort.py --cases u32-4x2^30 --per-rank 2^30 \
+             --exchange-only --reps 5 2>&1 | tail -1
+         done ;;
+    passprof) ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)  # why a pass waits
+              timeout 200 "$ncu" --clock-control none -k regex:radix_onesweep --launch-skip 4 -c 2 \
+                --section WarpStateStats --section Occupancy --section SpeedOfLight \
+                --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
+                python3 -c "import cupy as cp; from distsort.local.radix import RadixEngine as R
+e = R(min_n=0); [e.sort(cp.random.randint(0, 2**32, 1 << 28, dtype=cp.uint32)) for _ in (0, 1)]" \
+                >"$OUT/passprof.txt" 2>&1
+              grep -aE "radix_onesweep|Duration|stalled|Warp Cycles|Eligible|Achieved Occ|Throughput" \
+                "$OUT/passprof.txt" | awk '$NF != 0' | head -70 ;;
     segtests) timeout 200 python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_segments_gpu.py \
                 tests/test_radix_gpu.py tests/test_landing_gpu.py 2>&1 | tail -15 ;;
     partition) timeout 150 python3 bench/partition.py 2>&1 | tail -8 ;;
