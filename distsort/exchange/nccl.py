@@ -1,9 +1,11 @@
 """All-to-all-v between GPUs with NCCL grouped send/recv (through cupy.cuda.nccl).
 
-One NCCL group holds a send and a receive per peer and column, byte-typed with 64-bit counts, so
-NCCL schedules all pairs at once over NVLink; the rank's own rows go by a device-to-device copy on
-a side stream at the same time. The communicator is built once per MPI communicator
-(its unique id travels over MPI) and reused: creating one costs far more than an exchange.
+One NCCL group holds a send and a receive per rank (this one included) and column, byte-typed
+with 64-bit counts, so NCCL schedules all pairs at once over NVLink. The rank's own rows go
+through NCCL too: with them copied by cudaMemcpyAsync beside the group, a plain all-to-all of
+2^30 uint32 keys per rank on 2 H200s moved 291 GB/s sent per rank, and 335 with them in the
+group (bench/RESULTS.md, run 79). The communicator is built once per MPI communicator (its
+unique id travels over MPI) and reused: creating one costs far more than an exchange.
 """
 
 from __future__ import annotations
@@ -32,8 +34,6 @@ class NcclTransport:
         # sort's exchange went from 16.9 to 12.3 ms at 4x2^30 (run 13).
         # DISTSORT_NCCL_ALIGN_ROWS=1 packs them back to back.
         self.align_rows = int(os.environ.get("DISTSORT_NCCL_ALIGN_ROWS", "1024"))
-        self._side = cupy.cuda.Stream(non_blocking=True)
-        self._own_done = None
         self._connect()
 
     def _connect(self) -> None:
@@ -45,7 +45,7 @@ class NcclTransport:
 
     def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
                   send_displs=None, recv_displs=None, outs: list | None = None) -> list:
-        """Every column in one NCCL group; this rank's own rows by a device copy beside it."""
+        """Every column's blocks, this rank's own included, in one NCCL group."""
         cp, nccl = self.cp, self.nccl
         stream = cp.cuda.get_current_stream()
         send_displs = displacements(send_counts) if send_displs is None else send_displs
@@ -54,18 +54,16 @@ class NcclTransport:
         outs = outs or [cp.empty((rows,) + c.shape[1:], dtype=c.dtype) for c in columns]
         plans = [self._plan(c, out, send_counts, recv_counts, send_displs, recv_displs)
                  for c, out in zip(columns, outs)]
-        self._copy_own_rows(plans, stream)
         nccl.groupStart()
         for sbuf, sbytes, sdisp, rbuf, rbytes, rdisp in plans:
             for peer in range(self.size):
-                if peer != self.rank and sbytes[peer]:
+                if sbytes[peer]:
                     self.nccl_comm.send(sbuf.data.ptr + int(sdisp[peer]), int(sbytes[peer]),
                                         nccl.NCCL_UINT8, peer, stream.ptr)
-                if peer != self.rank and rbytes[peer]:
+                if rbytes[peer]:
                     self.nccl_comm.recv(rbuf.data.ptr + int(rdisp[peer]), int(rbytes[peer]),
                                         nccl.NCCL_UINT8, peer, stream.ptr)
         nccl.groupEnd()
-        stream.wait_event(self._own_done)
         return outs
 
     def _plan(self, column, out, send_counts, recv_counts, send_displs, recv_displs) -> tuple:
@@ -77,14 +75,3 @@ class NcclTransport:
         sdisp = np.asarray(send_displs, np.int64) * width
         rdisp = np.asarray(recv_displs, np.int64) * width
         return sbuf, sbytes, sdisp, as_bytes(out), rbytes, rdisp
-
-    def _copy_own_rows(self, plans, stream) -> None:
-        """Copy this rank's own rows on a side stream, overlapping the NCCL transfers."""
-        self._side.wait_event(stream.record())
-        me = self.rank
-        for sbuf, sbytes, sdisp, rbuf, _, rdisp in plans:
-            if sbytes[me]:
-                self.cp.cuda.runtime.memcpyAsync(
-                    rbuf.data.ptr + int(rdisp[me]), sbuf.data.ptr + int(sdisp[me]),
-                    int(sbytes[me]), self.cp.cuda.runtime.memcpyDeviceToDevice, self._side.ptr)
-        self._own_done = self._side.record()
