@@ -1,6 +1,7 @@
 """The segmented exchange: plain keys on GPUs, from splitters to this rank's sorted keys.
 Opt-in (DISTSORT_SEGMENTS=1): level with the default path on 2 GPUs (-3% to +3%, bench/RESULTS.md
-run 71), estimated ~20% faster on 4 but not yet measured there.
+runs 71, 75) and not faster on 4 (runs 80-81, u32 4x2^30: 37.1-39.6 ms with 3-6 chunks against
+37.2-37.9): its scatter, which no transfer hides, costs what its shorter finish saves.
 
 Why (bench/RESULTS.md, session 7): after the chunked exchange (chunked.py) a rank sorts all the
 varying bits of its key range, and no key can be sorted before the last block is in. Here the
@@ -36,8 +37,8 @@ from .local.segments import BucketPartition, SegmentSort
 # 4: 66.4; u64 4x2^29 2: 79.8-80.2, 3: 79.0-81.6, 4: 77.9. More chunks leave less of the sorts
 # after the exchange, though the sorts slow the transfers beside them.
 CHUNKS = int(os.environ.get("DISTSORT_SEGMENT_CHUNKS", "4"))
-# Off unless DISTSORT_SEGMENTS=1: on 2 GPUs its partition costs about what its finish saves
-# (bench/RESULTS.md, runs 70-71); to be decided on 4.
+# Off unless DISTSORT_SEGMENTS=1: its partition costs about what its finish saves, on 2 GPUs and
+# on 4 (bench/RESULTS.md, runs 70-71, 80-81).
 ENABLED = os.environ.get("DISTSORT_SEGMENTS", "0") == "1"
 MIN_ROWS = 1 << 25  # mean rows per rank from which this path runs (where our engine would)
 MAX_ROWS = 1 << 31  # mean rows per rank up to which it runs: buffer rows stay below 2^32
