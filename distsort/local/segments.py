@@ -12,6 +12,7 @@ import functools
 import numpy as np
 
 from .radix import (
+    _WORD,
     BLOCK,
     KEYS_ONLY,
     WIDE_ROWS,
@@ -28,7 +29,6 @@ from .tiles import piece_tiles, segment_heads
 BUCKETS = 256  # bucket numbers are 8-bit digits of the onesweep pass (segments.cu)
 MAX_RANKS = 16  # segments.cu's MAX_SPLITTERS + 1
 COUNT_BLOCK = 512  # bucket_counts' threads per block (segments.cu)
-_WORD = {4: "u32", 8: "u64"}
 
 
 def bucket_bits(ranks: int) -> int:
