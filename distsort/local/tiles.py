@@ -30,7 +30,7 @@ def piece_tiles(rows, starts, tile: int, bound: int, segs=None) -> tuple:
     seg = NULL
     if segs is not None:
         seg = cupy.asarray(segs, dtype=np.uint32)
-        out += (cupy.empty(bound, dtype=np.uint32),)
+        out += (cupy.zeros(bound, dtype=np.uint32),)  # past the last piece: segment 0
     if len(rows):
         kernel = load_module("local/tiles.cu", ("piece_tiles",)).get_function("piece_tiles")
         kernel((len(rows),), (128,), (rows, cupy.asarray(starts, dtype=np.int64), first_tile,
