@@ -14,6 +14,10 @@
 // bucket bytes (~2 moves per key and the byte).
 // A destination is the number of splitters below (key, position in the shard): ties with a
 // splitter's key are broken by position, as in partition.cu.
+// The default exchange (chunked.py) runs the same two kernels with another digit, the low sbits
+// bits of key - low: a = ((key - low) >> shift) & mask with shift 0, extra 0 and mask =
+// 2^sbits - 1 (segments: mask = ~0). Each block then leaves sorted by the receiver's first radix
+// digit, and the receiver runs one radix pass fewer (landing.py).
 
 #define MAX_SPLITTERS 15  // up to 16 ranks: every key is compared with every splitter
 #define COUNT_BLOCK 512   // bucket_counts: 512 threads, so that U keys each fit in registers
@@ -45,11 +49,12 @@ template <typename K> struct Buckets {
     u32 thr[MAX_SPLITTERS];       // keys equal to split[j] from this shard index on are above it
     K low[MAX_SPLITTERS + 1];
     u32 word[MAX_SPLITTERS + 1];  // shift | extra << 8 | (the destination's first bucket) << 16
+    u32 mask;                     // of (key - low) >> shift: ~0 for segments, 2^sbits - 1 digits
     int ns;
 
     // first: the global position of the shard's key 0 (its n < 2^32 keys are indexed in 32 bits).
     __device__ void load(const K* split_keys, const u64* split_pos, int n_split, const K* lows,
-                         const int* shifts, int sbits, u64 first)
+                         const int* shifts, int sbits, u32 digit_mask, u64 first)
     {
         const int t = threadIdx.x;
         if (t < n_split) {
@@ -61,7 +66,10 @@ template <typename K> struct Buckets {
             low[t] = lows[t];
             word[t] = (u32)shifts[t] | (u32)(t << sbits) << 16;
         }
-        if (t == 0) ns = n_split;
+        if (t == 0) {
+            ns = n_split;
+            mask = digit_mask;
+        }
     }
 
     // The buckets of U keys of a thread, key u at index i0 + u * step of the shard.
@@ -82,7 +90,8 @@ template <typename K> struct Buckets {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const u32 w = word[dest[u]];
-            const u32 a = (u32)((k[u] - low[dest[u]]) >> (w & 255)), extra = (w >> 8) & 255;
+            const u32 a = (u32)((k[u] - low[dest[u]]) >> (w & 255)) & mask;
+            const u32 extra = (w >> 8) & 255;
             out[u] = (w >> 16) + (a > extra ? a - extra : 0u);
         }
     }
@@ -125,13 +134,13 @@ template <typename K, int ITEMS> struct BucketDigit {
 template <typename K>
 __global__ void __launch_bounds__(COUNT_BLOCK)
     bucket_counts(const K* __restrict__ keys, u64 n, const K* split_keys, const u64* split_pos,
-                  int ns, const K* lows, const int* shifts, int sbits, u64 offset,
+                  int ns, const K* lows, const int* shifts, int sbits, u32 mask, u64 offset,
                   u32* __restrict__ counts, unsigned char* __restrict__ buckets)
 {
     __shared__ Buckets<K> b;
     __shared__ u32 hist[RADIX * 32];
     for (int i = threadIdx.x; i < RADIX * 32; i += blockDim.x) hist[i] = 0;
-    b.load(split_keys, split_pos, ns, lows, shifts, sbits, offset);
+    b.load(split_keys, split_pos, ns, lows, shifts, sbits, mask, offset);
     __syncthreads();
     constexpr int U = 8;
     const int lane = threadIdx.x & 31;

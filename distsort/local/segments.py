@@ -1,8 +1,9 @@
 """Drivers of segments.cu: the segmented exchange's partition by value sub-range (the sender's
 side) and its sort of sub-ranges, each on its own (the receiver's). Why: segments.cu.
 
-Buckets: dest << sbits | (key - lows[dest]) >> shifts[dest], with dest the number of splitters
-below (key, global position); sbits = bucket_bits(ranks), so every bucket number is below 256.
+Buckets: dest << sbits | ((key - lows[dest]) >> shifts[dest]) & mask, with dest the number of
+splitters below (key, global position); sbits = bucket_bits(ranks), so every bucket number is
+below 256. Segments take every bit (mask ~0); chunked.ByDigit the low sbits bits (shift 0).
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ class BucketPartition:
     """The sender's buckets over its keys (global positions offset + i, fewer than 2^32 keys):
     count (which also finds every key's bucket, one byte a key), then scatter."""
 
-    def __init__(self, keys, offset: int, splitters: np.ndarray, dests: np.ndarray, sbits: int):
-        """dests: (base, shift, extra) of every destination (segmented.ranges)."""
+    def __init__(self, keys, offset: int, splitters: np.ndarray, dests: np.ndarray, sbits: int,
+                 mask: int = 0xFFFFFFFF):
+        """dests: (base, shift, extra) of every destination (segmented.ranges); a key's bucket
+        within its destination is ((key - base) >> shift) & mask, less extra (segments.cu)."""
         import cupy
 
         self.cp, self.keys, self.word = cupy, keys, _WORD[keys.dtype.itemsize]
@@ -69,8 +72,7 @@ class BucketPartition:
                      cupy.asarray(np.ascontiguousarray(splitters[:, 1]).astype(np.uint64)),
                      np.int32(len(splitters)), cupy.asarray(dests[:, 0].astype(dtype)),
                      cupy.asarray((dests[:, 1] | dests[:, 2] << 8).astype(np.int32)),
-                     np.int32(sbits),
-                     np.uint64(offset))
+                     np.int32(sbits), np.uint32(mask), np.uint64(offset))
         self.buckets = None  # every key's bucket (device uint8), from counts() to scatter()
 
     def _fn(self, name: str):
