@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   digits nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each);
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
@@ -15,6 +15,7 @@ export PYTHONPATH=$PWD:/tmp/site
 gpus=$(nvidia-smi -L | wc -l)
 mpi="mpirun --oversubscribe -x NCCL_NVLS_ENABLE -x PYTHONPATH -x PYTHONUNBUFFERED -x DISTSORT_ENGINE"
 mpi="$mpi -x DISTSORT_CHUNKS -x DISTSORT_LANDING -x DISTSORT_SEGMENTS -x DISTSORT_SEGMENT_CHUNKS"
+mpi="$mpi -x DISTSORT_DIGITS"
 steps=${*:-tests mpitests quickstart bench}
 host_memory() {  # what the kernel would kill for: free memory, cgroup limit and OOM kills, locking
   grep -E "MemTotal|MemAvailable|Mlocked|AnonHugePages" /proc/meminfo | tr -s ' ' | paste -sd' '
@@ -54,6 +55,13 @@ for step in $steps; do
                     --out "$OUT/landing${landing}_chunks$c" 2>&1 | tail -2
                 done
               done ;;
+    digits) i=0; for d in 1 0 1 0; do  # senders' first digit on/off, default chunks (3 / 2)
+              i=$((i + 1)); echo "DISTSORT_DIGITS=$d"
+              DISTSORT_DIGITS=$d timeout 120 $mpi -n "$gpus" python3 bench/dist_sort.py \
+                --cases u32-4x2^30,u64-4x2^29 --no-baselines --reps 5 \
+                --out "$OUT/digits${i}_d$d" > "$OUT/digits$i.log" 2>&1
+              grep -a "P=\|Error" "$OUT/digits$i.log" | head -4
+            done ;;
     chunks4) for c in 1 2 4 8; do  # chunks of the overlapped partition + exchange
                DISTSORT_CHUNKS=$c timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
                  u32-4x2^30,u64-4x2^29 --no-baselines --reps 3 --out "$OUT/chunks$c" 2>&1 | tail -2

@@ -19,6 +19,13 @@ the exchange: once chunk c is in, the first radix pass of every block of chunk c
 compute stream (beside chunk c+1's transfers) and writes into the send buffer, packed, chunk
 after chunk: rows [landed[c], landed[c+1]), landed[c] being the rows received in chunks before
 c. So chunk c's sent blocks start no lower than landed[c] (send_starts).
+
+For plain keys (pipeline.digit_bits) the partition is ByDigit instead: each block leaves sorted
+by the low bits of key - low (low: its receiver's lowest key), the receiver's first radix
+digit, so the landing sort only counts digits as blocks land and runs one pass fewer in all.
+Its count kernel costs ~1 ms more than the plain one at 2^30 keys (it writes every key's bucket
+byte for the scatter), and with no landing pass beside the transfers a third chunk pays
+(bench/RESULTS.md, runs 87-89).
 """
 
 from __future__ import annotations
@@ -32,11 +39,15 @@ from mpi4py import MPI
 
 from .exchange import aligned_displacements, row_bytes
 from .local import partition as gpu_partition
+from .local import segments
 
 # Chunks of a large shard. Run 22 (x4, 4x2^30 uint32, partition + exchange ms): 1 chunk 20.8,
 # 2 chunks 18.5, 4 chunks 21.4, 8 chunks 21.5: two hide half the scatter; more, running beside
 # the transfers, slow NCCL down more than they hide.
+# With the senders' first digit (ByDigit: no landing pass beside the transfers), 3 chunks
+# (bench/RESULTS.md, run 87). DISTSORT_CHUNKS sets both.
 CHUNKS = int(os.environ.get("DISTSORT_CHUNKS", "2"))
+DIGIT_CHUNKS = int(os.environ.get("DISTSORT_CHUNKS", "3"))
 MIN_CHUNK = 1 << 24  # rows: smaller chunks cost more in launches than the overlap saves
 
 
@@ -88,17 +99,64 @@ class BlockRows:
         return int(self.recv_starts[-1, -1] + self.received[-1, -1])
 
 
+class ByDestination:
+    """One chunk's partition by destination rank (partition.cu): its count, then its scatter."""
+
+    def __init__(self, keys, offset: int, splitters: np.ndarray):
+        self.launch = gpu_partition.Launch(keys, offset, splitters)
+        self.tile_counts = self.launch.tile_counts()
+
+    def table(self):
+        """Rows per destination (device, (ranks, 1))."""
+        return self.tile_counts.reshape(self.launch.buckets, -1).sum(axis=1)[:, None]
+
+    def scatter(self, table: np.ndarray, starts: np.ndarray, out, want_dest: bool):
+        """Every row's key word into out, destination j's block from starts[j]; returns where
+        each row went (if wanted)."""
+        return self.launch.scatter(self.tile_counts, table.sum(axis=1), starts, out, want_dest)
+
+
+class ByDigit:
+    """One chunk of plain keys partitioned by (destination, first radix digit): each block
+    leaves sorted by the low `bits` bits of key - low (low: its destination's lowest key), the
+    receiver's first radix digit (segments.cu), so the receiver runs one pass fewer."""
+
+    def __init__(self, keys, offset: int, splitters: np.ndarray, lows: np.ndarray, bits: int):
+        dests = np.zeros((len(lows), 3), dtype=np.uint64)
+        dests[:, 0] = lows
+        self.ranks, self.digits = len(lows), 1 << bits
+        self.part = segments.BucketPartition(keys, offset, splitters, dests, bits,
+                                             self.digits - 1)
+        self.counts = self.part.counts()
+
+    def table(self):
+        """Rows per destination and digit (device, (ranks, 2^bits))."""
+        return self.counts[: self.ranks * self.digits].reshape(self.ranks, self.digits)
+
+    def scatter(self, table: np.ndarray, starts: np.ndarray, out, want_dest: bool):
+        """Every key into out, destination j's block from starts[j], in digit order."""
+        if want_dest:
+            raise ValueError("ByDigit partitions plain keys only")
+        bases = np.zeros(segments.BUCKETS, dtype=np.int64)
+        bases[: table.size] = (starts[:, None] + np.cumsum(table, axis=1) - table).reshape(-1)
+        self.part.scatter(bases, out)
+
+
 @dataclass
 class Plan(BlockRows):
-    """Counts and places of every block: sent (chunk, destination), received (source, chunk)."""
+    """Counts and places of every block: sent (chunk, destination), received (source, chunk);
+    digits (source, chunk, 2^bits): the received rows per first digit, where the senders sorted
+    each block by it (bits > 0)."""
 
     bounds: list
-    launches: list
-    tile_counts: list
+    parts: list
+    tables: np.ndarray
     sent: np.ndarray
     send_starts: np.ndarray
     received: np.ndarray
     recv_starts: np.ndarray
+    digits: np.ndarray
+    bits: int = 0
 
     def blocks(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows, start) of every received block, in buffer order."""
@@ -111,23 +169,27 @@ class Plan(BlockRows):
         return (landed_rows(self.received)[:-1][None, :] + before).reshape(-1)
 
 
-def plan(rt, keys, offset: int, splitters: np.ndarray) -> Plan:
-    """Count every chunk's rows per destination and agree with every rank on the layouts."""
+def plan(rt, keys, offset: int, splitters: np.ndarray, lows: np.ndarray | None = None,
+         bits: int = 0) -> Plan:
+    """Count every chunk's rows per destination (and, with bits > 0, per first digit of key -
+    lows[destination]: ByDigit) and agree with every rank on the layouts."""
     import cupy
 
-    bounds = chunk_bounds(len(keys), CHUNKS, MIN_CHUNK)
-    launches = [gpu_partition.Launch(keys[lo:hi], offset + lo, splitters) for lo, hi in bounds]
-    tile_counts = [launch.tile_counts() for launch in launches]
+    bounds = chunk_bounds(len(keys), DIGIT_CHUNKS if bits else CHUNKS, MIN_CHUNK)
+    if bits:
+        parts = [ByDigit(keys[lo:hi], offset + lo, splitters, lows, bits) for lo, hi in bounds]
+    else:
+        parts = [ByDestination(keys[lo:hi], offset + lo, splitters) for lo, hi in bounds]
     p = len(splitters) + 1
     chunks = rt.comm.allreduce(len(bounds), op=MPI.MAX)  # ranks with fewer send empty ones
-    sent = np.zeros((chunks, p), dtype=np.int64)
-    sent[: len(bounds)] = cupy.asnumpy(cupy.stack([t.reshape(p, -1).sum(axis=1)
-                                                   for t in tile_counts]))
-    received = np.empty((p, chunks), dtype=np.int64)
-    rt.comm.Alltoall(sent.T.copy(), received)
+    tables = np.zeros((chunks, p, 1 << bits), dtype=np.int64)
+    tables[: len(bounds)] = cupy.asnumpy(cupy.stack([part.table() for part in parts]))
+    digits = np.empty((p, chunks, 1 << bits), dtype=np.int64)
+    rt.comm.Alltoall(tables.transpose(1, 0, 2).copy(), digits)
+    sent, received = tables.sum(axis=2), digits.sum(axis=2)
     align = rt.transport.align_rows
-    return Plan(bounds, launches, tile_counts, sent, send_starts(sent, received, align),
-                received, block_starts(received, align))
+    return Plan(bounds, parts, tables, sent, send_starts(sent, received, align), received,
+                block_starts(received, align), digits, bits)
 
 
 def exchange(rt, columns: list, words: list, layout: Plan, report,
@@ -190,8 +252,8 @@ def overlapped(chunks: int, prepare, send, land, report) -> None:
 def _scatter(layout: Plan, c: int, columns: list, grouped_words, others: list, keyed: bool):
     """Chunk c's key words into their blocks of the send buffer, and the other columns alike."""
     lo, hi = layout.bounds[c]
-    dest = layout.launches[c].scatter(layout.tile_counts[c], layout.sent[c],
-                                      layout.send_starts[c], grouped_words, bool(others))
+    dest = layout.parts[c].scatter(layout.tables[c], layout.send_starts[c], grouped_words,
+                                   bool(others))
     for column, out in zip(columns[int(keyed):], others):
         out[dest] = column[lo:hi]
 

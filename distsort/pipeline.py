@@ -18,7 +18,7 @@ import numpy as np
 
 from . import chunked, segmented
 from .exchange import aligned_displacements, displacements, row_bytes
-from .local import landing
+from .local import landing, segments
 from .local import partition as gpu_partition
 from .local.landing import LandingSort
 from .local.order import stable_order
@@ -29,6 +29,9 @@ from .splitters import choose_splitters, classify, local_sample
 KeyWords = Callable[[list], list]
 # The finish's first radix pass runs as blocks land (chunked.py); bench/RESULTS.md, runs 40-41.
 LANDING = os.environ.get("DISTSORT_LANDING", "1") != "0"
+# The senders sort each block by its receiver's first radix digit (chunked.ByDigit), so the
+# landing sort runs one pass fewer; bench/RESULTS.md, run 85.
+DIGITS = os.environ.get("DISTSORT_DIGITS", "1") != "0"
 
 
 def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: SortReport) -> list:
@@ -71,7 +74,10 @@ def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int,
         keys = rt.xp.ascontiguousarray(words[0])  # the kernels index it as one flat array
         return Segmented(*segmented.partition(rt, keys, offset, splitters))
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
-        layout = chunked.plan(rt, words[0], offset, splitters)
+        bits = digit_bits(rt, columns, words, total)
+        lows = np.array([key_range(splitters, j, words[0].dtype)[0] for j in range(p)],
+                        dtype=np.uint64)  # (not float64, which NumPy picks for ints past 2^63)
+        layout = chunked.plan(rt, words[0], offset, splitters, lows, bits)
         return Chunked(columns, words, layout, landing_sort(rt, columns, words, layout, splitters))
     buckets = classify(words, offset, splitters, rt.xp)
     small = buckets.astype(np.uint16 if p <= 2**16 else np.uint32)
@@ -126,6 +132,19 @@ class Chunked:
         return received, self.layout.blocks(), [sent], self.landing
 
 
+def digit_bits(rt: Runtime, columns: list, words: list, total: int) -> int:
+    """Bits of the first radix digit by which the senders sort each block for its receiver's
+    landing sort (chunked.ByDigit), or 0: plain keys of 4 or 8 bytes that our radix engine will
+    sort, on up to segments.MAX_RANKS ranks, from landing.MIN_ROWS keys a rank (DISTSORT_DIGITS=0
+    or DISTSORT_LANDING=0: none). The same on every rank: it depends on global facts only."""
+    ranks, keys = rt.comm.Get_size(), words[0]
+    if not (LANDING and DIGITS and plain_keys(columns, words)
+            and rt.backend.engine.name == "radix" and keys.dtype.itemsize in (4, 8)
+            and ranks <= segments.MAX_RANKS and total // ranks >= landing.MIN_ROWS):
+        return 0
+    return segments.bucket_bits(ranks)
+
+
 def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
                  splitters) -> LandingSort | None:
     """A sort to start as the blocks land, for plain keys that our radix engine will sort
@@ -135,11 +154,13 @@ def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
         return None
     low, end_bit = key_range(splitters, rank, keys.dtype)
     counts, starts = layout.blocks()
-    rows = int(counts.sum())
-    if not LANDING or not landing.usable(rows, keys.dtype.itemsize, end_bit,
-                                         rt.transport.align_rows):
+    if not LANDING or not landing.usable(layout.recv_rows, keys.dtype.itemsize, end_bit,
+                                         rt.transport.align_rows, layout.bits > 0):
         return None
-    return LandingSort(keys.dtype, counts, starts, layout.landing_starts(), low, end_bit)
+    presorted = (layout.bits, layout.digits.reshape(len(counts), -1)) if layout.bits else None
+    span = int(upper_key(splitters, rank, keys.dtype)) - low
+    return LandingSort(keys.dtype, counts, starts, layout.landing_starts(), low, span,
+                       presorted)
 
 
 def exchange(rt: Runtime, columns: list, send_counts, send_displs, report: SortReport,

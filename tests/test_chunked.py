@@ -52,10 +52,21 @@ def test_sent_chunks_start_above_what_earlier_chunks_landed(seed, align):
 
 def test_landing_starts_pack_chunk_after_chunk():
     received = np.array([[3, 10], [4, 20], [5, 30]])  # (source, chunk)
-    plan = Plan([], [], [], np.zeros((2, 3), np.int64), np.zeros((2, 3), np.int64), received,
-                block_starts(received, 1))
+    none = np.zeros((2, 3), np.int64)
+    plan = Plan([], [], none[..., None], none, none, received, block_starts(received, 1),
+                received[..., None])
     # buffer order: source-major; chunk 0 lands at 0.., sources in order; chunk 1 after 12 rows
     np.testing.assert_array_equal(plan.landing_starts(), [0, 12, 3, 22, 7, 42])
+
+
+def test_a_left_over_last_bit_rides_clamped_on_the_pass_before():
+    whole = [(6, 8), (14, 8), (22, 8)]
+    assert landing.plan_passes(6, 2**30 - 1, False) == (whole, False)
+    assert landing.plan_passes(6, 2**30 + 2**20, False) == (whole[:2] + [(22, 9)], True)
+    assert landing.plan_passes(6, 2**31 - 1, False) == (whole + [(30, 1)], False)  # too wide
+    assert landing.plan_passes(0, 2**8, True) == ([(0, 8), (8, 1)], False)  # 2 with landing
+    assert landing.plan_passes(0, 2**16 + 5, True) == ([(0, 8), (8, 9)], True)
+    assert landing.plan_passes(6, 3, False) == ([(6, 1)], False)  # one pass orders the runs
 
 
 def test_landing_is_used_where_it_can_run():

@@ -160,23 +160,30 @@ def test_device_sample_draw_picks_the_host_draws_rows(dtype, n):
 @pytest.mark.parametrize("dtype", ["uint32", "uint64", "float32", "int64"])
 @pytest.mark.parametrize("chunks", [1, 3])
 @pytest.mark.parametrize("spread", ["uniform", "narrow", "skewed"])
-def test_landing_finish_sorts_globally(monkeypatch, dtype, chunks, spread):
-    """The finish whose first radix pass runs as the chunks land (local/landing.py), forced at
-    small sizes: unequal shards, several chunks, keys over the whole range, a narrow one (fewer
-    passes) and a skewed one (unequal blocks)."""
+@pytest.mark.parametrize("digits", [True, False])
+def test_landing_finish_sorts_globally(monkeypatch, dtype, chunks, spread, digits):
+    """The finish whose first radix pass runs as the chunks land (local/landing.py), or by
+    the senders (digits: chunked.ByDigit), forced at small sizes: unequal shards, several
+    chunks, keys over the whole range, a narrow one (fewer passes) and a skewed one (unequal
+    blocks)."""
     import cupy
 
-    from distsort import chunked
+    from distsort import chunked, pipeline
     from distsort.local import landing
     from distsort.local.partition import TILE
 
     monkeypatch.setattr(chunked, "CHUNKS", chunks)
+    monkeypatch.setattr(chunked, "DIGIT_CHUNKS", chunks)
     monkeypatch.setattr(chunked, "MIN_CHUNK", TILE)
     monkeypatch.setattr(landing, "MIN_ROWS", 1)
+    monkeypatch.setattr(pipeline, "DIGITS", digits)
     finished = []
     real_finish = landing.LandingSort.finish
     monkeypatch.setattr(landing.LandingSort, "finish",
                         lambda self, k, s: finished.append(1) or real_finish(self, k, s))
+    by_digit, real_scatter = [], chunked.ByDigit.scatter
+    monkeypatch.setattr(chunked.ByDigit, "scatter",
+                        lambda self, *a: by_digit.append(1) or real_scatter(self, *a))
     rank, dt = COMM.Get_rank(), np.dtype(dtype)
     n = TILE * (3 + rank) + 77 * rank
     rng = np.random.default_rng([rank, 11])
@@ -194,6 +201,7 @@ def test_landing_finish_sorts_globally(monkeypatch, dtype, chunks, spread):
     np.testing.assert_array_equal(got, np.sort(everyone))
     if COMM.Get_size() > 1:  # a rank whose keys are all one value has nothing to land
         assert COMM.allreduce(len(finished)) > 0, "no rank ran the landing finish"
+        assert (COMM.allreduce(len(by_digit)) > 0) == digits, "senders sorted by digit or not"
         assert report.as_dict()["transfer_seconds"] > 0  # the NCCL transfers were timed
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from distsort.exchange import aligned_displacements
+from distsort.local import landing
 from distsort.local.landing import LandingSort
 from distsort.local.radix import tile_keys
 
@@ -22,9 +23,17 @@ def tile(dtype) -> int:
     return tile_keys(np.dtype(dtype).itemsize, "keys")
 
 
-def land_all(cp, blocks: list, dtype, low: int, end_bit: int, rng) -> np.ndarray:
+def land_all(cp, blocks: list, dtype, low: int, span: int, rng, presorted: int = 0
+             ) -> np.ndarray:
     """Receive buffer with garbage in the gaps, first passes packed in reverse block order,
-    blocks landed in a random order; returns the finished keys."""
+    blocks landed in a random order; returns the finished keys. presorted > 0: each block
+    arrives stably sorted by the low `presorted` bits of key - low, as the senders leave it."""
+    digits = None
+    if presorted:
+        mask = (1 << presorted) - 1
+        firsts = [((b - dtype(low)) & dtype(mask)).astype(np.int64) for b in blocks]
+        blocks = [b[np.argsort(d, kind="stable")] for b, d in zip(blocks, firsts)]
+        digits = (presorted, np.stack([np.bincount(d, minlength=mask + 1) for d in firsts]))
     counts = np.array([len(b) for b in blocks], dtype=np.int64)
     starts = aligned_displacements(counts, 1024)
     size = int(starts[-1] + counts[-1])
@@ -34,7 +43,7 @@ def land_all(cp, blocks: list, dtype, low: int, end_bit: int, rng) -> np.ndarray
     reverse = np.cumsum(counts[::-1]) - counts[::-1]
     n = int(counts.sum())
     scratch = cp.asarray(rng.integers(0, np.iinfo(dtype).max, n + 5, dtype=dtype))
-    sorter = LandingSort(dtype, counts, starts, reverse[::-1], low, end_bit)
+    sorter = LandingSort(dtype, counts, starts, reverse[::-1], low, span, digits)
     for b in rng.permutation(len(blocks)):
         sorter.land(int(b), buf, scratch)
     return cp.asnumpy(sorter.finish(buf, scratch))
@@ -46,24 +55,28 @@ def block_sizes(dtype) -> list:
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
-@pytest.mark.parametrize("span_bits", [9, 16, 20, 30, 32, 64])
-def test_random_keys_in_a_range(cp, dtype, span_bits):
+@pytest.mark.parametrize("span_bits", [3, 9, 16, 20, 30, 32, 64])
+@pytest.mark.parametrize("presorted", [0, 4, 6, 7])
+def test_random_keys_in_a_range(cp, dtype, span_bits, presorted):
     bits = 8 * np.dtype(dtype).itemsize
     if span_bits > bits:
         pytest.skip("range wider than the key")
+    if span_bits < 9 and not presorted:
+        pytest.skip("one pass: a landing sort needs two")
     rng = np.random.default_rng(span_bits)
     low = 0 if span_bits == bits else int(rng.integers(0, 2 ** (bits - span_bits)))
     hi = 2**span_bits - 1
     blocks = [(low + rng.integers(0, hi, k, dtype=np.uint64, endpoint=True)).astype(dtype)
               for k in block_sizes(dtype)]
-    got = land_all(cp, blocks, dtype, low, span_bits, rng)
+    got = land_all(cp, blocks, dtype, low, hi, rng, presorted)
     np.testing.assert_array_equal(got, np.sort(np.concatenate(blocks)))
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
 @pytest.mark.parametrize("pattern", ["all-equal", "few-distinct", "sorted", "reverse",
                                      "one-value-per-block", "low-digit-constant"])
-def test_patterns(cp, dtype, pattern):
+@pytest.mark.parametrize("presorted", [0, 6])
+def test_patterns(cp, dtype, pattern, presorted):
     """Constant digits (passes skipped after the second), runs, and blocks that each hold one
     value (every first pass sees one digit)."""
     rng = np.random.default_rng(7)
@@ -81,12 +94,36 @@ def test_patterns(cp, dtype, pattern):
         keys = np.sort(rng.integers(0, top, n, dtype=dtype))
         keys = keys if pattern == "sorted" else keys[::-1].copy()
     blocks = np.split(keys, np.cumsum(sizes)[:-1])
-    got = land_all(cp, blocks, dtype, 0, 8 * np.dtype(dtype).itemsize, rng)
+    got = land_all(cp, blocks, dtype, 0, int(np.iinfo(dtype).max), rng, presorted)
+    np.testing.assert_array_equal(got, np.sort(keys))
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("presorted,span", [(0, 2**24 + 2**20), (6, 2**30 + 2**26),
+                                            (6, 2**30 + 2**27 - 1), (0, 2**56 + 5)])
+@pytest.mark.parametrize("spread", ["even", "top"])
+def test_clamped_last_pass(cp, dtype, presorted, span, spread):
+    """A range a little wider than whole digits: the last pass clamped, the keys of its top
+    digit sorted after it; keys spread evenly (a small suffix) or all near the top of the
+    range (every key in the clamped digit)."""
+    low = 12345
+    if low + span > np.iinfo(dtype).max:
+        pytest.skip("range wider than the key")
+    assert landing.plan_passes(presorted, span, not presorted)[1]
+    rng = np.random.default_rng([presorted, len(spread)])
+    n = sum(block_sizes(dtype))
+    if spread == "even":
+        offsets = rng.integers(0, span, n, dtype=np.uint64, endpoint=True)
+    else:
+        offsets = np.uint64(span) - rng.integers(0, 2**20, n, dtype=np.uint64)
+    keys = (offsets + np.uint64(low)).astype(dtype)
+    blocks = np.split(keys, np.cumsum(block_sizes(dtype))[:-1])
+    got = land_all(cp, blocks, dtype, low, span, rng, presorted)
     np.testing.assert_array_equal(got, np.sort(keys))
 
 
 def test_finish_before_every_block_landed_is_refused(cp):
-    sorter = LandingSort(np.uint32, [5, 5], [0, 1024], [0, 5], 0, 32)
+    sorter = LandingSort(np.uint32, [5, 5], [0, 1024], [0, 5], 0, 2**32 - 1)
     keys = cp.arange(2048, dtype=cp.uint32)
     sorter.land(0, keys, cp.empty(10, dtype=cp.uint32))
     with pytest.raises(RuntimeError, match="before every block landed"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distsort import segmented
+from distsort import chunked, segmented
 from distsort.chunked import block_starts
 from distsort.local import segments, tiles
 
@@ -38,14 +38,14 @@ def splitters_of(keys: np.ndarray, ranks: int, rng) -> np.ndarray:
 
 
 def buckets_of(keys: np.ndarray, offset: int, splitters: np.ndarray, dests: np.ndarray,
-               sbits: int) -> np.ndarray:
+               sbits: int, mask: int = 2**64 - 1) -> np.ndarray:
     """The bucket of every key, as segments.cu's Buckets::of computes it."""
     k, pos = keys.astype(np.uint64), np.arange(len(keys), dtype=np.uint64) + np.uint64(offset)
     dest = np.zeros(len(keys), dtype=np.int64)
     for s_key, s_pos in splitters:
         dest += (k > s_key) | ((k == s_key) & (pos >= s_pos))
     base, shift, extra = (dests[dest, i] for i in range(3))
-    a = ((k - base) >> shift).astype(np.int64)
+    a = (((k - base) >> shift) & np.uint64(mask)).astype(np.int64)
     return dest << sbits | np.maximum(a - extra.astype(np.int64), 0)
 
 
@@ -73,6 +73,36 @@ def test_bucket_partition_is_a_stable_grouping(cp, dtype, ranks, spread):
     order = np.argsort(want, kind="stable")
     slots = bases[want[order]] + (np.arange(n) - (np.cumsum(counts) - counts)[want[order]])
     np.testing.assert_array_equal(got[slots], keys[order])
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("ranks", [2, 3, 4, 16])
+@pytest.mark.parametrize("spread", ["uniform", "narrow", "skewed"])
+def test_digit_partition_sorts_each_block_by_its_first_digit(cp, dtype, ranks, spread):
+    """chunked.ByDigit: destination j's block holds its keys stably sorted by the low bits of
+    key - lows[j] (the receiver's first radix digit), at the block starts given."""
+    rng = np.random.default_rng([ranks, len(spread), 3])
+    tile = segments.tile_keys(np.dtype(dtype).itemsize, "keys")
+    n, offset = 4 * tile + 1001, 777
+    keys = draw(rng, dtype, n, spread)
+    splitters = splitters_of(keys, ranks, rng)
+    lows = np.concatenate([np.zeros(1, np.uint64), splitters[:, 0]])
+    bits = segments.bucket_bits(ranks)
+    part = chunked.ByDigit(cp.asarray(keys), offset, splitters, lows, bits)
+    dests = np.zeros((ranks, 3), dtype=np.uint64)
+    dests[:, 0] = lows
+    want = buckets_of(keys, offset, splitters, dests, bits, (1 << bits) - 1)
+    table = cp.asnumpy(part.table()).astype(np.int64)
+    np.testing.assert_array_equal(table.reshape(-1), np.bincount(want, minlength=table.size))
+    rows = table.sum(axis=1)
+    starts = block_starts(rows[None, :], 1024)[0]
+    out = cp.full(int(starts[-1] + rows[-1]) + 5, 7, dtype=dtype)
+    part.scatter(table, starts, out, False)
+    got = cp.asnumpy(out)
+    for j in range(ranks):
+        mine = want >> bits == j
+        order = np.argsort(want[mine], kind="stable")
+        np.testing.assert_array_equal(got[starts[j] : starts[j] + rows[j]], keys[mine][order])
 
 
 def chunk_layout(rng, dtype, sources: int, spread: str, chunks: int):

@@ -10,11 +10,24 @@ so the sort stays a stable LSD sort, and the later passes are the usual ones. Ea
 digit counts of every pass come from one histogram read of the block when it lands, so none is
 left to read after the last block.
 
+Presorted blocks: where the senders' partition already sorted every block by the low `bits`
+bits of key - low (chunked.ByDigit), with the counts of each digit, landing only counts the later
+digits, and every pass of [bits, end_bit) runs after the last block, the first of them reading
+the blocks' runs in the receive buffer: one pass fewer for the receiver.
+
+A clamped last pass: where the key range (span = the largest key - low) is a little wider than
+the passes' whole 8-bit digits -- 2^30 and a little on 4 ranks, 6 bits of it sorted by the
+senders -- the one bit left over would take a pass of its own. Instead, the last pass takes it
+too, its digit clamped to 255 (radix.cu), so that only the keys of digit 255 are out of order
+after it: a suffix, at most the top TAIL_BINS / 256 of the range and for evenly spread keys
+under 1/8 of them, which one small radix sort of its own puts in order.
+
 Digits are those of key - low over [0, end_bit), as in radix_sort; at least two passes (the
-second is what orders the first pass's blocks). Blocks start 16-byte aligned (the histogram's
-vector loads). The second pass's tile descriptors are built on the device (tiles.cu); passes
-after it whose digit is the same for every key are skipped (the counts are read to the host
-while the second pass runs); the first two always run.
+second is what orders the first pass's blocks), or one after presorted blocks. Blocks start
+16-byte aligned (the histogram's vector loads). The tile descriptors of the pass over the
+blocks' runs are built on the device (tiles.cu); passes after it whose digit is the same for
+every key are skipped (the counts are read to the host while that pass runs); it always runs,
+and so does a landing first pass.
 """
 
 from __future__ import annotations
@@ -31,18 +44,35 @@ from .radix import (
     digit_passes,
     flag_words,
     onesweep,
+    radix_sort,
     tile_keys,
 )
 from .tiles import piece_tiles
 
 MIN_ROWS = MIN_N["narrow"]  # where our engine would sort a narrowed range (radix.py)
+TAIL_BINS = 32  # the last pass is clamped where its digit would reach 256 + at most this
 
 
-def usable(rows: int, itemsize: int, end_bit: int, align_rows: int) -> bool:
+def plan_passes(first_bits: int, span: int, landing: bool) -> tuple[list, bool]:
+    """The (shift, bits) of the passes over [first_bits, end_bit) of key - low (end_bit: that of
+    span, one bit at least), and whether the last is clamped: a left-over last bit rides on the
+    pass before it where span >> that pass's shift stays below 256 + TAIL_BINS, keeping two
+    passes at least with a landing first pass (one otherwise)."""
+    passes = digit_passes(first_bits, max(span.bit_length(), first_bits + 1))
+    if (len(passes) >= 2 + int(landing) and passes[-1][1] == 1
+            and span >> passes[-2][0] < 256 + TAIL_BINS):
+        return passes[:-2] + [(passes[-2][0], 9)], True
+    return passes, False
+
+
+def usable(rows: int, itemsize: int, end_bit: int, align_rows: int, presorted: bool = False
+           ) -> bool:
     """Whether a landing sort can finish `rows` keys of this width received in blocks that
-    start at multiples of align_rows: from MIN_ROWS keys on, two passes or more."""
+    start at multiples of align_rows: from MIN_ROWS keys on, two passes or more (or presorted
+    blocks)."""
     return (itemsize in (4, 8) and align_rows * itemsize % 16 == 0
-            and MIN_ROWS <= rows <= MAX_N and len(digit_passes(0, end_bit)) >= 2)
+            and MIN_ROWS <= rows <= MAX_N
+            and (presorted or len(digit_passes(0, end_bit)) >= 2))
 
 
 class LandingSort:
@@ -51,18 +81,23 @@ class LandingSort:
     counts, starts: rows of each block and where it starts in the receive buffer, in receive
     order (the stable order of equal keys); out_starts: where each block's first pass writes
     its rows in the scratch (regions that do not overlap). The scratch is free to be written
-    where a block lands, and holds at least sum(counts) keys.
+    where a block lands, and holds at least sum(counts) keys. presorted (or None): (bits,
+    digit counts (blocks, 2^bits)) of blocks that arrive sorted by their first digit, bits wide
+    (out_starts is then unused: no pass runs before the last block is in).
     """
 
-    def __init__(self, dtype, counts, starts, out_starts, low: int, end_bit: int):
+    def __init__(self, dtype, counts, starts, out_starts, low: int, span: int,
+                 presorted: tuple | None = None):
         import cupy
 
         self.cp, self.dtype = cupy, np.dtype(dtype)
         self.counts = np.asarray(counts, np.int64)
         self.starts, self.out_starts = np.asarray(starts), np.asarray(out_starts)
         self.low = self.dtype.type(low)
-        self.passes = digit_passes(0, end_bit)
-        self.bits = (0, end_bit, len(self.passes))  # (begin_bit, end_bit, passes): radix.cu
+        first_bits, self.first = presorted or (0, None)
+        self.passes, self.clamped = plan_passes(first_bits, span, self.first is None)
+        end_bit = sum(self.passes[-1])
+        self.bits = (first_bits, end_bit, len(self.passes))  # (begin_bit, end_bit, passes)
         self.tile = tile_keys(self.dtype.itemsize, "keys")
         blocks, npasses = len(self.counts), len(self.passes)
         self.hist = cupy.zeros((blocks, npasses * 256), dtype=np.uint32)
@@ -82,14 +117,16 @@ class LandingSort:
         return flags
 
     def land(self, b: int, keys, scratch) -> None:
-        """Block b's digit counts, then its first pass: keys (the receive buffer) -> its region
-        of scratch. On the current stream, which must see the block in."""
+        """Block b's digit counts, then (unless presorted) its first pass: keys (the receive
+        buffer) -> its region of scratch. On the current stream, which must see the block in."""
         rows, dummy = int(self.counts[b]), _dummy(keys.device.id)
         self.landed[b] = True
         if rows == 0:
             return
         block = keys[int(self.starts[b]) : int(self.starts[b]) + rows]
         digit_counts(block, self.low, self.bits, self.hist[b], self.block_bases[b])
+        if self.first is not None:  # sorted by the sender: no pass runs before the last block
+            return
         out = scratch[int(self.out_starts[b]) : int(self.out_starts[b]) + rows]
         tiles = -(-rows // self.tile)
         pass_args = (self.block_bases[b, :256], self.counters[b : b + 1],
@@ -98,37 +135,60 @@ class LandingSort:
                  rows >= WIDE_ROWS, tiles)
 
     def finish(self, keys, scratch):
-        """The second and later passes, after every block has landed; returns the n sorted keys
-        (a view of keys or of scratch, whichever the last pass wrote)."""
+        """Every pass not yet run, after every block has landed; returns the n sorted keys (a
+        view of keys or of scratch, whichever the last pass wrote)."""
         if not self.landed.all():
             raise RuntimeError("LandingSort.finish before every block landed")
         cp, n, blocks = self.cp, int(self.counts.sum()), len(self.counts)
         hist = self.hist.reshape(blocks, len(self.passes), 256).astype(np.int64)
         total = hist.sum(axis=0)
         bases = (cp.cumsum(total, axis=1) - total).astype(np.uint32)
-        descriptors, tiles = self._second_pass_tiles(hist[:, 0, :], n)
-        pair = (scratch[:n], keys[:n])
-        self._pass(0, 1, pair, bases, tiles, descriptors)
-        varies = cp.asnumpy(total.max(axis=1)) < n  # read while the second pass runs
-        later = [p for p in range(2, len(self.passes)) if varies[p]]
+        pair = (scratch[:n], keys[:n])  # where the passes after the first over the runs go
+        if self.first is None:  # pass 0 ran as the blocks landed: its runs are in the scratch
+            runs, run_starts, done, source = hist[:, 0, :], self.out_starts, 1, pair[0]
+        else:  # the blocks are the runs of their first digit, in the receive buffer (with gaps)
+            runs, run_starts, done, source = self.first, self.starts, 0, keys
+            pair = pair[::-1]
+        descriptors, tiles = self._run_tiles(runs, run_starts, n)
+        self._pass(source, pair[1], done, bases, tiles, descriptors)
+        counts = cp.asnumpy(total)  # read while that pass runs
+        later = [p for p in range(done + 1, len(self.passes)) if counts[p].max() < n]
         for i, p in enumerate(later, start=1):
-            self._pass(i, p, pair, bases, -(-n // self.tile))
-        return pair[(1 + len(later)) % 2]
+            self._pass(pair[i % 2], pair[(i + 1) % 2], p, bases, -(-n // self.tile))
+        done, spare = pair[(1 + len(later)) % 2], pair[len(later) % 2]
+        if self.clamped:
+            self._sort_tail(done, spare, int(counts[-1, 255]))
+        return done
 
-    def _pass(self, i: int, p: int, pair: tuple, bases, tiles: int, descriptors=()) -> None:
-        """Digit pass p, the i-th after the blocks' first passes (from 0): pair[i % 2] ->
-        pair[(i + 1) % 2]."""
-        n, blocks, dummy = pair[0].size, len(self.counts), _dummy(pair[0].device.id)
+    def _sort_tail(self, keys, spare, rows: int) -> None:
+        """After a clamped last pass: the keys of its digit 255, the last `rows` of keys (in
+        order on the bits below that pass's), sorted in place on the rest (spare: as many keys
+        to write on). The suffix starts 16 bytes aligned, a few keys early (the sort's vector
+        loads): those are in order already."""
+        n, per = keys.size, 16 // self.dtype.itemsize
+        start = (n - rows) // per * per
+        if n - start < 2:
+            return
+        shift, bits = self.passes[-1]
+        out, _ = radix_sort(keys[start:], begin_bit=shift, end_bit=shift + bits, low=self.low,
+                            overwrite=True, scratch=spare[start:])
+        if out.data.ptr != keys[start:].data.ptr:
+            keys[start:] = out
+
+    def _pass(self, src, dst, p: int, bases, tiles: int, descriptors=()) -> None:
+        """Digit pass p: src -> dst (all of it: the n keys), through descriptors where given."""
+        n, blocks, dummy = dst.size, len(self.counts), _dummy(dst.device.id)
         pass_args = (bases[p], self.counters[blocks + p : blocks + p + 1], self._flags(tiles, n))
-        onesweep((pair[i % 2], dummy), (pair[(i + 1) % 2], dummy), KEYS_ONLY, self.passes[p],
-                 self.low, pass_args, n >= WIDE_ROWS, tiles, descriptors)
+        onesweep((src, dummy), (dst, dummy), KEYS_ONLY, self.passes[p], self.low, pass_args,
+                 n >= WIDE_ROWS, tiles, descriptors)
 
-    def _second_pass_tiles(self, first, n: int) -> tuple:
+    def _run_tiles(self, runs, run_starts, n: int) -> tuple:
         """Tile descriptors (device uint32 start, rows) and how many tiles to launch for the
-        second pass: each block's run of digit d (first[b, d] keys in its first-pass output),
-        digit-major, blocks in order, cut into tiles (tiles.py); an upper bound of tiles,
-        those past the last run empty."""
+        pass over the blocks' runs: each block's run of first digit d (runs[b, d] keys, the
+        block sorted by that digit from run_starts[b] on), digit-major, blocks in order, cut into
+        tiles (tiles.py); an upper bound of tiles, those past the last run empty."""
         cp = self.cp
-        starts = cp.asarray(self.out_starts)[:, None] + cp.cumsum(first, axis=1) - first
-        bound = n // self.tile + first.size
-        return piece_tiles(first.T.reshape(-1), starts.T.reshape(-1), self.tile, bound), bound
+        runs = cp.asarray(runs)
+        starts = cp.asarray(run_starts)[:, None] + cp.cumsum(runs, axis=1) - runs
+        bound = n // self.tile + runs.size
+        return piece_tiles(runs.T.reshape(-1), starts.T.reshape(-1), self.tile, bound), bound

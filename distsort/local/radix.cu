@@ -86,13 +86,16 @@ __device__ __forceinline__ void shared_inc(u32 addr)
 // the address, the reduction. (With index arithmetic and a run-time pass count it took 33
 // instructions per uint32 key over 3 passes and the kernel was issue-bound: ncu, H200, 2^28
 // keys, 0.336 ms; now 13 in the PTX and ~0.29-0.31 ms, bench/RESULTS.md runs 50-52.)
+// The last pass's digit is clamped to 255 (see radix_histogram).
 template <typename K, int PASSES, int LANES>
 __device__ __forceinline__ void count_key(K key, const int (&shift)[PASSES],
                                           const u32 (&mask)[PASSES], const u32 (&at)[PASSES])
 {
 #pragma unroll
-    for (int p = 0; p < PASSES; ++p)
-        shared_inc(at[p] + digit_of(key, shift[p], mask[p]) * (4 * LANES));
+    for (int p = 0; p < PASSES; ++p) {
+        const u32 d = digit_of(key, shift[p], mask[p]);
+        shared_inc(at[p] + (p == PASSES - 1 ? min(d, 255u) : d) * (4 * LANES));
+    }
 }
 
 // Why: one read of the keys (n moves, 16-byte streaming loads) yields the digit histogram of
@@ -102,7 +105,9 @@ __device__ __forceinline__ void count_key(K key, const int (&shift)[PASSES],
 // digits (2 lanes a bank for 64-bit keys, which have twice the passes): with one copy, bank
 // conflicts of the shared atomics bound the kernel (ncu, H100, 2^28 uint32: 1.15 ms at 84% SM
 // throughput). The pass count is a template parameter, so the count of a key is straight-line
-// code. Dynamic shared memory: PASSES x 256 x LANES x 4 bytes.
+// code. Dynamic shared memory: PASSES x 256 x LANES x 4 bytes. Pass p's digit is bits
+// [begin_bit + 8p, +8) of key - low; the last pass takes every bit up to end_bit, and where
+// that is more than 8, its digit is clamped to 255 (the landing sort's clamped last pass).
 template <typename K, int PASSES>
 __global__ void __launch_bounds__(HIST_BLOCK, 1)
     radix_histogram(const K* __restrict__ keys, u64 n, K low, int begin_bit, int end_bit,
@@ -119,8 +124,8 @@ __global__ void __launch_bounds__(HIST_BLOCK, 1)
 #pragma unroll
     for (int p = 0; p < PASSES; ++p) {
         shift[p] = begin_bit + 8 * p;
-        const int bits = end_bit - shift[p] < 8 ? end_bit - shift[p] : 8;
-        mask[p] = (1u << bits) - 1u;
+        const int bits = end_bit - shift[p] < 8 || p == PASSES - 1 ? end_bit - shift[p] : 8;
+        mask[p] = bits >= 32 ? 0xffffffffu : (1u << bits) - 1u;
         at[p] = mine + p * RADIX * LANES * 4;
     }
     __syncthreads();
@@ -301,7 +306,8 @@ struct OnesweepSmem {
     u32 tile;
 };
 
-// Digit policies of onesweep_tile. RadixDigit: 8 bits of key - low, recomputed from the key
+// Digit policies of onesweep_tile. RadixDigit: up to 8 bits of key - low (a wider digit is
+// clamped to 255: the landing sort's last pass, landing.py), recomputed from the key
 // wherever needed (cheaper than holding a digit per key in registers). Digits are those of
 // key - low: 64-bit keys are rebased as they are loaded and restored as they are stored; 32-bit
 // keys subtract low where a digit is taken. Each spills least that way (ptxas -v, sm_90: the
@@ -318,7 +324,7 @@ template <typename K, int ITEMS> struct RadixDigit {
     __device__ __forceinline__ K store(K kept) const { return REBASED ? kept + low : kept; }
     __device__ __forceinline__ u32 of(K kept) const
     {
-        return digit_of(REBASED ? kept : kept - low, shift, mask);
+        return min(digit_of(REBASED ? kept : kept - low, shift, mask), 255u);
     }
     __device__ __forceinline__ void prepare(const K (&)[ITEMS], u64, u32, u32) {}
     __device__ __forceinline__ u32 item(const K (&k)[ITEMS], int i) const { return of(k[i]); }
