@@ -49,7 +49,8 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
             sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.backend)
             splitters = choose_splitters(rt, sample)
         with report.phase("partition", sync):
-            routed = partition(rt, columns, key_words, (offset, sum(counts)), splitters)
+            place = (offset, sum(counts), max(counts))
+            routed = partition(rt, columns, key_words, place, splitters)
         with report.phase("exchange", sync):
             columns, blocks, spare, landed = routed.send(rt, report)
             del routed  # spare holds the only reference to the sent rows: finish takes it
@@ -62,19 +63,20 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     return columns
 
 
-def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int, int],
+def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int, int, int],
               splitters):
     """Route every row to its destination rank; place is (global position of this rank's first
-    row, rows on all ranks). On GPUs, with DISTSORT_SEGMENTS=1, plain keys move at once into
-    value sub-ranges of their destinations (segmented.py); by default and for other data, rows
-    are counted per rank chunk by chunk, to be grouped while the exchange runs (chunked.py);
-    elsewhere all are grouped now, stably, by a sort of their destinations."""
-    words, p, (offset, total) = key_words(columns), len(splitters) + 1, place
+    row, rows on all ranks, rows on the rank that has most). On GPUs, with DISTSORT_SEGMENTS=1,
+    plain keys move at once into value sub-ranges of their destinations (segmented.py); by
+    default and for other data, rows are counted per rank chunk by chunk, to be grouped while
+    the exchange runs (chunked.py; plain keys also by their receiver's first radix digit:
+    digit_bits); elsewhere all are grouped now, stably, by a sort of their destinations."""
+    words, p, (offset, total, largest) = key_words(columns), len(splitters) + 1, place
     if plain_keys(columns, words) and segmented.usable(rt, words[0], total):
         keys = rt.xp.ascontiguousarray(words[0])  # the kernels index it as one flat array
         return Segmented(*segmented.partition(rt, keys, offset, splitters))
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
-        bits = digit_bits(rt, columns, words, total)
+        bits = digit_bits(rt, columns, words, total, largest)
         lows = np.array([key_range(splitters, j, words[0].dtype)[0] for j in range(p)],
                         dtype=np.uint64)  # (not float64, which NumPy picks for ints past 2^63)
         layout = chunked.plan(rt, words[0], offset, splitters, lows, bits)
@@ -132,15 +134,18 @@ class Chunked:
         return received, self.layout.blocks(), [sent], self.landing
 
 
-def digit_bits(rt: Runtime, columns: list, words: list, total: int) -> int:
+def digit_bits(rt: Runtime, columns: list, words: list, total: int, largest: int) -> int:
     """Bits of the first radix digit by which the senders sort each block for its receiver's
     landing sort (chunked.ByDigit), or 0: plain keys of 4 or 8 bytes that our radix engine will
-    sort, on up to segments.MAX_RANKS ranks, from landing.MIN_ROWS keys a rank (DISTSORT_DIGITS=0
-    or DISTSORT_LANDING=0: none). The same on every rank: it depends on global facts only."""
+    sort, on up to segments.MAX_RANKS ranks, from landing.MIN_ROWS keys a rank and up to
+    segmented.MAX_ROWS on the largest shard (the bucket scatter places rows by 32-bit offsets
+    in buffers of about a shard's rows); DISTSORT_DIGITS=0 or DISTSORT_LANDING=0: none. The same
+    on every rank: it depends on global facts only."""
     ranks, keys = rt.comm.Get_size(), words[0]
     if not (LANDING and DIGITS and plain_keys(columns, words)
             and rt.backend.engine.name == "radix" and keys.dtype.itemsize in (4, 8)
-            and ranks <= segments.MAX_RANKS and total // ranks >= landing.MIN_ROWS):
+            and ranks <= segments.MAX_RANKS and total // ranks >= landing.MIN_ROWS
+            and largest <= segmented.MAX_ROWS):
         return 0
     return segments.bucket_bits(ranks)
 
