@@ -45,7 +45,7 @@ from .local import segments
 # 2 chunks 18.5, 4 chunks 21.4, 8 chunks 21.5: two hide half the scatter; more, running beside
 # the transfers, slow NCCL down more than they hide.
 # With the senders' first digit (ByDigit: no landing pass beside the transfers), 3 chunks
-# (bench/RESULTS.md, run 87). DISTSORT_CHUNKS sets both.
+# (bench/RESULTS.md, run 88). DISTSORT_CHUNKS sets both.
 CHUNKS = int(os.environ.get("DISTSORT_CHUNKS", "2"))
 DIGIT_CHUNKS = int(os.environ.get("DISTSORT_CHUNKS", "3"))
 MIN_CHUNK = 1 << 24  # rows: smaller chunks cost more in launches than the overlap saves
