@@ -77,8 +77,8 @@ def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int,
         return Segmented(*segmented.partition(rt, keys, offset, splitters))
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
         bits = digit_bits(rt, columns, words, total, largest)
-        lows = np.array([key_range(splitters, j, words[0].dtype)[0] for j in range(p)],
-                        dtype=np.uint64)  # (not float64, which NumPy picks for ints past 2^63)
+        lows = None if not bits else np.array(  # uint64: NumPy picks float64 for ints past 2^63
+            [key_range(splitters, j, words[0].dtype)[0] for j in range(p)], dtype=np.uint64)
         layout = chunked.plan(rt, words[0], offset, splitters, lows, bits)
         return Chunked(columns, words, layout, landing_sort(rt, columns, words, layout, splitters))
     buckets = classify(words, offset, splitters, rt.xp)

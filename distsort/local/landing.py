@@ -103,8 +103,7 @@ class LandingSort:
         self.hist = cupy.zeros((blocks, npasses * 256), dtype=np.uint32)
         self.block_bases = cupy.empty((blocks, npasses * 256), dtype=np.uint32)
         self.counters = cupy.zeros(blocks + npasses, dtype=np.uint32)
-        most = int(self.counts.max(initial=0))
-        self.flags = cupy.empty(flag_words(-(-most // self.tile), most), dtype=np.uint32)
+        self.flags = cupy.empty(0, dtype=np.uint32)  # grown by the first pass that needs more
         self.landed = np.zeros(blocks, dtype=bool)
 
     def _flags(self, tiles: int, rows: int):
