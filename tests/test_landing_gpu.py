@@ -46,6 +46,8 @@ def land_all(cp, blocks: list, dtype, low: int, span: int, rng, presorted: int =
     sorter = LandingSort(dtype, counts, starts, reverse[::-1], low, span, digits)
     for b in rng.permutation(len(blocks)):
         sorter.land(int(b), buf, scratch)
+    if rng.integers(2):  # queued ahead, as the chunked exchange does, or by finish itself
+        sorter.prepare()
     return cp.asnumpy(sorter.finish(buf, scratch))
 
 
@@ -126,5 +128,7 @@ def test_finish_before_every_block_landed_is_refused(cp):
     sorter = LandingSort(np.uint32, [5, 5], [0, 1024], [0, 5], 0, 2**32 - 1)
     keys = cp.arange(2048, dtype=cp.uint32)
     sorter.land(0, keys, cp.empty(10, dtype=cp.uint32))
+    with pytest.raises(RuntimeError, match="before every block landed"):
+        sorter.prepare()
     with pytest.raises(RuntimeError, match="before every block landed"):
         sorter.finish(keys, cp.empty(10, dtype=cp.uint32))

@@ -76,7 +76,8 @@ def usable(rows: int, itemsize: int, end_bit: int, align_rows: int, presorted: b
 
 
 class LandingSort:
-    """The sort of one receive buffer's blocks; `land` each block once, then `finish`.
+    """The sort of one receive buffer's blocks; `land` each block once, then `finish` (after
+    `prepare`, where the host has time to queue it before the blocks are in).
 
     counts, starts: rows of each block and where it starts in the receive buffer, in receive
     order (the stable order of equal keys); out_starts: where each block's first pass writes
@@ -105,6 +106,7 @@ class LandingSort:
         self.counters = cupy.zeros(blocks + npasses, dtype=np.uint32)
         self.flags = cupy.empty(0, dtype=np.uint32)  # grown by the first pass that needs more
         self.landed = np.zeros(blocks, dtype=bool)
+        self.ready = None  # prepare()'s (total counts, bases, run tile descriptors, tiles)
 
     def _flags(self, tiles: int, rows: int):
         """The look-back flags of one pass, zeroed (on the current stream)."""
@@ -133,24 +135,38 @@ class LandingSort:
         onesweep((block, dummy), (out, dummy), KEYS_ONLY, self.passes[0], self.low, pass_args,
                  rows >= WIDE_ROWS, tiles)
 
-    def finish(self, keys, scratch):
-        """Every pass not yet run, after every block has landed; returns the n sorted keys (a
-        view of keys or of scratch, whichever the last pass wrote)."""
+    def prepare(self) -> None:
+        """Queue what the passes after the last block need (every pass's bases, the tile
+        descriptors of the pass over the blocks' runs) once every block has landed: device work
+        only, so the host can queue it while the last transfers run, not after them."""
+        if self.ready is not None:
+            return
         if not self.landed.all():
-            raise RuntimeError("LandingSort.finish before every block landed")
+            raise RuntimeError("LandingSort: passes queued before every block landed")
         cp, n, blocks = self.cp, int(self.counts.sum()), len(self.counts)
         hist = self.hist.reshape(blocks, len(self.passes), 256).astype(np.int64)
         total = hist.sum(axis=0)
         bases = (cp.cumsum(total, axis=1) - total).astype(np.uint32)
-        pair = (scratch[:n], keys[:n])  # where the passes after the first over the runs go
         if self.first is None:  # pass 0 ran as the blocks landed: its runs are in the scratch
-            runs, run_starts, done, source = hist[:, 0, :], self.out_starts, 1, pair[0]
+            runs, run_starts = hist[:, 0, :], self.out_starts
         else:  # the blocks are the runs of their first digit, in the receive buffer (with gaps)
-            runs, run_starts, done, source = self.first, self.starts, 0, keys
+            runs, run_starts = self.first, self.starts
+        self.ready = (total, bases) + self._run_tiles(runs, run_starts, n)
+
+    def finish(self, keys, scratch):
+        """Every pass not yet run, after every block has landed; returns the n sorted keys (a
+        view of keys or of scratch, whichever the last pass wrote)."""
+        self.prepare()
+        total, bases, descriptors, tiles = self.ready
+        n = int(self.counts.sum())
+        pair = (scratch[:n], keys[:n])  # where the passes after the first over the runs go
+        if self.first is None:  # pass 0's runs are in the scratch
+            done, source = 1, pair[0]
+        else:  # the runs are the blocks in the receive buffer
+            done, source = 0, keys
             pair = pair[::-1]
-        descriptors, tiles = self._run_tiles(runs, run_starts, n)
         self._pass(source, pair[1], done, bases, tiles, descriptors)
-        counts = cp.asnumpy(total)  # read while that pass runs
+        counts = self.cp.asnumpy(total)  # read while that pass runs
         later = [p for p in range(done + 1, len(self.passes)) if counts[p].max() < n]
         for i, p in enumerate(later, start=1):
             self._pass(pair[i % 2], pair[(i + 1) % 2], p, bases, -(-n // self.tile))
