@@ -157,6 +157,17 @@ class Plan(BlockRows):
     recv_starts: np.ndarray
     digits: np.ndarray
     bits: int = 0
+    even_rows: int = 0  # rows of a shard if every rank had as many
+
+    @property
+    def buffer_rows(self) -> int:
+        """Rows of each exchange buffer (the send buffer is also the finish's scratch): those
+        of the larger block layout, but the same for every sort of about the same shards --
+        an even shard and 1/64 more, if that holds them -- so that a sort reuses the memory
+        pool's blocks of the sort before rather than allocating anew (~1 ms a 4 GB block:
+        bench/RESULTS.md, runs 95-98)."""
+        need, quantum = max(self.send_rows, self.recv_rows), max(1, self.even_rows // 64)
+        return -(-max(need, self.even_rows + quantum) // quantum) * quantum
 
     def blocks(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows, start) of every received block, in buffer order."""
@@ -169,12 +180,14 @@ class Plan(BlockRows):
         return (landed_rows(self.received)[:-1][None, :] + before).reshape(-1)
 
 
-def plan(rt, keys, offset: int, splitters: np.ndarray, lows: np.ndarray | None = None,
-         bits: int = 0) -> Plan:
+def plan(rt, keys, place: tuple[int, int], splitters: np.ndarray,
+         lows: np.ndarray | None = None, bits: int = 0) -> Plan:
     """Count every chunk's rows per destination (and, with bits > 0, per first digit of key -
-    lows[destination]: ByDigit) and agree with every rank on the layouts."""
+    lows[destination]: ByDigit) and agree with every rank on the layouts. place: (global
+    position of the first key, keys on all ranks)."""
     import cupy
 
+    offset, total = place
     bounds = chunk_bounds(len(keys), DIGIT_CHUNKS if bits else CHUNKS, MIN_CHUNK)
     if bits:
         parts = [ByDigit(keys[lo:hi], offset + lo, splitters, lows, bits) for lo, hi in bounds]
@@ -189,7 +202,7 @@ def plan(rt, keys, offset: int, splitters: np.ndarray, lows: np.ndarray | None =
     sent, received = tables.sum(axis=2), digits.sum(axis=2)
     align = rt.transport.align_rows
     return Plan(bounds, parts, tables, sent, send_starts(sent, received, align), received,
-                block_starts(received, align), digits, bits)
+                block_starts(received, align), digits, bits, -(-total // p))
 
 
 def exchange(rt, columns: list, words: list, layout: Plan, report,
@@ -199,10 +212,10 @@ def exchange(rt, columns: list, words: list, layout: Plan, report,
     the send buffers (the finish's scratch)."""
     import cupy
 
-    keyed = words[0] is columns[0]
-    outgoing = [cupy.empty((max(layout.send_rows, layout.recv_rows),) + c.shape[1:], c.dtype)
+    keyed, rows = words[0] is columns[0], layout.buffer_rows
+    outgoing = [cupy.empty((rows,) + c.shape[1:], c.dtype)
                 for c in ([] if keyed else [words[0]]) + columns]
-    incoming = [cupy.empty((layout.recv_rows,) + c.shape[1:], c.dtype) for c in columns]
+    incoming = [cupy.empty((rows,) + c.shape[1:], c.dtype)[: layout.recv_rows] for c in columns]
     sending = outgoing[1 - int(keyed):]  # the buffers of the columns (not of loose key words)
 
     def scatter(c: int) -> None:

@@ -100,3 +100,20 @@ def test_senders_sort_by_digit_only_where_every_buffer_offset_fits_32_bits():
     assert bits(largest=segmented.MAX_ROWS + 1) == 0  # P=2, 8x2^30 keys: 2^32 a rank
     assert bits(ranks=17) == 0 and bits(dtype=np.uint16) == 0 and bits(engine="cub") == 0
     assert bits(columns=[np.zeros(4, np.uint32), np.zeros(4)]) == 0  # keys with values
+
+
+def _plan_of(sent_rows: int, recv_rows: int, even_rows: int) -> Plan:
+    """A one-chunk, one-rank plan whose buffers must hold these rows."""
+    sent, received, zero = np.array([[sent_rows]]), np.array([[recv_rows]]), np.zeros((1, 1))
+    return Plan([], [], sent[..., None], sent, zero, received, zero, received[..., None],
+                even_rows=even_rows)
+
+
+def test_buffer_rows_hold_both_layouts_and_stay_put_across_sorts():
+    even = 2**30
+    sizes = {_plan_of(even + 5000, even + d, even).buffer_rows for d in range(-10**6, 10**7, 997)}
+    assert len(sizes) == 1  # every sort within 1/64 of an even shard asks the pool for as much
+    assert sizes.pop() >= even + 10**7
+    big = _plan_of(even, 2 * even + 3, even)
+    assert big.buffer_rows >= 2 * even + 3 and big.buffer_rows % (even // 64) == 0
+    assert _plan_of(0, 7, 0).buffer_rows == 7
