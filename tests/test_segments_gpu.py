@@ -52,15 +52,20 @@ def buckets_of(keys: np.ndarray, offset: int, splitters: np.ndarray, dests: np.n
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
 @pytest.mark.parametrize("ranks", [2, 3, 4, 16])
 @pytest.mark.parametrize("spread", ["uniform", "narrow", "skewed"])
-def test_bucket_partition_is_a_stable_grouping(cp, dtype, ranks, spread):
-    rng = np.random.default_rng([ranks, len(spread)])
+@pytest.mark.parametrize("size, skip", [("tiles", 0), ("tiles", 3), ("tiny", 1)])
+def test_bucket_partition_is_a_stable_grouping(cp, dtype, ranks, spread, size, skip):
+    """skip: the keys start that many keys past a 16-byte boundary (the count kernel's head,
+    counted one by one); n is no multiple of a 16-byte vector's keys (its tail, likewise)."""
+    rng = np.random.default_rng([ranks, len(spread), skip])
     tile = segments.tile_keys(np.dtype(dtype).itemsize, "keys")
-    n, offset = 5 * tile + 77, 12345
+    n, offset = 5 * tile + 77 if size == "tiles" else 21, 12345
     keys = draw(rng, dtype, n, spread)
     splitters = splitters_of(keys, ranks, rng)
     sbits = segments.bucket_bits(ranks)
     dests = segmented.ranges(splitters, dtype, sbits)
-    part = segments.BucketPartition(cp.asarray(keys), offset, splitters, dests, sbits)
+    dev = cp.asarray(np.concatenate([keys[:skip], keys]))[skip:]
+    assert dev.data.ptr % 16 == skip * np.dtype(dtype).itemsize % 16
+    part = segments.BucketPartition(dev, offset, splitters, dests, sbits)
     want = buckets_of(keys, offset, splitters, dests, sbits)
     assert want.max() < segments.BUCKETS
     counts = cp.asnumpy(part.counts()).astype(np.int64)

@@ -22,26 +22,22 @@
 #define MAX_SPLITTERS 15  // up to 16 ranks: every key is compared with every splitter
 #define COUNT_BLOCK 512   // bucket_counts: 512 threads, so that U keys each fit in registers
 
-// 1 where (key, index) < (split, threshold) in lexicographic order, else 0: a borrow chain over
-// (index, key words) and the final borrow as a mask (3-4 instructions where separate compares
-// of the key and the tie took ~9).
-__device__ __forceinline__ u32 below(u32 k, u32 idx, u32 s, u32 t)
+// dest -= 1 where (key, index) < (split, threshold) in lexicographic order: a borrow chain over
+// (index, key words) whose final borrow comes off dest (3-4 instructions a splitter, where
+// separate compares of the key and the tie took ~9 and a 0/1 result and its subtraction 2 more).
+__device__ __forceinline__ void take_below(u32& dest, u32 k, u32 idx, u32 s, u32 t)
 {
-    u32 r;
     asm("{\n\t.reg .u32 x;\n\tsub.cc.u32 x, %1, %2;\n\tsubc.cc.u32 x, %3, %4;\n\t"
-        "subc.u32 %0, 0, 0;\n\t}"
-        : "=r"(r)
+        "subc.u32 %0, %0, 0;\n\t}"
+        : "+r"(dest)
         : "r"(idx), "r"(t), "r"(k), "r"(s));
-    return r & 1u;
 }
-__device__ __forceinline__ u32 below(u64 k, u32 idx, u64 s, u32 t)
+__device__ __forceinline__ void take_below(u32& dest, u64 k, u32 idx, u64 s, u32 t)
 {
-    u32 r;
     asm("{\n\t.reg .u32 x;\n\tsub.cc.u32 x, %1, %2;\n\tsubc.cc.u32 x, %3, %4;\n\t"
-        "subc.cc.u32 x, %5, %6;\n\tsubc.u32 %0, 0, 0;\n\t}"
-        : "=r"(r)
+        "subc.cc.u32 x, %5, %6;\n\tsubc.u32 %0, %0, 0;\n\t}"
+        : "+r"(dest)
         : "r"(idx), "r"(t), "r"((u32)k), "r"((u32)s), "r"((u32)(k >> 32)), "r"((u32)(s >> 32)));
-    return r & 1u;
 }
 
 template <typename K> struct Buckets {
@@ -72,11 +68,11 @@ template <typename K> struct Buckets {
         }
     }
 
-    // The buckets of U keys of a thread, key u at index i0 + u * step of the shard.
+    // The buckets of U keys of a thread, key u at index idx[u] of the shard.
     // Splitter-major: each splitter is read from shared memory once for all U keys (key-major,
     // the shared loads bound the kernel: 5.7 ms to count 2^30 uint32 keys, H100).
     template <int U>
-    __device__ __forceinline__ void of(const K (&k)[U], u32 i0, u32 step, u32 (&out)[U]) const
+    __device__ __forceinline__ void of(const K (&k)[U], const u32 (&idx)[U], u32 (&out)[U]) const
     {
         u32 dest[U];
 #pragma unroll
@@ -85,7 +81,7 @@ template <typename K> struct Buckets {
             const K s = split[j];
             const u32 t = thr[j];
 #pragma unroll
-            for (int u = 0; u < U; ++u) dest[u] -= below(k[u], i0 + u * step, s, t);
+            for (int u = 0; u < U; ++u) take_below(dest[u], k[u], idx[u], s, t);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -127,36 +123,70 @@ template <typename K, int ITEMS> struct BucketDigit {
 };
 
 // Keys per bucket over the whole shard (counts: 256 words, zeroed), for the scatter's bases, and
-// every key's bucket (one byte a key) for the scatter. Grid-stride, U keys per thread per step,
-// all loaded before any is counted (one load in flight per thread leaves the kernel waiting on
-// memory latency); 32 copies of each counter, copy l in bank l, so a warp's adds never conflict
-// (as in partition.cu). One read of the keys, a quarter (uint32) or an eighth of it written.
+// every key's bucket (one byte a key) for the scatter. One read of the keys, a quarter (uint32)
+// or an eighth of it written. Issue-bound: ~67 PTX instructions a key took 2.5 ms for 2^30
+// uint32 keys, where reading them takes ~1.3. Now ~36: 16-byte loads of V keys, U of them a
+// thread in flight before any is counted (one load in flight per thread leaves the kernel
+// waiting on memory latency), 32-bit indices (a shard has fewer than 2^32 keys), one store of a
+// vector's V bucket bytes (buckets + head is V bytes aligned: the host shifts the buckets), and
+// the splitter tests as borrow chains. The keys before the first 16-byte boundary (head) and
+// after the last whole vector go one a thread. 32 copies of each counter, copy l in bank l, so
+// a warp's adds never conflict (as in partition.cu).
 template <typename K>
 __global__ void __launch_bounds__(COUNT_BLOCK)
-    bucket_counts(const K* __restrict__ keys, u64 n, const K* split_keys, const u64* split_pos,
-                  int ns, const K* lows, const int* shifts, int sbits, u32 mask, u64 offset,
-                  u32* __restrict__ counts, unsigned char* __restrict__ buckets)
+    bucket_counts(const K* __restrict__ keys, u32 n, u32 head, const K* split_keys,
+                  const u64* split_pos, int ns, const K* lows, const int* shifts, int sbits,
+                  u32 mask, u64 offset, u32* __restrict__ counts, unsigned char* __restrict__ buckets)
 {
+    constexpr int V = 16 / sizeof(K), U = 8 / V;  // 8 keys a thread a step
     __shared__ Buckets<K> b;
     __shared__ u32 hist[RADIX * 32];
     for (int i = threadIdx.x; i < RADIX * 32; i += blockDim.x) hist[i] = 0;
     b.load(split_keys, split_pos, ns, lows, shifts, sbits, mask, offset);
     __syncthreads();
-    constexpr int U = 8;
-    const int lane = threadIdx.x & 31;
-    const u64 step = (u64)gridDim.x * blockDim.x;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += U * step) {
-        K k[U];
-        u32 d[U];
+    const u32 lane = threadIdx.x & 31, step = gridDim.x * blockDim.x;
+    const u32 first = blockIdx.x * blockDim.x + threadIdx.x, vecs = (n - head) / V;
+    const K* body = keys + head;
+    for (u32 v = first; v < vecs; v += U * step) {
+        K k[U * V];
+        u32 idx[U * V], d[U * V];
 #pragma unroll
-        for (int u = 0; u < U; ++u) k[u] = i + u * step < n ? keys[i + u * step] : (K)0;
-        b.of(k, (u32)i, (u32)step, d);
+        for (int u = 0; u < U; ++u) {
+            const u32 at = min(v + u * step, vecs - 1);  // past the end: counted by nobody
+            K part[V];
+            load_vec(body, at, part);
 #pragma unroll
-        for (int u = 0; u < U; ++u)
-            if (i + u * step < n) {
-                atomicAdd(&hist[d[u] * 32 + lane], 1u);
-                buckets[i + u * step] = (unsigned char)d[u];
+            for (int j = 0; j < V; ++j) {
+                k[u * V + j] = part[j];
+                idx[u * V + j] = head + at * V + j;
             }
+        }
+        b.of(k, idx, d);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (v + u * step >= vecs) break;
+            u32 packed = 0;
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                atomicAdd(&hist[d[u * V + j] * 32 + lane], 1u);
+                packed |= d[u * V + j] << (8 * j);
+            }
+            unsigned char* to = buckets + idx[u * V];
+            if (V == 4)
+                *reinterpret_cast<u32*>(to) = packed;
+            else
+                *reinterpret_cast<unsigned short*>(to) = (unsigned short)packed;
+        }
+    }
+    const u32 tail = n - head - vecs * V;  // keys outside whole vectors: head + tail < 2V
+    if (first < head + tail) {
+        const u32 i = first < head ? first : n - tail + (first - head);
+        const K k[1] = {keys[i]};
+        const u32 idx[1] = {i};
+        u32 d[1];
+        b.of(k, idx, d);
+        atomicAdd(&hist[d[0] * 32 + lane], 1u);
+        buckets[i] = (unsigned char)d[0];
     }
     __syncthreads();
     for (int d = threadIdx.x; d < RADIX; d += blockDim.x) {

@@ -80,13 +80,19 @@ class BucketPartition:
 
     def counts(self):
         """Keys per bucket (device, 256 uint32); keeps every key's bucket for the scatter."""
-        counts = self.cp.zeros(BUCKETS, dtype=np.uint32)
-        n = self.keys.size
-        self.buckets = self.cp.empty(n, dtype=np.uint8)
+        cp, n, width = self.cp, self.keys.size, self.keys.dtype.itemsize
+        counts = cp.zeros(BUCKETS, dtype=np.uint32)
+        # the kernel stores each 16-byte vector's buckets at once: keys before the first 16-byte
+        # boundary (head) go one by one, and the buckets start so that buckets + head is aligned
+        head = min(n, -self.keys.data.ptr % 16 // width)
+        per = 16 // width
+        shift = -head % per
+        self.buckets = cp.empty(n + shift, dtype=np.uint8)[shift:]
         if n:
             grid = min(4 * _sm_count(self.keys.device.id), -(-n // COUNT_BLOCK))
-            self._fn("bucket_counts")((grid,), (COUNT_BLOCK,), (self.keys, np.uint64(n))
-                                      + self.args + (counts, self.buckets))
+            self._fn("bucket_counts")((grid,), (COUNT_BLOCK,), (self.keys, np.uint32(n),
+                                                                 np.uint32(head)) + self.args
+                                      + (counts, self.buckets))
         return counts
 
     def scatter(self, bases: np.ndarray, out) -> None:
