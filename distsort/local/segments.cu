@@ -136,7 +136,8 @@ template <typename K>
 __global__ void __launch_bounds__(COUNT_BLOCK)
     bucket_counts(const K* __restrict__ keys, u32 n, u32 head, const K* split_keys,
                   const u64* split_pos, int ns, const K* lows, const int* shifts, int sbits,
-                  u32 mask, u64 offset, u32* __restrict__ counts, unsigned char* __restrict__ buckets)
+                  u32 mask, u64 offset, u32* __restrict__ counts,
+                  unsigned char* __restrict__ buckets)
 {
     constexpr int V = 16 / sizeof(K), U = 8 / V;  // 8 keys a thread a step
     __shared__ Buckets<K> b;
