@@ -81,6 +81,19 @@ __device__ __forceinline__ void shared_inc(u32 addr)
     asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(addr) : "memory");
 }
 
+// A block's share of a grid's histogram: each of `bins` counters, held in LANES copies (copy l
+// of bin b at b * LANES + l, in bank l), summed and added to counts[bin]; each thread starts at
+// its bin's own copy, so a warp's lanes read different banks.
+template <int LANES>
+__device__ __forceinline__ void flush_copies(const u32* hist, int bins, u32* counts)
+{
+    for (int bin = threadIdx.x; bin < bins; bin += blockDim.x) {
+        u32 sum = 0;
+        for (int l = 0; l < LANES; ++l) sum += hist[bin * LANES + (l + bin) % LANES];
+        if (sum) atomicAdd(&counts[bin], sum);
+    }
+}
+
 // Count one key's digit of every pass: at[p] is the shared address of this lane's copy of pass
 // p's digit 0, the copies of one digit 4 * LANES bytes apart. Per pass: shift, mask, one add for
 // the address, the reduction. (With index arithmetic and a run-time pass count it took 33
@@ -153,11 +166,7 @@ __global__ void __launch_bounds__(HIST_BLOCK, 1)
     if (blockIdx.x == 0 && threadIdx.x < n - nvec * VEC)
         count_key<K, PASSES, LANES>(keys[nvec * VEC + threadIdx.x] - low, shift, mask, at);
     __syncthreads();
-    for (int bin = threadIdx.x; bin < NBINS; bin += blockDim.x) {
-        u32 sum = 0;
-        for (int l = 0; l < LANES; ++l) sum += s_hist[bin * LANES + (l + bin) % LANES];
-        if (sum) atomicAdd(&counts[bin], sum);
-    }
+    flush_copies<LANES>(s_hist, NBINS, counts);
 }
 
 // Exclusive scan of one value per thread over a block of BLOCK threads; *total gets the sum.

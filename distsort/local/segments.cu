@@ -190,11 +190,7 @@ __global__ void __launch_bounds__(COUNT_BLOCK)
         buckets[i] = (unsigned char)d[0];
     }
     __syncthreads();
-    for (int d = threadIdx.x; d < RADIX; d += blockDim.x) {
-        u32 sum = 0;
-        for (int l = 0; l < 32; ++l) sum += hist[d * 32 + (l + d) % 32];
-        if (sum) atomicAdd(&counts[d], sum);
-    }
+    flush_copies<32>(hist, RADIX, counts);
 }
 
 // Why: the partition as one stable onesweep pass over the bucket digit: every key read once (with
