@@ -2,7 +2,7 @@
 
 The pipeline is written once against `Backend.xp` (the array module) plus the few operations that
 differ between host and device: moving small arrays to and from the host, waiting for queued
-device work before a phase is timed, and copy lanes (CopyLane) that move data between host and
+device work, a clock for the phases, and copy lanes (CopyLane) that move data between host and
 device beside the work on the device.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .local import LocalSortEngine, get_engine
+from .report import HostClock
 
 
 class Backend:
@@ -34,6 +35,10 @@ class Backend:
     def owns(self, a) -> bool:
         """True if `a` is an array of this backend."""
         return isinstance(a, np.ndarray)
+
+    def clock(self) -> HostClock:
+        """The clock of the pipeline's phases."""
+        return HostClock()
 
     def copy_lane(self) -> CopyLane:
         """A lane for host<->device copies that overlap the device's work (CPU: copies at once)."""
@@ -63,8 +68,27 @@ class GpuBackend(Backend):
     def owns(self, a) -> bool:
         return isinstance(a, self.xp.ndarray)
 
+    def clock(self) -> StreamClock:
+        return StreamClock(self.xp)
+
     def copy_lane(self) -> GpuCopyLane:
         return GpuCopyLane(self.xp)
+
+
+class StreamClock:
+    """Phase marks as CUDA events on the current stream: a phase boundary waits for nothing, so
+    the host queues the next phase's work while the device still runs the last one's, and a
+    phase's time is the device's, from reaching one mark to reaching the next (the host's time
+    in between shows where the device waited for it)."""
+
+    def __init__(self, cp):
+        self.cp = cp
+
+    def mark(self):
+        return self.cp.cuda.get_current_stream().record()
+
+    def seconds(self, start, end) -> float:
+        return self.cp.cuda.get_elapsed_time(start, end) / 1e3
 
 
 class CopyLane:

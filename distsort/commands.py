@@ -12,7 +12,7 @@ from .check import run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import parse_dtype
-from .report import SortReport, summarize
+from .report import HostClock, SortReport, summarize
 from .runtime import get_runtime
 
 DEFAULT_PER_RANK = {"gpu": 2**28, "cpu": 2**22}
@@ -64,13 +64,13 @@ def sort_file(args, comm) -> int:
     report = SortReport()
     paths = agree(comm, lambda: _output_paths(args, out_fmt, values))
     if not external_file.sort_file(args, comm, fmt, source, values, paths, report):
-        with report.phase("read", lambda: None):
+        with report.phase("read", HostClock()):
             local = agree(comm, lambda: source.read(start, stop))
             local_values = agree(comm, lambda: values.read(start, stop)) if values else None
         outputs = _sort_local(args, fmt, local, local_values, comm, report)
         if args.verify:
             _verify(args, fmt, comm, local, local_values, outputs)
-        with report.phase("write", lambda: None):
+        with report.phase("write", HostClock()):
             _write(comm, paths, outputs)
     summary = summarize(comm.allgather(report.as_dict()), source.count)
     _publish_report(args.report, comm, summary)

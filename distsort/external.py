@@ -48,7 +48,7 @@ from .exchange.mpi import MpiTransport
 from .keys import NumericCodec, record_key_words
 from .memory import default_budget, host_empty, parse_size
 from .pipeline import exchange, local_sort, plain_keys
-from .report import SortReport
+from .report import HostClock, SortReport
 from .runtime import Runtime, get_runtime
 from .splitters import EPSILON, device_rows
 
@@ -123,12 +123,12 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     report.count_in, report.global_count = source.count, sum(layout.counts)
     report.ranks = len(layout.counts)
     progress = Progress(rt.comm)
-    sync = rt.backend.synchronize
-    with report.phase("partition", sync):  # the runs
+    clock = HostClock(rt.backend.synchronize)
+    with report.phase("partition", clock):  # the runs
         store = store or [host_empty((source.count,) + c.shape[1:], c.dtype,
                                      rt.backend.name == "gpu") for c in template]
         sample = form_runs(rt, source, layout, store, progress)
-    with report.phase("sample", sync):  # the splitters, and where they cut the runs
+    with report.phase("sample", clock):  # the splitters, and where they cut the runs
         samples, picks = pick_splitters(rt.comm, sample, len(layout.counts) * layout.pieces)
         cuts = cut_runs(store, source.key_words, layout, samples, picks)
         totals = rt.comm.allreduce(bucket_sizes(cuts, len(picks) + 1))
@@ -136,7 +136,7 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     start, report.count_out = int(totals[:first].sum()), int(totals[first : first + q].sum())
     output = None
     if write is None:
-        with report.phase("finish", sync):
+        with report.phase("finish", clock):
             output = write = agree(rt.comm, lambda: ShardOutput(
                 rt, source.decode(template), report.count_out, start, out))
     cost = row_cost(template, source.key_words(template))
@@ -144,7 +144,7 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     merge_rounds(rt, source, layout, store, cuts, report, write, start, room, progress)
     if output is None:
         return None
-    with report.phase("finish", sync):
+    with report.phase("finish", clock):
         return output.close()
 
 
@@ -342,17 +342,17 @@ def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts:
     q = layout.pieces
     sends = [round_slices(layout, cuts, j) for j in range(q)]
     on_device = device_rounds(rt, store, [counts for _, counts in sends], room)
-    lane = rt.backend.copy_lane()
+    lane, clock = rt.backend.copy_lane(), HostClock(rt.backend.synchronize)
     staged = stage(rt, store, sends[0][0], lane) if on_device[0] else None
     done = start
     for j, (slices, send_counts) in enumerate(sends):
-        with report.phase("exchange", rt.backend.synchronize):  # waits for the staged rows
+        with report.phase("exchange", clock):  # waits for the staged rows
             columns = staged if on_device[j] else [gather(c, slices) for c in store]
             lane.join()
             ahead = j + 1 < q and on_device[j + 1]
             staged = stage(rt, store, sends[j + 1][0], lane) if ahead else None
             columns = exchange_round(rt, columns, send_counts, on_device[j], report, lane)
-        with report.phase("finish", rt.backend.synchronize):
+        with report.phase("finish", clock):
             columns = local_sort(rt, columns, source.key_words)
             write(done, source.decode(columns))
         done += len(columns[0])

@@ -7,13 +7,37 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .watchdog import watchdog
 
 PHASES = ("sample", "partition", "exchange", "finish")
+
+
+class Clock(Protocol):
+    """Marks the start and end of a phase: HostClock, or a backend's stream clock (CUDA events
+    on the current stream, where a phase is the device's time from one mark to the next)."""
+
+    def mark(self): ...
+
+    def seconds(self, start, end) -> float: ...
+
+
+class HostClock:
+    """Marks on the host, each after synchronize() (default: none) has waited for queued work."""
+
+    def __init__(self, synchronize: Callable[[], None] = lambda: None):
+        self.synchronize = synchronize
+
+    def mark(self) -> float:
+        self.synchronize()
+        return time.perf_counter()
+
+    def seconds(self, start: float, end: float) -> float:
+        return end - start
 
 
 @dataclass
@@ -23,7 +47,8 @@ class SortReport:
     rank: int = 0
     backend: str = ""
     engine: str = ""
-    phases: dict[str, float] = field(default_factory=dict)
+    timed: dict[str, float] = field(default_factory=dict)  # seconds per phase, from marks
+    marks: list = field(default_factory=list)  # (phase, clock, start, end) not yet read
     count_in: int = 0
     count_out: int = 0
     bytes_sent: int = 0
@@ -33,17 +58,23 @@ class SortReport:
     transfers: list = field(default_factory=list)  # (start, end) CUDA events of GPU transfers
 
     @contextmanager
-    def phase(self, name: str, synchronize) -> Iterator[None]:
-        """Time a phase; synchronize() waits for queued device work at both ends."""
+    def phase(self, name: str, clock: Clock) -> Iterator[None]:
+        """Time a phase between two of clock's marks (read when the phases are asked for)."""
         with watchdog(name, self.rank):
-            synchronize()
-            start = time.perf_counter()
+            start = clock.mark()
             inject_fault(name, self.rank)
             try:
                 yield
             finally:
-                synchronize()
-                self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - start
+                self.marks.append((name, clock, start, clock.mark()))
+
+    @property
+    def phases(self) -> dict[str, float]:
+        """Seconds per phase (a stream clock's marks are waited for here)."""
+        for name, clock, start, end in self.marks:
+            self.timed[name] = self.timed.get(name, 0.0) + clock.seconds(start, end)
+        self.marks.clear()
+        return self.timed
 
     @property
     def seconds(self) -> float:
