@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from mpi4py import MPI
@@ -64,6 +64,13 @@ def block_starts(counts: np.ndarray, align: int) -> np.ndarray:
     """Where each block of a 2-D count table starts when the blocks lie in row-major order,
     each at a multiple of align rows."""
     return aligned_displacements(counts.reshape(-1), align).reshape(counts.shape)
+
+
+def packed_starts(counts, align: int):
+    """Where blocks of these rows start, packed from row 0, each at a multiple of align rows:
+    aligned_displacements, for host or device arrays alike (chunk 0's blocks)."""
+    padded = -(-counts // align) * align
+    return padded.cumsum() - padded
 
 
 def send_starts(sent: np.ndarray, received: np.ndarray, align: int) -> np.ndarray:
@@ -110,9 +117,9 @@ class ByDestination:
         """Rows per destination (device, (ranks, 1))."""
         return self.tile_counts.reshape(self.launch.buckets, -1).sum(axis=1)[:, None]
 
-    def scatter(self, table: np.ndarray, starts: np.ndarray, out, want_dest: bool):
-        """Every row's key word into out, destination j's block from starts[j]; returns where
-        each row went (if wanted)."""
+    def scatter(self, table, starts, out, want_dest: bool):
+        """Every row's key word into out, destination j's block from starts[j] (table and
+        starts on the host or the device); returns where each row went (if wanted)."""
         return self.launch.scatter(self.tile_counts, table.sum(axis=1), starts, out, want_dest)
 
 
@@ -133,12 +140,14 @@ class ByDigit:
         """Rows per destination and digit (device, (ranks, 2^bits))."""
         return self.counts[: self.ranks * self.digits].reshape(self.ranks, self.digits)
 
-    def scatter(self, table: np.ndarray, starts: np.ndarray, out, want_dest: bool):
-        """Every key into out, destination j's block from starts[j], in digit order."""
+    def scatter(self, table, starts, out, want_dest: bool):
+        """Every key into out, destination j's block from starts[j], in digit order (table and
+        starts on the host or the device)."""
         if want_dest:
             raise ValueError("ByDigit partitions plain keys only")
-        bases = np.zeros(segments.BUCKETS, dtype=np.int64)
-        bases[: table.size] = (starts[:, None] + np.cumsum(table, axis=1) - table).reshape(-1)
+        xp = self.part.cp.get_array_module(table)
+        bases = xp.zeros(segments.BUCKETS, dtype=np.int64)
+        bases[: table.size] = (starts[:, None] + table.cumsum(axis=1) - table).reshape(-1)
         self.part.scatter(bases, out)
 
 
@@ -146,7 +155,8 @@ class ByDigit:
 class Plan(BlockRows):
     """Counts and places of every block: sent (chunk, destination), received (source, chunk);
     digits (source, chunk, 2^bits): the received rows per first digit, where the senders sorted
-    each block by it (bits > 0)."""
+    each block by it (bits > 0); outgoing: the send buffers (the loose key words' first where
+    they are not a column), chunk 0 scattered into them."""
 
     bounds: list
     parts: list
@@ -157,17 +167,7 @@ class Plan(BlockRows):
     recv_starts: np.ndarray
     digits: np.ndarray
     bits: int = 0
-    even_rows: int = 0  # rows of a shard if every rank had as many
-
-    @property
-    def buffer_rows(self) -> int:
-        """Rows of each exchange buffer (the send buffer is also the finish's scratch): those
-        of the larger block layout, but the same for every sort of about the same shards --
-        an even shard and 1/64 more, if that holds them -- so that a sort reuses the memory
-        pool's blocks of the sort before rather than allocating anew (~1 ms a 4 GB block:
-        bench/RESULTS.md, runs 95-98)."""
-        need, quantum = max(self.send_rows, self.recv_rows), max(1, self.even_rows // 64)
-        return -(-max(need, self.even_rows + quantum) // quantum) * quantum
+    outgoing: list = field(default_factory=list)
 
     def blocks(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows, start) of every received block, in buffer order."""
@@ -179,48 +179,83 @@ class Plan(BlockRows):
         before = np.cumsum(self.received, axis=0) - self.received  # earlier sources, same chunk
         return (landed_rows(self.received)[:-1][None, :] + before).reshape(-1)
 
+    def fit_buffers(self, even_rows: int) -> None:
+        """Grow the send buffers, chunk 0's rows kept, where they cannot hold both layouts (the
+        send buffer is also the landing pass's destination and the finish's scratch)."""
+        import cupy
 
-def plan(rt, keys, place: tuple[int, int], splitters: np.ndarray,
+        need = max(self.send_rows, self.recv_rows)
+        if need <= len(self.outgoing[0]):
+            return
+        first = int(self.send_starts[0, -1] + self.sent[0, -1])
+        for i, old in enumerate(self.outgoing):
+            rows = buffer_rows(need, even_rows)
+            self.outgoing[i] = cupy.empty((rows,) + old.shape[1:], old.dtype)
+            self.outgoing[i][:first] = old[:first]
+
+
+def buffer_rows(need: int, even_rows: int) -> int:
+    """Rows of an exchange buffer that must hold `need`: the same for every sort of about the
+    same shards -- an even shard (even_rows) and 1/64 more, if that holds them -- so that a sort
+    reuses the memory pool's blocks of the sort before rather than allocating anew (~1 ms a 4 GB
+    block: bench/RESULTS.md, runs 95-98)."""
+    quantum = max(1, even_rows // 64)
+    return -(-max(need, even_rows + quantum) // quantum) * quantum
+
+
+def plan(rt, columns: list, words: list, place: tuple[int, int], splitters: np.ndarray,
          lows: np.ndarray | None = None, bits: int = 0) -> Plan:
     """Count every chunk's rows per destination (and, with bits > 0, per first digit of key -
-    lows[destination]: ByDigit) and agree with every rank on the layouts. place: (global
-    position of the first key, keys on all ranks)."""
+    lows[destination]: ByDigit), queue chunk 0's scatter, and agree with every rank on the
+    layouts while it runs. place: (global position of the first row, rows on all ranks)."""
     import cupy
+    import cupyx
 
-    offset, total = place
+    (offset, total), keys, p = place, words[0], len(splitters) + 1
     bounds = chunk_bounds(len(keys), DIGIT_CHUNKS if bits else CHUNKS, MIN_CHUNK)
     if bits:
         parts = [ByDigit(keys[lo:hi], offset + lo, splitters, lows, bits) for lo, hi in bounds]
     else:
         parts = [ByDestination(keys[lo:hi], offset + lo, splitters) for lo, hi in bounds]
-    p = len(splitters) + 1
+    counted = cupy.stack([part.table() for part in parts]).astype(np.int64)
+    mine = cupyx.empty_pinned(counted.shape, np.int64)
+    counted.get(out=mine, blocking=False)
+    copied, align = cupy.cuda.get_current_stream().record(), rt.transport.align_rows
+    even = -(-total // p)
+    rows = buffer_rows(len(keys) + p * len(bounds) * align, even)  # chunk 0 packed from 0
+    keyed = keys is columns[0]
+    outgoing = [cupy.empty((rows,) + c.shape[1:], c.dtype)
+                for c in ([] if keyed else [keys]) + columns]
+    _scatter(parts[0], bounds[0], counted[0], packed_starts(counted[0].sum(axis=1), align),
+             columns, outgoing, keyed)
     chunks = rt.comm.allreduce(len(bounds), op=MPI.MAX)  # ranks with fewer send empty ones
+    copied.synchronize()
     tables = np.zeros((chunks, p, 1 << bits), dtype=np.int64)
-    tables[: len(bounds)] = cupy.asnumpy(cupy.stack([part.table() for part in parts]))
+    tables[: len(bounds)] = mine
     digits = np.empty((p, chunks, 1 << bits), dtype=np.int64)
     rt.comm.Alltoall(tables.transpose(1, 0, 2).copy(), digits)
     sent, received = tables.sum(axis=2), digits.sum(axis=2)
-    align = rt.transport.align_rows
-    return Plan(bounds, parts, tables, sent, send_starts(sent, received, align), received,
-                block_starts(received, align), digits, bits, -(-total // p))
+    layout = Plan(bounds, parts, tables, sent, send_starts(sent, received, align), received,
+                  block_starts(received, align), digits, bits, outgoing)
+    layout.fit_buffers(even)
+    return layout
 
 
 def exchange(rt, columns: list, words: list, layout: Plan, report,
              landing=None) -> tuple[list, list]:
-    """Scatter each chunk by destination and send it while the next one is scattered; with a
-    landing sort, land each chunk's blocks once they are in. Returns the received columns and
-    the send buffers (the finish's scratch)."""
+    """Send chunk 0 (scattered by plan) and scatter each later chunk by destination while the
+    one before is sent; with a landing sort, land each chunk's blocks once they are in. Returns
+    the received columns and the send buffers (the finish's scratch)."""
     import cupy
 
-    keyed, rows = words[0] is columns[0], layout.buffer_rows
-    outgoing = [cupy.empty((rows,) + c.shape[1:], c.dtype)
-                for c in ([] if keyed else [words[0]]) + columns]
-    incoming = [cupy.empty((rows,) + c.shape[1:], c.dtype)[: layout.recv_rows] for c in columns]
+    keyed, outgoing = words[0] is columns[0], layout.outgoing
+    incoming = [cupy.empty(o.shape, o.dtype)[: layout.recv_rows] for o in outgoing[-len(columns):]]
     sending = outgoing[1 - int(keyed):]  # the buffers of the columns (not of loose key words)
 
     def scatter(c: int) -> None:
-        if c < len(layout.bounds):
-            _scatter(layout, c, columns, outgoing[0], sending[int(keyed):], keyed)
+        if 0 < c < len(layout.bounds):
+            _scatter(layout.parts[c], layout.bounds[c], layout.tables[c],
+                     layout.send_starts[c], columns, outgoing, keyed)
 
     def send(c: int) -> None:
         rt.transport.alltoallv(sending, layout.sent[c], layout.received[:, c],
@@ -263,11 +298,13 @@ def overlapped(chunks: int, prepare, send, land, report) -> None:
     report.time_transfers(departed[0], arrived[-1])
 
 
-def _scatter(layout: Plan, c: int, columns: list, grouped_words, others: list, keyed: bool):
-    """Chunk c's key words into their blocks of the send buffer, and the other columns alike."""
-    lo, hi = layout.bounds[c]
-    dest = layout.parts[c].scatter(layout.tables[c], layout.send_starts[c], grouped_words,
-                                   bool(others))
+def _scatter(part, bounds: tuple, table, starts, columns: list, outgoing: list,
+             keyed: bool) -> None:
+    """One chunk's key words into their blocks of the send buffers (outgoing: the loose key
+    words' first where they are not a column), and the other columns alike."""
+    lo, hi = bounds
+    others = outgoing[1:]
+    dest = part.scatter(table, starts, outgoing[0], bool(others))
     for column, out in zip(columns[int(keyed):], others):
         out[dest] = column[lo:hi]
 

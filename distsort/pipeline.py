@@ -81,7 +81,7 @@ def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int,
         bits = digit_bits(rt, columns, words, total, largest)
         lows = None if not bits else np.array(  # uint64: NumPy picks float64 for ints past 2^63
             [key_range(splitters, j, words[0].dtype)[0] for j in range(p)], dtype=np.uint64)
-        layout = chunked.plan(rt, words[0], (offset, total), splitters, lows, bits)
+        layout = chunked.plan(rt, columns, words, (offset, total), splitters, lows, bits)
         return Chunked(columns, words, layout, landing_sort(rt, columns, words, layout, splitters))
     buckets = classify(words, offset, splitters, rt.xp)
     small = buckets.astype(np.uint16 if p <= 2**16 else np.uint32)

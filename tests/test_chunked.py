@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distsort.chunked import Plan, block_starts, chunk_bounds, landed_rows, send_starts
+from distsort.chunked import (
+    Plan,
+    block_starts,
+    buffer_rows,
+    chunk_bounds,
+    landed_rows,
+    packed_starts,
+    send_starts,
+)
+from distsort.exchange import aligned_displacements
 from distsort.local import landing
 from distsort.local.partition import TILE
 
@@ -102,18 +111,26 @@ def test_senders_sort_by_digit_only_where_every_buffer_offset_fits_32_bits():
     assert bits(columns=[np.zeros(4, np.uint32), np.zeros(4)]) == 0  # keys with values
 
 
-def _plan_of(sent_rows: int, recv_rows: int, even_rows: int) -> Plan:
-    """A one-chunk, one-rank plan whose buffers must hold these rows."""
-    sent, received, zero = np.array([[sent_rows]]), np.array([[recv_rows]]), np.zeros((1, 1))
-    return Plan([], [], sent[..., None], sent, zero, received, zero, received[..., None],
-                even_rows=even_rows)
-
-
-def test_buffer_rows_hold_both_layouts_and_stay_put_across_sorts():
+def test_buffer_rows_hold_what_is_needed_and_stay_put_across_sorts():
     even = 2**30
-    sizes = {_plan_of(even + 5000, even + d, even).buffer_rows for d in range(-10**6, 10**7, 997)}
+    sizes = {buffer_rows(even + d, even) for d in range(-10**6, 10**7, 997)}
     assert len(sizes) == 1  # every sort within 1/64 of an even shard asks the pool for as much
     assert sizes.pop() >= even + 10**7
-    big = _plan_of(even, 2 * even + 3, even)
-    assert big.buffer_rows >= 2 * even + 3 and big.buffer_rows % (even // 64) == 0
-    assert _plan_of(0, 7, 0).buffer_rows == 7
+    big = buffer_rows(2 * even + 3, even)
+    assert big >= 2 * even + 3 and big % (even // 64) == 0
+    assert buffer_rows(7, 0) == 7
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("align", [1, 1024])
+def test_chunk_zero_is_laid_out_by_its_sender_alone(seed, align):
+    """plan() scatters chunk 0 before any rank knows what it receives: its blocks start where
+    send_starts, told everything, puts them (packed_starts, on the device there)."""
+    rng = np.random.default_rng(seed)
+    chunks, ranks = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    sent = rng.integers(0, 5000, (chunks, ranks)) * rng.integers(0, 2, (chunks, ranks))
+    received = rng.integers(0, 9000, (ranks, chunks))
+    np.testing.assert_array_equal(packed_starts(sent[0], align),
+                                  send_starts(sent, received, align)[0])
+    np.testing.assert_array_equal(packed_starts(sent[0], align),
+                                  aligned_displacements(sent[0], align))

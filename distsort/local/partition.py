@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..cuda_source import CTYPES, load_module
-from ..exchange import aligned_displacements, displacements
+from ..exchange import aligned_displacements
 
 TILE = 256 * 16  # keep in step with partition.cu: BLOCK threads x ITEMS keys per thread
 MAX_BUCKETS = 256  # and its MAX_BUCKETS
@@ -76,13 +76,14 @@ class Launch:
         self._kernel("count", counts, np.int64(self.tiles), shared_mem=self.buckets * 32 * 4)
         return counts
 
-    def scatter(self, counts, per_bucket: np.ndarray, bases: np.ndarray, out, want_dest: bool):
-        """Every key into out, bucket b's block starting at out[bases[b]]; returns dest (where
-        key i went) if wanted, else None."""
+    def scatter(self, counts, per_bucket, bases, out, want_dest: bool):
+        """Every key into out, bucket b's block starting at out[bases[b]] (per_bucket and bases
+        on the host or the device); returns dest (where key i went) if wanted, else None."""
         cp = self.cp
         starts = cp.cumsum(counts) - counts
-        shift = bases - displacements(per_bucket)  # move every bucket to its aligned start
-        starts.reshape(self.buckets, self.tiles)[...] += cp.asarray(shift)[:, None]
+        per_bucket = cp.asarray(per_bucket)
+        shift = cp.asarray(bases) - (cp.cumsum(per_bucket) - per_bucket)  # to aligned starts
+        starts.reshape(self.buckets, self.tiles)[...] += shift[:, None]
         dest = cp.empty(len(self.keys), dtype=np.int64) if want_dest else None
         self._kernel("scatter", starts, np.int64(self.tiles), out,
                      dest if want_dest else np.uintp(0))
