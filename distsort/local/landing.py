@@ -106,7 +106,7 @@ class LandingSort:
         self.counters = cupy.zeros(blocks + npasses, dtype=np.uint32)
         self.flags = cupy.empty(0, dtype=np.uint32)  # grown by the first pass that needs more
         self.landed = np.zeros(blocks, dtype=bool)
-        self.ready = None  # prepare()'s (total counts, bases, run tile descriptors, tiles)
+        self.ready = None  # prepare()'s bases, host counts (and copy event), run tiles
 
     def _flags(self, tiles: int, rows: int):
         """The look-back flags of one pass, zeroed (on the current stream)."""
@@ -137,8 +137,11 @@ class LandingSort:
 
     def prepare(self) -> None:
         """Queue what the passes after the last block need (every pass's bases, the tile
-        descriptors of the pass over the blocks' runs) once every block has landed: device work
-        only, so the host can queue it while the last transfers run, not after them."""
+        descriptors of the pass over the blocks' runs, the digit counts' copy to the host) once
+        every block has landed: device work only, so the host can queue it while the last
+        transfers run, not after them."""
+        import cupyx
+
         if self.ready is not None:
             return
         if not self.landed.all():
@@ -147,17 +150,20 @@ class LandingSort:
         hist = self.hist.reshape(blocks, len(self.passes), 256).astype(np.int64)
         total = hist.sum(axis=0)
         bases = (cp.cumsum(total, axis=1) - total).astype(np.uint32)
+        counts = cupyx.empty_pinned(total.shape, np.int64)  # read by finish() as passes run
+        total.get(out=counts, blocking=False)
+        read = cp.cuda.get_current_stream().record()
         if self.first is None:  # pass 0 ran as the blocks landed: its runs are in the scratch
             runs, run_starts = hist[:, 0, :], self.out_starts
         else:  # the blocks are the runs of their first digit, in the receive buffer (with gaps)
             runs, run_starts = self.first, self.starts
-        self.ready = (total, bases) + self._run_tiles(runs, run_starts, n)
+        self.ready = (bases, (counts, read)) + self._run_tiles(runs, run_starts, n)
 
     def finish(self, keys, scratch):
         """Every pass not yet run, after every block has landed; returns the n sorted keys (a
         view of keys or of scratch, whichever the last pass wrote)."""
         self.prepare()
-        total, bases, descriptors, tiles = self.ready
+        bases, (counts, read), descriptors, tiles = self.ready
         n = int(self.counts.sum())
         pair = (scratch[:n], keys[:n])  # where the passes after the first over the runs go
         if self.first is None:  # pass 0's runs are in the scratch
@@ -166,7 +172,7 @@ class LandingSort:
             done, source = 0, keys
             pair = pair[::-1]
         self._pass(source, pair[1], done, bases, tiles, descriptors)
-        counts = self.cp.asnumpy(total)  # read while that pass runs
+        read.synchronize()  # the digit counts, copied before that pass: read while it runs
         later = [p for p in range(done + 1, len(self.passes)) if counts[p].max() < n]
         for i, p in enumerate(later, start=1):
             self._pass(pair[i % 2], pair[(i + 1) % 2], p, bases, -(-n // self.tile))
