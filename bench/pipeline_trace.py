@@ -34,7 +34,8 @@ from distsort.report import SortReport  # noqa: E402
 COMM = MPI.COMM_WORLD
 STEPS = [  # (module or class, attribute, label)
     (pipeline, "local_sample", "sample"), (pipeline, "choose_splitters", "splitters"),
-    (chunked, "plan", "plan"), (segments.BucketPartition, "counts", "count"),
+    (pipeline, "partition", "route"), (chunked, "plan", "plan"),
+    (segments.BucketPartition, "__init__", "args"), (segments.BucketPartition, "counts", "count"),
     (chunked, "_scatter", "scatter"), (NcclTransport, "alltoallv", "send"),
     (landing.LandingSort, "land", "land"), (landing.LandingSort, "finish", "finish"),
     (landing.LandingSort, "_run_tiles", "run_tiles"), (landing.LandingSort, "_pass", "pass"),
