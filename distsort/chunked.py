@@ -266,7 +266,7 @@ def exchange(rt, columns: list, words: list, layout: Plan, report,
             landing.land(b, incoming[0], sending[0])
 
     chunks = len(layout.sent)
-    overlapped(chunks, scatter, send, land if landing is not None else None, report)
+    overlapped(chunks, scatter, send, land if landing is not None else None, report, lag=2)
     if landing is not None:
         land(chunks - 1)
         landing.prepare()  # queued now, while the transfers run: no host work after them
@@ -275,15 +275,27 @@ def exchange(rt, columns: list, words: list, layout: Plan, report,
     return incoming, sending
 
 
-def overlapped(chunks: int, prepare, send, land, report) -> None:
+def overlapped(chunks: int, prepare, send, land, report, lag: int = 1) -> None:
     """Chunk by chunk: prepare(c) on the compute (current) stream, then send(c) on the exchange
-    stream once the compute stream's work so far is done; land(c - 1), where given, on the
-    compute stream once chunk c - 1 is in, beside chunk c's transfers. The compute stream then
-    waits for the last chunk (landing it is the caller's); the report gets the transfers' span."""
+    stream once the compute stream's work so far is done; land(c - lag), where given, on the
+    compute stream once chunk c - lag is in, beside the later chunks' transfers. The compute
+    stream then lands every chunk but the last and waits for that one (landing it is the
+    caller's); the report gets the transfers' span.
+
+    lag 2 queues chunk c + 1's preparation before chunk c - 1's landing, which waits for chunk
+    c - 1's transfers: so the next send does not wait behind a landing (0.4 ms of idle link at
+    P=4 with lag 1: bench/RESULTS.md, run 103). It pays with the exchange stream's priority:
+    a scatter queued as soon as the one before ends would otherwise hold the SMs ahead of the
+    transfers beside it (runs 105-106)."""
     import cupy
 
     compute, side = cupy.cuda.get_current_stream(), exchange_stream(cupy.cuda.Device().id)
     departed, arrived = [], []
+
+    def land_after(c: int) -> None:
+        compute.wait_event(arrived[c])
+        land(c)
+
     for c in range(chunks):
         prepare(c)
         side.wait_event(compute.record())
@@ -291,9 +303,11 @@ def overlapped(chunks: int, prepare, send, land, report) -> None:
         with side:
             send(c)
         arrived.append(side.record())
-        if land is not None and c > 0:
-            compute.wait_event(arrived[c - 1])
-            land(c - 1)
+        if land is not None and c >= lag:
+            land_after(c - lag)
+    if land is not None:
+        for c in range(max(chunks - lag, 0), chunks - 1):
+            land_after(c)
     compute.wait_event(arrived[-1])
     report.time_transfers(departed[0], arrived[-1])
 
@@ -311,7 +325,10 @@ def _scatter(part, bounds: tuple, table, starts, columns: list, outgoing: list,
 
 @functools.cache
 def exchange_stream(device: int):
+    """The transfers' stream, of the greatest priority (CUDA clamps -1000 to it): NCCL's blocks
+    get SMs before the pending blocks of a scatter queued ahead of them on the compute stream
+    (bench/RESULTS.md, run 106)."""
     import cupy
 
-    return cupy.cuda.Stream(non_blocking=True)
+    return cupy.cuda.Stream(non_blocking=True, priority=-1000)
 
