@@ -187,9 +187,8 @@ class Plan(BlockRows):
         need = max(self.send_rows, self.recv_rows)
         if need <= len(self.outgoing[0]):
             return
-        first = int(self.send_starts[0, -1] + self.sent[0, -1])
+        first, rows = int(self.send_starts[0, -1] + self.sent[0, -1]), buffer_rows(need, even_rows)
         for i, old in enumerate(self.outgoing):
-            rows = buffer_rows(need, even_rows)
             self.outgoing[i] = cupy.empty((rows,) + old.shape[1:], old.dtype)
             self.outgoing[i][:first] = old[:first]
 
