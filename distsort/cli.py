@@ -16,7 +16,7 @@ import traceback
 from mpi4py import MPI
 
 from . import commands
-from .errors import DistsortError, RemoteError
+from .errors import DistsortError, RemoteError, abort
 from .gpu_safety import out_of_memory_message
 from .memory import size_argument
 
@@ -43,23 +43,19 @@ def main(argv: list[str] | None = None) -> int:
     except RemoteError:
         return 2
     except DistsortError as exc:
-        print(f"distsort: error: {exc}", file=sys.stderr, flush=True)
         if getattr(exc, "agreed", False) or comm.Get_size() == 1:
+            print(f"distsort: error: {exc}", file=sys.stderr, flush=True)
             return 2
-        comm.Abort(2)
+        abort(comm, 2, f"distsort: error: {exc}")
     except KeyboardInterrupt:
-        print("distsort: interrupted", file=sys.stderr, flush=True)
-        comm.Abort(130)
+        abort(comm, 130, "distsort: interrupted")
     except Exception as exc:
         oom = out_of_memory_message(comm.Get_rank(), exc)
         if oom:  # no other rank can be told: end the job, no rank waits, no output is left
-            print(f"distsort: error: {oom}", file=sys.stderr, flush=True)
-            comm.Abort(2)
+            abort(comm, 2, f"distsort: error: {oom}")
         print(f"distsort: internal error on rank {comm.Get_rank()}:", file=sys.stderr)
         traceback.print_exc()
-        sys.stderr.flush()
-        comm.Abort(1)
-    return 1
+        abort(comm, 1)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -83,12 +82,11 @@ def _monitor() -> _Monitor:
 
 
 def _expire(phase: str, rank: int, limit: float) -> None:
-    sys.stderr.write(
-        f"distsort: error: rank {rank} spent more than {limit:g} s in the {phase} phase: "
-        "another rank stopped answering (or the phase needs longer: raise DISTSORT_TIMEOUT); "
-        "aborting the job\n"
-    )
-    sys.stderr.flush()
     from mpi4py import MPI
 
-    MPI.COMM_WORLD.Abort(3)
+    from .errors import abort
+
+    abort(MPI.COMM_WORLD, 3,
+          f"distsort: error: rank {rank} spent more than {limit:g} s in the {phase} phase: "
+          "another rank stopped answering (or the phase needs longer: raise DISTSORT_TIMEOUT); "
+          "aborting the job")
