@@ -81,9 +81,9 @@ class Launch:
         on the host or the device); returns dest (where key i went) if wanted, else None."""
         cp = self.cp
         starts = cp.cumsum(counts) - counts
-        per_bucket = cp.asarray(per_bucket)
-        shift = cp.asarray(bases) - (cp.cumsum(per_bucket) - per_bucket)  # to aligned starts
-        starts.reshape(self.buckets, self.tiles)[...] += shift[:, None]
+        xp = cp.get_array_module(per_bucket)  # where the tables are: one upload, or none
+        shift = bases - (xp.cumsum(per_bucket) - per_bucket)  # every bucket to its aligned start
+        starts.reshape(self.buckets, self.tiles)[...] += cp.asarray(shift)[:, None]
         dest = cp.empty(len(self.keys), dtype=np.int64) if want_dest else None
         self._kernel("scatter", starts, np.int64(self.tiles), out,
                      dest if want_dest else np.uintp(0))
