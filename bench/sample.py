@@ -22,7 +22,7 @@ from dist_sort import random_keys, timed  # noqa: E402
 
 from distsort.cli import parse_count  # noqa: E402
 from distsort.runtime import get_runtime  # noqa: E402
-from distsort.splitters import choose_splitters, local_sample  # noqa: E402
+from distsort.splitters import choose_splitters, local_sample, sample_sizes  # noqa: E402
 
 COMM = MPI.COMM_WORLD
 
@@ -36,9 +36,10 @@ def one_run(rt, n: int) -> dict:
     rows = out.pop("rows")
     p = COMM.Get_size()
     send = np.full(p, len(rows), dtype=np.int64)
-    recv = np.asarray(COMM.allgather(len(rows)), dtype=np.int64)
+    sizes = sample_sizes(counts)
+    recv = np.asarray(sizes, dtype=np.int64)
     out["share"] = timed(lambda: rt.transport.alltoallv([rows], send, recv, np.zeros(p, np.int64)))
-    out["choose_splitters"] = timed(lambda: choose_splitters(rt, rows))
+    out["choose_splitters"] = timed(lambda: choose_splitters(rt, rows, sizes))
     out["rows_per_rank"] = len(rows)
     return out
 

@@ -24,7 +24,7 @@ from .local.landing import LandingSort
 from .local.order import stable_order
 from .report import SortReport
 from .runtime import Runtime
-from .splitters import choose_splitters, classify, local_sample
+from .splitters import choose_splitters, classify, local_sample, sample_sizes
 
 KeyWords = Callable[[list], list]
 # The finish's first radix pass runs as blocks land (chunked.py); bench/RESULTS.md, runs 40-41.
@@ -48,7 +48,7 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     else:
         with report.phase("sample", clock):
             sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.backend)
-            splitters = choose_splitters(rt, sample)
+            splitters = choose_splitters(rt, sample, sample_sizes(counts))
         with report.phase("partition", clock):
             place = (offset, sum(counts), max(counts))
             routed = partition(rt, columns, key_words, place, splitters)

@@ -33,6 +33,9 @@ class Runtime:
 
 
 _cache: dict[tuple, Runtime] = {}
+# The backend each (communicator, request) resolved to: choosing takes two collectives, and
+# what they find (every rank has a GPU, a safe CuPy) cannot change while the process runs.
+_chosen: dict[tuple, str] = {}
 
 
 def get_runtime(comm=None, backend: str | None = None, engine: str | None = None) -> Runtime:
@@ -41,9 +44,14 @@ def get_runtime(comm=None, backend: str | None = None, engine: str | None = None
     engine names the local sort engine (default: $DISTSORT_ENGINE, else the backend's best).
     """
     comm = comm if comm is not None else MPI.COMM_WORLD
-    name = choose_backend(comm, backend)
+    handle = MPI._handleof(comm)
+    if backend in (None, "auto"):
+        backend = os.environ.get("DISTSORT_BACKEND") or "auto"
+    if (handle, backend) not in _chosen:  # collective: every rank makes the same calls
+        _chosen[handle, backend] = choose_backend(comm, backend)
+    name = _chosen[handle, backend]
     engine = engine or os.environ.get("DISTSORT_ENGINE") or None
-    key = (MPI._handleof(comm), name, engine)
+    key = (handle, name, engine)
     if key not in _cache:
         _cache[key] = _build(comm, name, engine)
     return _cache[key]

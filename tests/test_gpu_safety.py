@@ -59,6 +59,18 @@ def test_the_gpu_backend_refuses_an_unsafe_cupy(fake_gpus, requested):
     assert runtime.choose_backend(MPI.COMM_SELF, requested) == "gpu"
 
 
+def test_the_backend_is_chosen_once_per_communicator_and_request(monkeypatch):
+    """Choosing asks every rank (two collectives); a process asks once per request."""
+    asked = []
+    monkeypatch.setattr(runtime, "_chosen", {})
+    monkeypatch.setattr(runtime, "choose_backend", lambda comm, req: asked.append(req) or "cpu")
+    monkeypatch.delenv("DISTSORT_BACKEND", raising=False)
+    for _ in range(3):
+        assert runtime.get_runtime(MPI.COMM_SELF, "cpu").backend.name == "cpu"
+        assert runtime.get_runtime(MPI.COMM_SELF).backend.name == "cpu"
+    assert asked == ["cpu", "auto"]
+
+
 @pytest.mark.mpi
 def test_an_unsafe_cupy_gets_one_message_from_one_rank_and_stops_every_rank(fake_gpus):
     fake_gpus("13.6.0")

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from distsort.backend import Backend
-from distsort.splitters import classify, local_sample, samples_per_bucket, stream_base, uniforms
+from distsort.splitters import (
+    classify,
+    local_sample,
+    sample_sizes,
+    samples_per_bucket,
+    stream_base,
+    uniforms,
+)
 
 
 def test_sample_size_grows_with_ranks_and_stays_small():
@@ -24,6 +31,19 @@ def test_large_data_sample_is_proportional_to_the_share():
                         per_bucket=1000)
     assert abs(len(rows) - 500) <= 1
     np.testing.assert_array_equal(rows[:, 0], rows[:, 1])  # key i sits at global position i
+
+
+def test_every_rank_knows_every_rank_s_sample_size():
+    """choose_splitters receives sample_sizes(counts) rows from each rank without asking: they
+    must be what local_sample gives there, exact or drawn, with empty ranks."""
+    for counts in ([4, 3], [0, 5, 2], [10**5, 3 * 10**5, 0, 7], [999, 1000, 1001]):
+        sizes = sample_sizes(counts, per_bucket=50)
+        for rank, n in enumerate(counts):
+            words = [np.arange(n, dtype=np.uint32)]
+            got = local_sample(words, counts, rank, Backend(), per_bucket=50)
+            assert len(got) == sizes[rank]
+        want = 50 * len(counts)
+        assert sizes == counts if sum(counts) <= want else want <= sum(sizes) < want + len(counts)
 
 
 def test_classify_breaks_ties_by_global_position():
