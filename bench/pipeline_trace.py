@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from dist_sort import CASES, random_keys  # noqa: E402
 
 import distsort  # noqa: E402
-from distsort import chunked, pipeline  # noqa: E402
+from distsort import api, chunked, external, pipeline, splitters  # noqa: E402
 from distsort.check import verify  # noqa: E402
 from distsort.exchange.nccl import NcclTransport  # noqa: E402
 from distsort.local import landing, segments  # noqa: E402
@@ -33,7 +33,9 @@ from distsort.report import SortReport  # noqa: E402
 
 COMM = MPI.COMM_WORLD
 STEPS = [  # (module or class, attribute, label)
+    (api, "_outputs", "outputs"), (external, "plan", "budget"), (api, "_prepare", "prepare"),
     (pipeline, "local_sample", "sample"), (pipeline, "choose_splitters", "splitters"),
+    (splitters, "stable_order", "order"),
     (pipeline, "partition", "route"), (chunked, "plan", "plan"),
     (segments.BucketPartition, "__init__", "args"), (segments.BucketPartition, "counts", "count"),
     (chunked, "_scatter", "scatter"), (NcclTransport, "alltoallv", "send"),

@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   digits trace nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   digits trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each);
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
@@ -66,6 +66,14 @@ for step in $steps; do
              timeout 100 $mpi -n "$gpus" python3 bench/pipeline_trace.py --case $case --out "$OUT" --profile \
                2>&1 | tee "$OUT/trace_${case//^/_}.txt" | grep -a "Error" | head -3
            done ;;
+    ab) for i in 1 2; do  # the tree in $AB_OLD (default ../.old) and this one, alternated
+          for tree in "${AB_OLD:-../.old}" .; do
+            (cd "$tree" && echo "tree $tree" &&
+             PYTHONPATH=$PWD:/tmp/site timeout 120 $mpi -n "$gpus" python3 bench/dist_sort.py \
+               --cases "${AB_CASES:-u32-4x2^30,u64-4x2^29}" --no-baselines --reps 5 \
+               --out "$OUT/ab${i}_$(basename "$tree")" 2>&1 | grep -a "P=\|Error" | head -4)
+          done
+        done ;;
     chunks4) for c in 1 2 4 8; do  # chunks of the overlapped partition + exchange
                DISTSORT_CHUNKS=$c timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
                  u32-4x2^30,u64-4x2^29 --no-baselines --reps 3 --out "$OUT/chunks$c" 2>&1 | tail -2
