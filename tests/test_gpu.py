@@ -102,6 +102,35 @@ def test_gpu_pairs_stable_and_argsort(dist):
     assert max(COMM.allgather(len(keys))) <= 1.05 * n
 
 
+@pytest.mark.parametrize("kdtype, vdtype", [("uint32", "uint32"), ("int64", "float64"),
+                                            ("uint32", "int64"), ("float32", "uint16")])
+def test_gpu_pairs_finish_with_our_radix_pairs(kdtype, vdtype):
+    """Enough rows on every rank (past MIN_N["pairs"]) that the finish sorts the pairs with our
+    radix kernels, over the rank's key range and in the received buffers: values follow their
+    keys, equal keys (half the keys are duplicate-heavy) in input order."""
+    import cupy
+
+    from distsort.local.radix import MIN_N
+
+    rank = COMM.Get_rank()
+    n = MIN_N["pairs"] + 2**18 + 777 * rank
+    rng = np.random.default_rng([rank, 11])
+    x = np.where(rng.random(n) < 0.5, rng.integers(0, 1000, n),
+                 rng.integers(0, 2**31, n)).astype(kdtype)
+    start = COMM.exscan(n) or 0
+    values = ((np.arange(start, start + n) * 7919) % 60_000).astype(vdtype)
+    keys, got = distsort.sort_pairs(cupy.asarray(x), cupy.asarray(values), stable=True)
+    every_x, every_v = np.concatenate(COMM.allgather(x)), np.concatenate(COMM.allgather(values))
+    order = np.argsort(every_x, kind="stable")
+    np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(keys))),
+                                  every_x[order])
+    np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(got))),
+                                  every_v[order])
+    if vdtype == "int64":
+        perm = distsort.argsort(cupy.asarray(x))
+        np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(perm))), order)
+
+
 def test_gpu_records_in_memcmp_order():
     import cupy
 
