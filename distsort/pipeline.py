@@ -191,25 +191,53 @@ def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
     Plain keys are sorted in place, over only the bits of key - low that vary in this rank's key
     range, with the sent keys (spare: [sent columns], given up here) as the sort's scratch, so the
     sort takes no memory beyond the two exchange buffers; the gaps are filled with the range's
-    largest key, and as many keys are dropped from the end of the result. Other data are packed.
+    largest key, and as many keys are dropped from the end of the result. Pairs (a key column
+    and one more) are sorted in the receive buffers too, their gaps' keys just outside the range
+    (_outside_key), so the gaps sort to one end and are cut off: a copy of both columns less.
+    Other data are packed first.
     """
     counts, starts = blocks
     n, rank = int(counts.sum()), rt.comm.Get_rank()
     words = key_words(columns)
     low, end_bit = key_range(splitters, rank, words[0].dtype)
     if plain_keys(columns, words):
-        top = upper_key(splitters, rank, words[0].dtype)
-        for start, count, end in zip(starts, counts, list(starts[1:]) + [len(columns[0])]):
-            columns[0][start + count : end] = top
+        _fill_gaps(columns[0], blocks, upper_key(splitters, rank, words[0].dtype))
         scratch = _fitting_scratch(spare.pop(), columns[0])
         out = rt.backend.engine.sort(columns[0], end_bit=end_bit, low=low, overwrite=True,
                                      scratch=scratch)
         return [out[:n]]
     spare.clear()
+    outside = _outside_key(words[0].dtype, low, upper_key(splitters, rank, words[0].dtype))
+    if len(columns[0]) != n and own_key(columns, words) and len(columns) == 2 and outside:
+        fill, low, end_bit, last = outside  # pairs: sorted in the receive buffers, gaps and all
+        _fill_gaps(columns[0], blocks, fill)
+        out = local_sort(rt, columns, key_words, end_bit=end_bit, low=low, overwrite=True)
+        first = 0 if last else len(columns[0]) - n
+        return [c[first : first + n] for c in out]
     if len(columns[0]) != n:
         columns = [rt.xp.concatenate([c[a : a + k] for a, k in zip(starts, counts)])
                    for c in columns]
     return local_sort(rt, columns, key_words, end_bit=end_bit, low=low, overwrite=True)
+
+
+def _fill_gaps(keys, blocks, value) -> None:
+    """Set the rows between and after the received blocks (aligned starts leave gaps) to value."""
+    counts, starts = blocks
+    for start, count, end in zip(starts, counts, list(starts[1:]) + [len(keys)]):
+        keys[start + count : end] = value
+
+
+def _outside_key(dtype, low: int, top) -> tuple | None:
+    """A key just outside the rank's key range [low, top] for the gaps between received pairs,
+    so that they sort after (top + 1) or before (low - 1) every received key, with the (low,
+    end_bit) that cover it: (fill, low, end_bit, whether the gaps sort last), or None where
+    the range holds every key of the dtype."""
+    top = int(top)
+    if top < np.iinfo(dtype).max:
+        return dtype.type(top + 1), low, (top + 1 - low).bit_length(), True
+    if low > 0:
+        return dtype.type(low - 1), low - 1, (top - low + 1).bit_length(), False
+    return None
 
 
 def _fitting_scratch(sent: list, keys):
@@ -235,7 +263,12 @@ def key_range(splitters: np.ndarray, rank: int, word) -> tuple[int, int]:
 
 def plain_keys(columns: list, words: list) -> bool:
     """Are the data plain keys: one column that is its own and only key word (no payload)?"""
-    return len(columns) == 1 and len(words) == 1 and words[0] is columns[0]
+    return len(columns) == 1 and own_key(columns, words)
+
+
+def own_key(columns: list, words: list) -> bool:
+    """Is the first column its own and only key word (whatever columns follow it)?"""
+    return len(words) == 1 and words[0] is columns[0]
 
 
 def local_sort(rt: Runtime, columns: list, key_words: KeyWords, **options) -> list:
@@ -245,7 +278,7 @@ def local_sort(rt: Runtime, columns: list, key_words: KeyWords, **options) -> li
     pairs: bench/RESULTS.md, run 53); else by a stable order. options (SortOptions, end_bit)
     are for the engine where the first column is the only key word."""
     words, engine = key_words(columns), rt.backend.engine
-    if len(words) == 1 and words[0] is columns[0] and len(columns) <= 2:
+    if own_key(columns, words) and len(columns) <= 2:
         if len(columns) == 1:
             return [engine.sort(words[0], **options)]
         return list(engine.sort_pairs(columns[0], columns[1], **options))

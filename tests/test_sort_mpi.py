@@ -236,6 +236,18 @@ def test_aligned_blocks_leave_gaps_that_the_finish_closes(monkeypatch, chunk):
     positions = np.arange(len(f)) + (COMM.exscan(len(f)) or 0)
     keys, values = distsort.sort_pairs(f, positions, stable=True)
     np.testing.assert_array_equal(everything(values), np.argsort(everything(f), kind="stable"))
+    # pairs sort in the receive buffers: gaps keyed past the rank's range (top + 1), before it
+    # on the last rank (whose range ends at the dtype's maximum), or packed where a range is
+    # every key (all keys 0 and 255: ranks whose range is [0, 255])
+    for keys in (np.random.default_rng([COMM.Get_rank(), 5]).integers(0, 2**32, 700),
+                 np.where(np.arange(600 + 9 * COMM.Get_rank()) % 3, 255, 0)):
+        for dtype in ("uint32", "uint8"):
+            k = keys.astype(dtype)
+            positions = np.arange(len(k)) + (COMM.exscan(len(k)) or 0)
+            got_k, got_v = distsort.sort_pairs(k, positions, stable=True)
+            order = np.argsort(everything(k), kind="stable")
+            np.testing.assert_array_equal(everything(got_v), order)
+            np.testing.assert_array_equal(everything(got_k), everything(k)[order])
     records = np.random.default_rng(COMM.Get_rank()).integers(0, 3, (300, 12), dtype=np.uint8)
     out = everything(distsort.sort_records(records, 5))
     assert [bytes(r[:5]) for r in out] == sorted(bytes(r[:5]) for r in everything(records))
