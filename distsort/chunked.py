@@ -66,13 +66,6 @@ def block_starts(counts: np.ndarray, align: int) -> np.ndarray:
     return aligned_displacements(counts.reshape(-1), align).reshape(counts.shape)
 
 
-def packed_starts(counts, align: int):
-    """Where blocks of these rows start, packed from row 0, each at a multiple of align rows:
-    aligned_displacements, for host or device arrays alike (chunk 0's blocks)."""
-    padded = -(-counts // align) * align
-    return padded.cumsum() - padded
-
-
 def send_starts(sent: np.ndarray, received: np.ndarray, align: int) -> np.ndarray:
     """Where each sent block (chunk, destination) starts: chunk-major, each at a multiple of
     align rows, and chunk c no lower than the rows received in the chunks before it (where
@@ -225,7 +218,7 @@ def plan(rt, columns: list, words: list, place: tuple[int, int], splitters: np.n
     keyed = keys is columns[0]
     outgoing = [cupy.empty((rows,) + c.shape[1:], c.dtype)
                 for c in ([] if keyed else [keys]) + columns]
-    _scatter(parts[0], bounds[0], counted[0], packed_starts(counted[0].sum(axis=1), align),
+    _scatter(parts[0], bounds[0], counted[0], aligned_displacements(counted[0].sum(axis=1), align),
              columns, outgoing, keyed)
     chunks = rt.comm.allreduce(len(bounds), op=MPI.MAX)  # ranks with fewer send empty ones
     copied.synchronize()

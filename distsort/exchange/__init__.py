@@ -38,13 +38,11 @@ def as_bytes(a):
     return a.reshape(-1).view(np.uint8)
 
 
-def aligned_displacements(counts: np.ndarray, align: int) -> np.ndarray:
-    """Where each peer's block starts when every block starts at a multiple of align rows."""
-    starts = np.zeros(len(counts), dtype=np.int64)
-    for j in range(1, len(counts)):
-        end = starts[j - 1] + counts[j - 1]
-        starts[j] = -(-end // align) * align
-    return starts
+def aligned_displacements(counts, align: int):
+    """Where each peer's block starts when every block starts at a multiple of align rows
+    (int64; host or device arrays alike: chunked.plan lays out chunk 0 on the device)."""
+    padded = -(-counts.astype(np.int64) // align) * align
+    return padded.cumsum() - padded
 
 
 def displacements(counts: np.ndarray) -> np.ndarray:
