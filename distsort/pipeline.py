@@ -200,14 +200,15 @@ def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
     n, rank = int(counts.sum()), rt.comm.Get_rank()
     words = key_words(columns)
     low, end_bit = key_range(splitters, rank, words[0].dtype)
+    top = upper_key(splitters, rank, words[0].dtype)
     if plain_keys(columns, words):
-        _fill_gaps(columns[0], blocks, upper_key(splitters, rank, words[0].dtype))
+        _fill_gaps(columns[0], blocks, top)
         scratch = _fitting_scratch(spare.pop(), columns[0])
         out = rt.backend.engine.sort(columns[0], end_bit=end_bit, low=low, overwrite=True,
                                      scratch=scratch)
         return [out[:n]]
     spare.clear()
-    outside = _outside_key(words[0].dtype, low, upper_key(splitters, rank, words[0].dtype))
+    outside = _outside_key(words[0].dtype, low, top)
     if len(columns[0]) != n and own_key(columns, words) and len(columns) == 2 and outside:
         fill, low, end_bit, last = outside  # pairs: sorted in the receive buffers, gaps and all
         _fill_gaps(columns[0], blocks, fill)

@@ -49,4 +49,4 @@ def segment_heads(rows: np.ndarray, segs: np.ndarray) -> np.ndarray:
         first = np.ones(len(nonempty), dtype=bool)
         first[1:] = segs[nonempty[1:]] != segs[nonempty[:-1]]
         head[nonempty[first]] = True
-    return (segs | head.astype(np.int64) << 31).astype(np.uint32)
+    return (segs | np.where(head, SEG_HEAD, 0)).astype(np.uint32)
