@@ -4,8 +4,9 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   digits trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
-#   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each);
+#   digits envab trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
+#   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice;
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -15,7 +16,7 @@ export PYTHONPATH=$PWD:/tmp/site
 gpus=$(nvidia-smi -L | wc -l)
 mpi="mpirun --oversubscribe -x NCCL_NVLS_ENABLE -x PYTHONPATH -x PYTHONUNBUFFERED -x DISTSORT_ENGINE"
 mpi="$mpi -x DISTSORT_CHUNKS -x DISTSORT_LANDING -x DISTSORT_SEGMENTS -x DISTSORT_SEGMENT_CHUNKS"
-mpi="$mpi -x DISTSORT_DIGITS"
+mpi="$mpi -x DISTSORT_DIGITS -x DISTSORT_DIGIT_LANDING"
 steps=${*:-tests mpitests quickstart bench}
 host_memory() {  # what the kernel would kill for: free memory, cgroup limit and OOM kills, locking
   grep -E "MemTotal|MemAvailable|Mlocked|AnonHugePages" /proc/meminfo | tr -s ' ' | paste -sd' '
@@ -62,6 +63,14 @@ for step in $steps; do
                 --out "$OUT/digits${i}_d$d" > "$OUT/digits$i.log" 2>&1
               grep -a "P=\|Error" "$OUT/digits$i.log" | head -4
             done ;;
+    envab) for i in 1 2; do  # environment settings alternated, all GPUs
+             for setting in ${AB_ENV:-DISTSORT_DIGIT_LANDING=0 DISTSORT_DIGIT_LANDING=1}; do
+               vars=(${setting//,/ }); echo "$setting"
+               env "${vars[@]}" timeout 120 $mpi -n "$gpus" python3 bench/dist_sort.py \
+                 --cases "${AB_CASES:-u32-4x2^30,u64-4x2^29}" --no-baselines --reps 5 \
+                 --out "$OUT/envab${i}_${setting//[=,]/_}" 2>&1 | grep -a "P=\|Error" | head -4
+             done
+           done ;;
     trace) for case in u32-4x2^30 u64-4x2^29; do  # a GPU timeline of one sort, every rank
              timeout 100 $mpi -n "$gpus" python3 bench/pipeline_trace.py --case $case --out "$OUT" --profile \
                2>&1 | tee "$OUT/trace_${case//^/_}.txt" | grep -a "Error" | head -3
