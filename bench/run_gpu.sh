@@ -16,7 +16,7 @@ export PYTHONPATH=$PWD:/tmp/site
 gpus=$(nvidia-smi -L | wc -l)
 mpi="mpirun --oversubscribe -x NCCL_NVLS_ENABLE -x PYTHONPATH -x PYTHONUNBUFFERED -x DISTSORT_ENGINE"
 mpi="$mpi -x DISTSORT_CHUNKS -x DISTSORT_LANDING -x DISTSORT_SEGMENTS -x DISTSORT_SEGMENT_CHUNKS"
-mpi="$mpi -x DISTSORT_DIGITS -x DISTSORT_DIGIT_LANDING"
+mpi="$mpi -x DISTSORT_DIGITS"
 steps=${*:-tests mpitests quickstart bench}
 host_memory() {  # what the kernel would kill for: free memory, cgroup limit and OOM kills, locking
   grep -E "MemTotal|MemAvailable|Mlocked|AnonHugePages" /proc/meminfo | tr -s ' ' | paste -sd' '
@@ -64,9 +64,9 @@ for step in $steps; do
               grep -a "P=\|Error" "$OUT/digits$i.log" | head -4
             done ;;
     envab) for i in 1 2; do  # environment settings alternated, all GPUs
-             for setting in ${AB_ENV:-DISTSORT_DIGIT_LANDING=0 DISTSORT_DIGIT_LANDING=1}; do
+             for setting in ${AB_ENV:-DISTSORT_CHUNKS=3 DISTSORT_CHUNKS=4}; do
                vars=(${setting//,/ }); echo "$setting"
-               env "${vars[@]}" timeout 120 $mpi -n "$gpus" python3 bench/dist_sort.py \
+               env "${vars[@]}" timeout 120 $mpi ${vars[@]/#/-x } -n "$gpus" python3 bench/dist_sort.py \
                  --cases "${AB_CASES:-u32-4x2^30,u64-4x2^29}" --no-baselines --reps 5 \
                  --out "$OUT/envab${i}_${setting//[=,]/_}" 2>&1 | grep -a "P=\|Error" | head -4
              done

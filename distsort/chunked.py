@@ -261,7 +261,7 @@ def exchange(rt, columns: list, words: list, layout: Plan, report,
     overlapped(chunks, scatter, send, land if landing is not None else None, report, lag=2)
     if landing is not None:
         land(chunks - 1)
-        landing.prepare(sending[0])  # queued now, while the transfers run: no host work after them
+        landing.prepare()  # queued now, while the transfers run: no host work after them
     report.count_exchanged(sum(row_bytes(c) for c in columns), layout.sent.sum(axis=0),
                            layout.received.sum(axis=1), rt.comm.Get_rank())
     return incoming, sending

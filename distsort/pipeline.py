@@ -32,9 +32,6 @@ LANDING = os.environ.get("DISTSORT_LANDING", "1") != "0"
 # The senders sort each block by its receiver's first radix digit (chunked.ByDigit), so the
 # landing sort runs one pass fewer; bench/RESULTS.md, run 85.
 DIGITS = os.environ.get("DISTSORT_DIGITS", "1") != "0"
-# ... and the landing sort's first pass, over the digit after the senders', still runs on each
-# block as it lands: two passes fewer after the last block; bench/RESULTS.md, run 116.
-DIGIT_LANDING = os.environ.get("DISTSORT_DIGIT_LANDING", "1") != "0"
 
 
 def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: SortReport) -> list:
@@ -158,9 +155,7 @@ def digit_bits(rt: Runtime, columns: list, words: list, total: int, largest: int
 def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
                  splitters) -> LandingSort | None:
     """A sort to start as the blocks land, for plain keys that our radix engine will sort
-    (DISTSORT_LANDING=0: none, the finish sorts after the exchange): a first pass on each block
-    as it lands, over the digit after the senders' where they sorted by one (unless
-    DISTSORT_DIGIT_LANDING=0 or one pass covers the rest of the range)."""
+    (DISTSORT_LANDING=0: none, the finish sorts after the exchange)."""
     keys, rank = words[0], rt.comm.Get_rank()
     if not plain_keys(columns, words) or rt.backend.engine.name != "radix":
         return None
@@ -172,7 +167,7 @@ def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
     presorted = (layout.bits, layout.digits.reshape(len(counts), -1)) if layout.bits else None
     span = int(upper_key(splitters, rank, keys.dtype)) - low
     return LandingSort(keys.dtype, counts, starts, layout.landing_starts(), low, span,
-                       presorted, DIGIT_LANDING)
+                       presorted)
 
 
 def exchange(rt: Runtime, columns: list, send_counts, send_displs, report: SortReport,

@@ -78,18 +78,6 @@ def test_a_left_over_last_bit_rides_clamped_on_the_pass_before():
     assert landing.plan_passes(6, 3, False) == ([(6, 1)], False)  # one pass orders the runs
 
 
-def test_a_pass_as_blocks_land_after_the_senders_digit_wants_long_runs():
-    """4 ranks, 3 chunks: 12 blocks, 6 bits sorted by the senders, 8 by the landing pass, so
-    12 x 2^14 runs for the pass after it; from half a tile of keys a run on average."""
-    tile, runs = 6144, 12 << 14
-    assert landing.can_land_pass(6, 2**30 + 2**20, 12, 2**30, tile)
-    assert landing.can_land_pass(6, 2**30, 12, runs * tile // 2, tile)
-    assert not landing.can_land_pass(6, 2**30, 12, runs * tile // 2 - 1, tile)  # short runs
-    assert not landing.can_land_pass(6, 2**14 - 1, 12, 2**30, tile)  # one pass left: no two
-    assert landing.can_land_pass(0, 2**16 - 1, 12, 1, tile)  # no senders' digit: no runs floor
-    assert not landing.can_land_pass(0, 2**8 - 1, 12, 2**30, tile)
-
-
 def test_landing_is_used_where_it_can_run():
     big = landing.MIN_ROWS
     assert landing.usable(big, 4, 30, 1024)

@@ -19,23 +19,15 @@ def cp():
     return pytest.importorskip("cupy")
 
 
-@pytest.fixture(autouse=True)
-def short_runs(monkeypatch):
-    """A pass as blocks land after the senders' digit, however short the runs it leaves (the
-    floor is for speed, and these blocks are small)."""
-    monkeypatch.setattr(landing, "MIN_RUN_TILES", 0)
-
-
 def tile(dtype) -> int:
     return tile_keys(np.dtype(dtype).itemsize, "keys")
 
 
-def land_all(cp, blocks: list, dtype, low: int, span: int, rng, presorted: int = 0,
-             land_pass: bool = True) -> np.ndarray:
+def land_all(cp, blocks: list, dtype, low: int, span: int, rng, presorted: int = 0
+             ) -> np.ndarray:
     """Receive buffer with garbage in the gaps, first passes packed in reverse block order,
     blocks landed in a random order; returns the finished keys. presorted > 0: each block
-    arrives stably sorted by the low `presorted` bits of key - low, as the senders leave it,
-    and takes the next digit's pass as it lands if land_pass (and two passes are left)."""
+    arrives stably sorted by the low `presorted` bits of key - low, as the senders leave it."""
     digits = None
     if presorted:
         mask = (1 << presorted) - 1
@@ -51,19 +43,12 @@ def land_all(cp, blocks: list, dtype, low: int, span: int, rng, presorted: int =
     reverse = np.cumsum(counts[::-1]) - counts[::-1]
     n = int(counts.sum())
     scratch = cp.asarray(rng.integers(0, np.iinfo(dtype).max, n + 5, dtype=dtype))
-    sorter = LandingSort(dtype, counts, starts, reverse[::-1], low, span, digits, land_pass)
-    passing = not presorted or (land_pass and landing.can_land_pass(presorted, span, len(blocks),
-                                                                    n, tile(dtype)))
-    assert (sorter.first is None) == passing, "a pass as blocks land, or none"
+    sorter = LandingSort(dtype, counts, starts, reverse[::-1], low, span, digits)
     for b in rng.permutation(len(blocks)):
         sorter.land(int(b), buf, scratch)
     if rng.integers(2):  # queued ahead, as the chunked exchange does, or by finish itself
-        sorter.prepare(scratch)
+        sorter.prepare()
     return cp.asnumpy(sorter.finish(buf, scratch))
-
-
-# (bits the senders sorted by, a pass as blocks land after them)
-SENT = [(0, True), (4, False), (4, True), (6, False), (6, True), (7, False), (7, True)]
 
 
 def block_sizes(dtype) -> list:
@@ -73,8 +58,8 @@ def block_sizes(dtype) -> list:
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
 @pytest.mark.parametrize("span_bits", [3, 9, 16, 20, 30, 32, 64])
-@pytest.mark.parametrize("presorted,land_pass", SENT)
-def test_random_keys_in_a_range(cp, dtype, span_bits, presorted, land_pass):
+@pytest.mark.parametrize("presorted", [0, 4, 6, 7])
+def test_random_keys_in_a_range(cp, dtype, span_bits, presorted):
     bits = 8 * np.dtype(dtype).itemsize
     if span_bits > bits:
         pytest.skip("range wider than the key")
@@ -85,15 +70,15 @@ def test_random_keys_in_a_range(cp, dtype, span_bits, presorted, land_pass):
     hi = 2**span_bits - 1
     blocks = [(low + rng.integers(0, hi, k, dtype=np.uint64, endpoint=True)).astype(dtype)
               for k in block_sizes(dtype)]
-    got = land_all(cp, blocks, dtype, low, hi, rng, presorted, land_pass)
+    got = land_all(cp, blocks, dtype, low, hi, rng, presorted)
     np.testing.assert_array_equal(got, np.sort(np.concatenate(blocks)))
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
 @pytest.mark.parametrize("pattern", ["all-equal", "few-distinct", "sorted", "reverse",
                                      "one-value-per-block", "low-digit-constant"])
-@pytest.mark.parametrize("presorted,land_pass", [(0, True), (6, False), (6, True)])
-def test_patterns(cp, dtype, pattern, presorted, land_pass):
+@pytest.mark.parametrize("presorted", [0, 6])
+def test_patterns(cp, dtype, pattern, presorted):
     """Constant digits (passes skipped after the second), runs, and blocks that each hold one
     value (every first pass sees one digit)."""
     rng = np.random.default_rng(7)
@@ -111,7 +96,7 @@ def test_patterns(cp, dtype, pattern, presorted, land_pass):
         keys = np.sort(rng.integers(0, top, n, dtype=dtype))
         keys = keys if pattern == "sorted" else keys[::-1].copy()
     blocks = np.split(keys, np.cumsum(sizes)[:-1])
-    got = land_all(cp, blocks, dtype, 0, int(np.iinfo(dtype).max), rng, presorted, land_pass)
+    got = land_all(cp, blocks, dtype, 0, int(np.iinfo(dtype).max), rng, presorted)
     np.testing.assert_array_equal(got, np.sort(keys))
 
 
@@ -119,17 +104,14 @@ def test_patterns(cp, dtype, pattern, presorted, land_pass):
 @pytest.mark.parametrize("presorted,span", [(0, 2**24 + 2**20), (6, 2**30 + 2**26),
                                             (6, 2**30 + 2**27 - 1), (0, 2**56 + 5)])
 @pytest.mark.parametrize("spread", ["even", "top"])
-@pytest.mark.parametrize("land_pass", [True, False])
-def test_clamped_last_pass(cp, dtype, presorted, span, spread, land_pass):
+def test_clamped_last_pass(cp, dtype, presorted, span, spread):
     """A range a little wider than whole digits: the last pass clamped, the keys of its top
     digit sorted after it; keys spread evenly (a small suffix) or all near the top of the
     range (every key in the clamped digit)."""
     low = 12345
-    if not (presorted or land_pass):
-        pytest.skip("no senders' digit: a pass as blocks land, always")
     if low + span > np.iinfo(dtype).max:
         pytest.skip("range wider than the key")
-    assert landing.plan_passes(presorted, span, land_pass or not presorted)[1]
+    assert landing.plan_passes(presorted, span, not presorted)[1]
     rng = np.random.default_rng([presorted, len(spread)])
     n = sum(block_sizes(dtype))
     if spread == "even":
@@ -138,7 +120,7 @@ def test_clamped_last_pass(cp, dtype, presorted, span, spread, land_pass):
         offsets = np.uint64(span) - rng.integers(0, 2**20, n, dtype=np.uint64)
     keys = (offsets + np.uint64(low)).astype(dtype)
     blocks = np.split(keys, np.cumsum(block_sizes(dtype))[:-1])
-    got = land_all(cp, blocks, dtype, low, span, rng, presorted, land_pass)
+    got = land_all(cp, blocks, dtype, low, span, rng, presorted)
     np.testing.assert_array_equal(got, np.sort(keys))
 
 
@@ -147,6 +129,6 @@ def test_finish_before_every_block_landed_is_refused(cp):
     keys = cp.arange(2048, dtype=cp.uint32)
     sorter.land(0, keys, cp.empty(10, dtype=cp.uint32))
     with pytest.raises(RuntimeError, match="before every block landed"):
-        sorter.prepare(cp.empty(10, dtype=cp.uint32))
+        sorter.prepare()
     with pytest.raises(RuntimeError, match="before every block landed"):
         sorter.finish(keys, cp.empty(10, dtype=cp.uint32))

@@ -11,16 +11,9 @@ digit counts of every pass come from one histogram read of the block when it lan
 left to read after the last block.
 
 Presorted blocks: where the senders' partition already sorted every block by the low `bits`
-bits of key - low (chunked.ByDigit), with the counts of each digit, the passes cover [bits,
-end_bit) only: one pass fewer for the receiver. By default the first of them still runs on each
-block as it lands, so two passes fewer run after the last block. That pass leaves each block
-sorted by both digits (a stable pass over keys sorted by the bits below its own), and the pass
-after it reads every block's run of each value of both digits (2^14 values at 4 ranks; their
-starts found by binary search, tiles.cu), value by value, blocks in order: runs a little shorter
-than a tile at 2^30 keys on 4 ranks, so that pass reads ~12% more tiles, mostly full; where runs
-would be shorter still (under half a tile on average: can_land_pass), or with land_pass=False,
-landing only counts the later digits and the first pass after the last block reads the blocks'
-runs of the senders' digit in the receive buffer.
+bits of key - low (chunked.ByDigit), with the counts of each digit, landing only counts the later
+digits, and every pass of [bits, end_bit) runs after the last block, the first of them reading
+the blocks' runs in the receive buffer: one pass fewer for the receiver.
 
 A clamped last pass: where the key range (span = the largest key - low) is a little wider than
 the passes' whole 8-bit digits -- 2^30 and a little on 4 ranks, 6 bits of it sorted by the
@@ -54,11 +47,10 @@ from .radix import (
     radix_sort,
     tile_keys,
 )
-from .tiles import piece_tiles, run_bounds
+from .tiles import piece_tiles
 
 MIN_ROWS = MIN_N["narrow"]  # where our engine would sort a narrowed range (radix.py)
 TAIL_BINS = 32  # the last pass is clamped where its digit would reach 256 + at most this
-MIN_RUN_TILES = 0.5  # can_land_pass
 
 
 def plan_passes(first_bits: int, span: int, landing: bool) -> tuple[list, bool]:
@@ -71,16 +63,6 @@ def plan_passes(first_bits: int, span: int, landing: bool) -> tuple[list, bool]:
             and span >> passes[-2][0] < 256 + TAIL_BINS):
         return passes[:-2] + [(passes[-2][0], 9)], True
     return passes, False
-
-
-def can_land_pass(first_bits: int, span: int, blocks: int, rows: int, tile: int) -> bool:
-    """Whether `blocks` blocks of `rows` keys in all, sorted by the low first_bits bits of key -
-    low, can still take a pass as they land: two passes or more over [first_bits, end_bit) (the
-    second orders the blocks), and (first_bits > 0) runs of one value of both digits, which the
-    second pass reads a tile at least each, half a tile long on average (MIN_RUN_TILES)."""
-    passes = plan_passes(first_bits, span, True)[0]
-    runs = blocks << sum(passes[0]) if first_bits else 0
-    return len(passes) >= 2 and rows >= runs * tile * MIN_RUN_TILES
 
 
 def usable(rows: int, itemsize: int, end_bit: int, align_rows: int, presorted: bool = False
@@ -101,14 +83,12 @@ class LandingSort:
     order (the stable order of equal keys); out_starts: where each block's first pass writes
     its rows in the scratch (regions that do not overlap). The scratch is free to be written
     where a block lands, and holds at least sum(counts) keys. presorted (or None): (bits,
-    digit counts (blocks, 2^bits)) of blocks that arrive sorted by their first digit, bits wide;
-    land_pass: whether the pass after that digit still runs on each block as it lands, where
-    two passes or more are left (else out_starts is unused: no pass runs before the last block
-    is in).
+    digit counts (blocks, 2^bits)) of blocks that arrive sorted by their first digit, bits wide
+    (out_starts is then unused: no pass runs before the last block is in).
     """
 
     def __init__(self, dtype, counts, starts, out_starts, low: int, span: int,
-                 presorted: tuple | None = None, land_pass: bool = True):
+                 presorted: tuple | None = None):
         import cupy
 
         self.cp, self.dtype = cupy, np.dtype(dtype)
@@ -116,13 +96,10 @@ class LandingSort:
         self.starts, self.out_starts = np.asarray(starts), np.asarray(out_starts)
         self.low = self.dtype.type(low)
         first_bits, self.first = presorted or (0, None)
-        self.tile = tile_keys(self.dtype.itemsize, "keys")
-        if land_pass and can_land_pass(first_bits, span, len(self.counts),
-                                       int(self.counts.sum()), self.tile):
-            self.first = None  # the landing pass's runs, not the senders', feed the next pass
         self.passes, self.clamped = plan_passes(first_bits, span, self.first is None)
         end_bit = sum(self.passes[-1])
         self.bits = (first_bits, end_bit, len(self.passes))  # (begin_bit, end_bit, passes)
+        self.tile = tile_keys(self.dtype.itemsize, "keys")
         blocks, npasses = len(self.counts), len(self.passes)
         self.hist = cupy.zeros((blocks, npasses * 256), dtype=np.uint32)
         self.block_bases = cupy.empty((blocks, npasses * 256), dtype=np.uint32)
@@ -158,11 +135,11 @@ class LandingSort:
         onesweep((block, dummy), (out, dummy), KEYS_ONLY, self.passes[0], self.low, pass_args,
                  rows >= WIDE_ROWS, tiles)
 
-    def prepare(self, scratch) -> None:
+    def prepare(self) -> None:
         """Queue what the passes after the last block need (every pass's bases, the tile
         descriptors of the pass over the blocks' runs, the digit counts' copy to the host) once
         every block has landed: device work only, so the host can queue it while the last
-        transfers run, not after them. scratch: as given to land."""
+        transfers run, not after them."""
         import cupyx
 
         if self.ready is not None:
@@ -177,7 +154,7 @@ class LandingSort:
         total.get(out=counts, blocking=False)
         read = cp.cuda.get_current_stream().record()
         if self.first is None:  # pass 0 ran as the blocks landed: its runs are in the scratch
-            runs, run_starts = self._landed_runs(hist, scratch), self.out_starts
+            runs, run_starts = hist[:, 0, :], self.out_starts
         else:  # the blocks are the runs of their first digit, in the receive buffer (with gaps)
             runs, run_starts = self.first, self.starts
         self.ready = (bases, (counts, read)) + self._run_tiles(runs, run_starts, n)
@@ -185,7 +162,7 @@ class LandingSort:
     def finish(self, keys, scratch):
         """Every pass not yet run, after every block has landed; returns the n sorted keys (a
         view of keys or of scratch, whichever the last pass wrote)."""
-        self.prepare(scratch)
+        self.prepare()
         bases, (counts, read), descriptors, tiles = self.ready
         n = int(self.counts.sum())
         pair = (scratch[:n], keys[:n])  # where the passes after the first over the runs go
@@ -218,16 +195,6 @@ class LandingSort:
                             overwrite=True, scratch=spare[start:])
         if out.data.ptr != keys[start:].data.ptr:
             keys[start:] = out
-
-    def _landed_runs(self, hist, scratch):
-        """Each landed block's runs in the scratch after its first pass, (blocks, values): of
-        that pass's digit (hist), or where the senders sorted by the digit before it, of every
-        value of both digits, in value order (the order in which one pass over all blocks would
-        have left them)."""
-        if not self.bits[0]:
-            return hist[:, 0, :]
-        bounds = run_bounds(scratch, self.out_starts, self.counts, self.low, sum(self.passes[0]))
-        return self.cp.diff(bounds, axis=1)
 
     def _pass(self, src, dst, p: int, bases, tiles: int, descriptors=()) -> None:
         """Digit pass p: src -> dst (all of it: the n keys), through descriptors where given."""

@@ -32,27 +32,3 @@ extern "C" __global__ void piece_tiles(const i64* __restrict__ rows, const i64* 
         if (seg) tile_seg[t0 + k] = k == 0 ? seg[p] : seg[p] & ~SEG_HEAD;
     }
 }
-
-// Why: a block that arrives sorted by the senders' digit and takes the landing pass over the
-// next one (landing.py) is sorted by the low `bits` bits of key - low, both digits (14 bits at
-// 4 ranks): it is 2^bits runs, one per value, which the pass after it must read value by value,
-// blocks in order. Their starts come from one binary search per value over the sorted block
-// (~log2(rows) dependent loads each, 2^bits threads: microseconds), where counting them would
-// take a histogram of 2^bits bins per block. bounds[b, v] (2^bits + 1 per block): the first row
-// of block b whose value is v or more (its rows for v = 2^bits).
-template <typename K>
-__global__ void run_bounds(const K* __restrict__ keys, const i64* __restrict__ starts,
-                           const i64* __restrict__ rows, K low, int bits, i64* __restrict__ bounds)
-{
-    const i64 values = 1ll << bits, v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (v > values) return;
-    const K* block = keys + starts[blockIdx.y];
-    const K mask = (K)(values - 1);
-    i64 lo = 0, hi = rows[blockIdx.y];
-    while (lo < hi) {
-        const i64 mid = (lo + hi) >> 1;
-        if ((i64)((K)(block[mid] - low) & mask) < v) lo = mid + 1;
-        else hi = mid;
-    }
-    bounds[blockIdx.y * (values + 1) + v] = lo;
-}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cuda_source import CTYPES, load_module
+from ..cuda_source import load_module
 from .radix import NULL
 
 SEG_HEAD = 1 << 31  # tile_seg: the first tile of its segment (radix.cu)
@@ -50,20 +50,3 @@ def segment_heads(rows: np.ndarray, segs: np.ndarray) -> np.ndarray:
         first[1:] = segs[nonempty[1:]] != segs[nonempty[:-1]]
         head[nonempty[first]] = True
     return (segs | np.where(head, SEG_HEAD, 0)).astype(np.uint32)
-
-
-def run_bounds(keys, starts, rows, low, bits: int):
-    """Device int64 (blocks, 2^bits + 1): where each value v of the low `bits` bits of key - low
-    starts in each block of keys (rows[b] keys from starts[b], each sorted by those bits), and
-    the block's rows last. One launch for the given blocks, on the current stream."""
-    import cupy
-
-    name = f"run_bounds<{CTYPES[keys.dtype.itemsize]}>"
-    kernel = load_module("local/tiles.cu", (name,)).get_function(name)
-    blocks, values = len(rows), (1 << bits) + 1
-    bounds = cupy.empty((blocks, values), dtype=np.int64)
-    if blocks:
-        kernel((-(-values // 256), blocks), (256,), (
-            keys, cupy.asarray(starts, dtype=np.int64), cupy.asarray(rows, dtype=np.int64),
-            keys.dtype.type(low), np.int32(bits), bounds))
-    return bounds
