@@ -20,9 +20,10 @@ compute stream (beside chunk c+1's transfers) and writes into the send buffer, p
 after chunk: rows [landed[c], landed[c+1]), landed[c] being the rows received in chunks before
 c. So chunk c's sent blocks start no lower than landed[c] (send_starts).
 
-For plain keys (pipeline.digit_bits) the partition is ByDigit instead: each block leaves sorted
-by the low bits of key - low (low: its receiver's lowest key), the receiver's first radix
-digit, so the landing sort only counts digits as blocks land and runs one pass fewer in all.
+For plain keys and key-value pairs (pipeline.digit_bits) the partition is ByDigit instead: each
+block leaves sorted by the low bits of key - low (low: its receiver's lowest key), the receiver's
+first radix digit, so the landing sort only counts digits as blocks land and runs one pass fewer
+in all (pairs: the values move in the same scatter, with no gather by destination after it).
 Its count kernel takes 1.7 ms for 2^30 uint32 keys on an H200, a little more than the plain
 one's ~1.5 (it writes every key's bucket byte for the scatter), and with no landing pass beside
 the transfers a third chunk pays (bench/RESULTS.md, runs 87-89 and 99).
@@ -110,16 +111,19 @@ class ByDestination:
         """Rows per destination (device, (ranks, 1))."""
         return self.tile_counts.reshape(self.launch.buckets, -1).sum(axis=1)[:, None]
 
-    def scatter(self, table, starts, out, want_dest: bool):
+    def scatter(self, table, starts, out, others: list) -> None:
         """Every row's key word into out, destination j's block from starts[j] (table and
-        starts on the host or the device); returns where each row went (if wanted)."""
-        return self.launch.scatter(self.tile_counts, table.sum(axis=1), starts, out, want_dest)
+        starts on the host or the device), and every other column (others: (column's rows,
+        its send buffer)) where its key went."""
+        dest = self.launch.scatter(self.tile_counts, table.sum(axis=1), starts, out, bool(others))
+        for column, sent in others:
+            sent[dest] = column
 
 
 class ByDigit:
-    """One chunk of plain keys partitioned by (destination, first radix digit): each block
-    leaves sorted by the low `bits` bits of key - low (low: its destination's lowest key), the
-    receiver's first radix digit (segments.cu), so the receiver runs one pass fewer."""
+    """One chunk of keys (or key-value pairs) partitioned by (destination, first radix digit):
+    each block leaves sorted by the low `bits` bits of key - low (low: its destination's lowest
+    key), the receiver's first radix digit (segments.cu), so the receiver runs one pass fewer."""
 
     def __init__(self, keys, offset: int, splitters: np.ndarray, lows: np.ndarray, bits: int):
         dests = np.zeros((len(lows), 3), dtype=np.uint64)
@@ -133,15 +137,16 @@ class ByDigit:
         """Rows per destination and digit (device, (ranks, 2^bits))."""
         return self.counts[: self.ranks * self.digits].reshape(self.ranks, self.digits)
 
-    def scatter(self, table, starts, out, want_dest: bool):
+    def scatter(self, table, starts, out, others: list) -> None:
         """Every key into out, destination j's block from starts[j], in digit order (table and
-        starts on the host or the device)."""
-        if want_dest:
-            raise ValueError("ByDigit partitions plain keys only")
+        starts on the host or the device), and its value alike (others: [] or [(the values,
+        their send buffer)], of 4 or 8 bytes)."""
+        if len(others) > 1:
+            raise ValueError("ByDigit moves one column of values at most")
         xp = self.part.cp.get_array_module(table)
         bases = xp.zeros(segments.BUCKETS, dtype=np.int64)
         bases[: table.size] = (starts[:, None] + table.cumsum(axis=1) - table).reshape(-1)
-        self.part.scatter(bases, out)
+        self.part.scatter(bases, out, others[0] if others else ())
 
 
 @dataclass
@@ -309,10 +314,8 @@ def _scatter(part, bounds: tuple, table, starts, columns: list, outgoing: list,
     """One chunk's key words into their blocks of the send buffers (outgoing: the loose key
     words' first where they are not a column), and the other columns alike."""
     lo, hi = bounds
-    others = outgoing[1:]
-    dest = part.scatter(table, starts, outgoing[0], bool(others))
-    for column, out in zip(columns[int(keyed):], others):
-        out[dest] = column[lo:hi]
+    others = [(column[lo:hi], out) for column, out in zip(columns[int(keyed):], outgoing[1:])]
+    part.scatter(table, starts, outgoing[0], others)
 
 
 @functools.cache

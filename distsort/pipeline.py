@@ -57,7 +57,7 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
             del routed  # spare holds the only reference to the sent rows: finish takes it
         with report.phase("finish", clock):
             if landed is not None:  # a sort begun as the blocks landed: its rest
-                columns = [landed.finish(columns[0], spare.pop()[0])]
+                columns = landed.finish(columns, spare.pop())
             else:
                 columns = finish(rt, columns, key_words, blocks, splitters, spare)
             rt.backend.synchronize()  # done when it returns, under the finish's watchdog
@@ -71,8 +71,8 @@ def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int,
     row, rows on all ranks, rows on the rank that has most). On GPUs, with DISTSORT_SEGMENTS=1,
     plain keys move at once into value sub-ranges of their destinations (segmented.py); by
     default and for other data, rows are counted per rank chunk by chunk, to be grouped while
-    the exchange runs (chunked.py; plain keys also by their receiver's first radix digit:
-    digit_bits); elsewhere all are grouped now, stably, by a sort of their destinations."""
+    the exchange runs (chunked.py; plain keys and pairs also by their receiver's first radix
+    digit: digit_bits); elsewhere all are grouped now, stably, by a sort of their destinations."""
     words, p, (offset, total, largest) = key_words(columns), len(splitters) + 1, place
     if plain_keys(columns, words) and segmented.usable(rt, words[0], total):
         keys = rt.xp.ascontiguousarray(words[0])  # the kernels index it as one flat array
@@ -138,13 +138,14 @@ class Chunked:
 
 def digit_bits(rt: Runtime, columns: list, words: list, total: int, largest: int) -> int:
     """Bits of the first radix digit by which the senders sort each block for its receiver's
-    landing sort (chunked.ByDigit), or 0: plain keys of 4 or 8 bytes that our radix engine will
-    sort, on up to segments.MAX_RANKS ranks, from landing.MIN_ROWS keys a rank and up to
-    segmented.MAX_ROWS on the largest shard (the bucket scatter places rows by 32-bit offsets
-    in buffers of about a shard's rows); DISTSORT_DIGITS=0 or DISTSORT_LANDING=0: none. The same
-    on every rank: it depends on global facts only."""
+    landing sort (chunked.ByDigit), or 0: keys of 4 or 8 bytes, alone or with one column of
+    values that the passes move (radix_rows), that our radix engine will sort, on up to
+    segments.MAX_RANKS ranks, from landing.MIN_ROWS keys a rank and up to segmented.MAX_ROWS
+    on the largest shard (the bucket scatter places rows by 32-bit offsets in buffers of about
+    a shard's rows); DISTSORT_DIGITS=0 or DISTSORT_LANDING=0: none. The same on every rank: it
+    depends on global facts only."""
     ranks, keys = rt.comm.Get_size(), words[0]
-    if not (LANDING and DIGITS and plain_keys(columns, words)
+    if not (LANDING and DIGITS and radix_rows(columns, words)
             and rt.backend.engine.name == "radix" and keys.dtype.itemsize in (4, 8)
             and ranks <= segments.MAX_RANKS and total // ranks >= landing.MIN_ROWS
             and largest <= segmented.MAX_ROWS):
@@ -154,10 +155,13 @@ def digit_bits(rt: Runtime, columns: list, words: list, total: int, largest: int
 
 def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
                  splitters) -> LandingSort | None:
-    """A sort to start as the blocks land, for plain keys that our radix engine will sort
-    (DISTSORT_LANDING=0: none, the finish sorts after the exchange)."""
+    """A sort to start as the blocks land, for plain keys that our radix engine will sort, and
+    for pairs (radix_rows) that the senders sorted by their first digit (DISTSORT_LANDING=0:
+    none, the finish sorts after the exchange)."""
     keys, rank = words[0], rt.comm.Get_rank()
-    if not plain_keys(columns, words) or rt.backend.engine.name != "radix":
+    pairs = len(columns) > 1
+    if (not radix_rows(columns, words) or rt.backend.engine.name != "radix"
+            or (pairs and not layout.bits)):
         return None
     low, end_bit = key_range(splitters, rank, keys.dtype)
     counts, starts = layout.blocks()
@@ -167,7 +171,7 @@ def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
     presorted = (layout.bits, layout.digits.reshape(len(counts), -1)) if layout.bits else None
     span = int(upper_key(splitters, rank, keys.dtype)) - low
     return LandingSort(keys.dtype, counts, starts, layout.landing_starts(), low, span,
-                       presorted)
+                       presorted, columns[1].dtype if pairs else None)
 
 
 def exchange(rt: Runtime, columns: list, send_counts, send_displs, report: SortReport,
@@ -265,6 +269,14 @@ def key_range(splitters: np.ndarray, rank: int, word) -> tuple[int, int]:
 def plain_keys(columns: list, words: list) -> bool:
     """Are the data plain keys: one column that is its own and only key word (no payload)?"""
     return len(columns) == 1 and own_key(columns, words)
+
+
+def radix_rows(columns: list, words: list) -> bool:
+    """Are the rows plain keys, or keys with one column of 4- or 8-byte values beside them:
+    rows that our radix passes move whole (no gather after)?"""
+    if not own_key(columns, words) or len(columns) > 2:
+        return False
+    return len(columns) == 1 or (columns[1].ndim == 1 and columns[1].dtype.itemsize in (4, 8))
 
 
 def own_key(columns: list, words: list) -> bool:

@@ -184,8 +184,9 @@ class Finish:
 
     layout: Plan
 
-    def finish(self, incoming, outgoing):
-        """Sort the last chunk; returns this rank's sorted keys (a view of either buffer)."""
-        last = self.layout.sorts[-1]
+    def finish(self, columns: list, scratch: list) -> list:
+        """Sort the last chunk (columns: [the receive buffer], scratch: [the send buffer]);
+        returns [this rank's sorted keys] (a view of either buffer), as LandingSort.finish."""
+        (incoming,), (outgoing,), last = columns, scratch, self.layout.sorts[-1]
         last.run(incoming, outgoing)
-        return (outgoing if last.in_scratch else incoming)[: self.layout.rows]
+        return [(outgoing if last.in_scratch else incoming)[: self.layout.rows]]

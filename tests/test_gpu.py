@@ -102,6 +102,20 @@ def test_gpu_pairs_stable_and_argsort(dist):
     assert max(COMM.allgather(len(keys))) <= 1.05 * n
 
 
+def assert_pairs_sorted_stably(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Sort this rank's pairs on the GPUs of every rank (stable=True); check that the shards,
+    in rank order, are every rank's keys sorted with their values, equal keys in input order.
+    Returns that order (of every rank's rows)."""
+    import cupy
+
+    out_k, out_v = distsort.sort_pairs(cupy.asarray(keys), cupy.asarray(values), stable=True)
+    every_k, every_v = np.concatenate(COMM.allgather(keys)), np.concatenate(COMM.allgather(values))
+    order = np.argsort(every_k, kind="stable")
+    for got, want in ((out_k, every_k[order]), (out_v, every_v[order])):
+        np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(got))), want)
+    return order
+
+
 @pytest.mark.parametrize("kdtype, vdtype", [("uint32", "uint32"), ("int64", "float64"),
                                             ("uint32", "int64"), ("float32", "uint16")])
 def test_gpu_pairs_finish_with_our_radix_pairs(kdtype, vdtype):
@@ -119,13 +133,7 @@ def test_gpu_pairs_finish_with_our_radix_pairs(kdtype, vdtype):
                  rng.integers(0, 2**31, n)).astype(kdtype)
     start = COMM.exscan(n) or 0
     values = ((np.arange(start, start + n) * 7919) % 60_000).astype(vdtype)
-    keys, got = distsort.sort_pairs(cupy.asarray(x), cupy.asarray(values), stable=True)
-    every_x, every_v = np.concatenate(COMM.allgather(x)), np.concatenate(COMM.allgather(values))
-    order = np.argsort(every_x, kind="stable")
-    np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(keys))),
-                                  every_x[order])
-    np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(got))),
-                                  every_v[order])
+    order = assert_pairs_sorted_stably(x, values)
     if vdtype == "int64":
         perm = distsort.argsort(cupy.asarray(x))
         np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(perm))), order)
@@ -186,17 +194,9 @@ def test_device_sample_draw_picks_the_host_draws_rows(dtype, n):
         np.testing.assert_array_equal(cupy.asnumpy(got), want)
 
 
-@pytest.mark.parametrize("dtype", ["uint32", "uint64", "float32", "int64"])
-@pytest.mark.parametrize("chunks", [1, 3])
-@pytest.mark.parametrize("spread", ["uniform", "narrow", "skewed"])
-@pytest.mark.parametrize("digits", [True, False])
-def test_landing_finish_sorts_globally(monkeypatch, dtype, chunks, spread, digits):
-    """The finish whose first radix pass runs as the chunks land (local/landing.py), or by
-    the senders (digits: chunked.ByDigit), forced at small sizes: unequal shards, several
-    chunks, keys over the whole range, a narrow one (fewer passes) and a skewed one (unequal
-    blocks)."""
-    import cupy
-
+def force_landing(monkeypatch, chunks: int, digits: bool) -> tuple[list, list]:
+    """The landing finish (and ByDigit senders, if digits) at small sizes, in `chunks` chunks;
+    returns lists that get an entry per landing finish run and per ByDigit scatter."""
     from distsort import chunked, pipeline
     from distsort.local import landing
     from distsort.local.partition import TILE
@@ -213,6 +213,14 @@ def test_landing_finish_sorts_globally(monkeypatch, dtype, chunks, spread, digit
     by_digit, real_scatter = [], chunked.ByDigit.scatter
     monkeypatch.setattr(chunked.ByDigit, "scatter",
                         lambda self, *a: by_digit.append(1) or real_scatter(self, *a))
+    return finished, by_digit
+
+
+def landing_keys(dtype: str, spread: str) -> np.ndarray:
+    """This rank's keys for the landing tests: a few partition tiles, more on later ranks, over
+    the whole range, a narrow one (fewer passes) or skewed (unequal blocks)."""
+    from distsort.local.partition import TILE
+
     rank, dt = COMM.Get_rank(), np.dtype(dtype)
     n = TILE * (3 + rank) + 77 * rank
     rng = np.random.default_rng([rank, 11])
@@ -221,17 +229,54 @@ def test_landing_finish_sorts_globally(monkeypatch, dtype, chunks, spread, digit
         raw = (raw % 5000 + 77).astype(dt)
     elif spread == "skewed":
         raw = np.where(rng.random(n) < 0.8, raw[0], raw).astype(dt)
-    if dt.kind == "f":
-        raw = np.nan_to_num(raw, nan=1.5)
+    return np.nan_to_num(raw, nan=1.5) if dt.kind == "f" else raw
+
+
+def assert_landed(finished: list, by_digit: list, digits: bool) -> None:
+    """Some rank ran the landing finish, and the senders sorted by digit or not, as forced."""
+    if COMM.Get_size() > 1:  # a rank whose keys are all one value has nothing to land
+        assert COMM.allreduce(len(finished)) > 0, "no rank ran the landing finish"
+        assert (COMM.allreduce(len(by_digit)) > 0) == digits, "senders sorted by digit or not"
+
+
+@pytest.mark.parametrize("dtype", ["uint32", "uint64", "float32", "int64"])
+@pytest.mark.parametrize("chunks", [1, 3])
+@pytest.mark.parametrize("spread", ["uniform", "narrow", "skewed"])
+@pytest.mark.parametrize("digits", [True, False])
+def test_landing_finish_sorts_globally(monkeypatch, dtype, chunks, spread, digits):
+    """The finish whose first radix pass runs as the chunks land (local/landing.py), or by
+    the senders (digits: chunked.ByDigit), forced at small sizes: unequal shards, several
+    chunks, keys over the whole range, a narrow one (fewer passes) and a skewed one (unequal
+    blocks)."""
+    import cupy
+
+    finished, by_digit = force_landing(monkeypatch, chunks, digits)
+    raw = landing_keys(dtype, spread)
     report = SortReport()
     out = distsort.sort(cupy.asarray(raw), report=report)
     everyone = np.concatenate(COMM.allgather(raw))
     got = np.concatenate(COMM.allgather(cupy.asnumpy(out)))
     np.testing.assert_array_equal(got, np.sort(everyone))
-    if COMM.Get_size() > 1:  # a rank whose keys are all one value has nothing to land
-        assert COMM.allreduce(len(finished)) > 0, "no rank ran the landing finish"
-        assert (COMM.allreduce(len(by_digit)) > 0) == digits, "senders sorted by digit or not"
+    assert_landed(finished, by_digit, digits)
+    if COMM.Get_size() > 1:
         assert report.as_dict()["transfer_seconds"] > 0  # the NCCL transfers were timed
+
+
+@pytest.mark.parametrize("dtype", ["uint32", "uint64", "int64"])
+@pytest.mark.parametrize("chunks", [1, 3])
+@pytest.mark.parametrize("spread", ["uniform", "narrow", "skewed"])
+@pytest.mark.parametrize("vdtype", ["float32", "int64"])
+def test_landing_finish_sorts_pairs_globally(monkeypatch, dtype, chunks, spread, vdtype):
+    """Pairs through the ByDigit senders and the landing finish, values moved by the passes
+    out of the receive buffers: values follow their keys, equal keys in input order. (Float
+    keys sorted stably carry their original bits as a third column: rows the passes do not
+    move whole, so they take the finish after the exchange.)"""
+    finished, by_digit = force_landing(monkeypatch, chunks, True)
+    keys = landing_keys(dtype, spread)
+    start = COMM.exscan(len(keys)) or 0
+    values = np.arange(start, start + len(keys)).astype(vdtype)  # exact in float32 here
+    assert_pairs_sorted_stably(keys, values)
+    assert_landed(finished, by_digit, True)
 
 
 @pytest.mark.parametrize("dtype", ["uint32", "uint64", "float32", "int64"])

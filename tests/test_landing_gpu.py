@@ -23,32 +23,45 @@ def tile(dtype) -> int:
     return tile_keys(np.dtype(dtype).itemsize, "keys")
 
 
-def land_all(cp, blocks: list, dtype, low: int, span: int, rng, presorted: int = 0
-             ) -> np.ndarray:
+def land_all(cp, blocks: list, dtype, low: int, span: int, rng, presorted: int = 0,
+             values=None) -> np.ndarray:
     """Receive buffer with garbage in the gaps, first passes packed in reverse block order,
     blocks landed in a random order; returns the finished keys. presorted > 0: each block
-    arrives stably sorted by the low `presorted` bits of key - low, as the senders leave it."""
+    arrives stably sorted by the low `presorted` bits of key - low, as the senders leave it.
+    values (a dtype, presorted only): each row's index in block order rides with its key, and
+    must come out in the keys' stable order."""
+    ids = np.split(np.arange(sum(map(len, blocks))), np.cumsum([len(b) for b in blocks])[:-1])
+    want_ids = np.argsort(np.concatenate(blocks), kind="stable")
     digits = None
     if presorted:
         mask = (1 << presorted) - 1
         firsts = [((b - dtype(low)) & dtype(mask)).astype(np.int64) for b in blocks]
-        blocks = [b[np.argsort(d, kind="stable")] for b, d in zip(blocks, firsts)]
+        orders = [np.argsort(d, kind="stable") for d in firsts]
+        blocks = [b[o] for b, o in zip(blocks, orders)]
+        ids = [i[o] for i, o in zip(ids, orders)]
         digits = (presorted, np.stack([np.bincount(d, minlength=mask + 1) for d in firsts]))
     counts = np.array([len(b) for b in blocks], dtype=np.int64)
     starts = aligned_displacements(counts, 1024)
-    size = int(starts[-1] + counts[-1])
-    buf = cp.asarray(rng.integers(0, np.iinfo(dtype).max, size, dtype=dtype))
-    for b, s in zip(blocks, starts):
-        buf[int(s) : int(s) + len(b)] = cp.asarray(b)
+    size, n = int(starts[-1] + counts[-1]), int(counts.sum())
+    columns = [(dtype, blocks)] + ([(values, ids)] if values else [])
+    bufs, scratch = [], []
+    for i, (kind, pieces) in enumerate(columns):  # garbage everywhere, then the blocks
+        top = 2**31 if i else np.iinfo(dtype).max
+        bufs.append(cp.asarray(rng.integers(0, top, size, dtype=np.uint64).astype(kind)))
+        scratch.append(cp.asarray(rng.integers(0, top, n + 5, dtype=np.uint64).astype(kind)))
+        for piece, at in zip(pieces, starts):
+            bufs[-1][int(at) : int(at) + len(piece)] = cp.asarray(piece.astype(kind))
     reverse = np.cumsum(counts[::-1]) - counts[::-1]
-    n = int(counts.sum())
-    scratch = cp.asarray(rng.integers(0, np.iinfo(dtype).max, n + 5, dtype=dtype))
-    sorter = LandingSort(dtype, counts, starts, reverse[::-1], low, span, digits)
+    sorter = LandingSort(dtype, counts, starts, reverse[::-1], low, span, digits, values)
     for b in rng.permutation(len(blocks)):
-        sorter.land(int(b), buf, scratch)
+        sorter.land(int(b), bufs[0], scratch[0])
     if rng.integers(2):  # queued ahead, as the chunked exchange does, or by finish itself
         sorter.prepare()
-    return cp.asnumpy(sorter.finish(buf, scratch))
+    out = sorter.finish(bufs, scratch)
+    assert len(out) == len(bufs)
+    if values:
+        np.testing.assert_array_equal(cp.asnumpy(out[1]), want_ids.astype(values))
+    return cp.asnumpy(out[0])
 
 
 def block_sizes(dtype) -> list:
@@ -59,18 +72,21 @@ def block_sizes(dtype) -> list:
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
 @pytest.mark.parametrize("span_bits", [3, 9, 16, 20, 30, 32, 64])
 @pytest.mark.parametrize("presorted", [0, 4, 6, 7])
-def test_random_keys_in_a_range(cp, dtype, span_bits, presorted):
+@pytest.mark.parametrize("values", [None, np.uint32, np.float64])
+def test_random_keys_in_a_range(cp, dtype, span_bits, presorted, values):
     bits = 8 * np.dtype(dtype).itemsize
     if span_bits > bits:
         pytest.skip("range wider than the key")
     if span_bits < 9 and not presorted:
         pytest.skip("one pass: a landing sort needs two")
+    if values and not presorted:
+        pytest.skip("values ride on presorted blocks only")
     rng = np.random.default_rng(span_bits)
     low = 0 if span_bits == bits else int(rng.integers(0, 2 ** (bits - span_bits)))
     hi = 2**span_bits - 1
     blocks = [(low + rng.integers(0, hi, k, dtype=np.uint64, endpoint=True)).astype(dtype)
               for k in block_sizes(dtype)]
-    got = land_all(cp, blocks, dtype, low, hi, rng, presorted)
+    got = land_all(cp, blocks, dtype, low, hi, rng, presorted, values)
     np.testing.assert_array_equal(got, np.sort(np.concatenate(blocks)))
 
 
@@ -104,13 +120,16 @@ def test_patterns(cp, dtype, pattern, presorted):
 @pytest.mark.parametrize("presorted,span", [(0, 2**24 + 2**20), (6, 2**30 + 2**26),
                                             (6, 2**30 + 2**27 - 1), (0, 2**56 + 5)])
 @pytest.mark.parametrize("spread", ["even", "top"])
-def test_clamped_last_pass(cp, dtype, presorted, span, spread):
+@pytest.mark.parametrize("values", [None, np.float64])
+def test_clamped_last_pass(cp, dtype, presorted, span, spread, values):
     """A range a little wider than whole digits: the last pass clamped, the keys of its top
     digit sorted after it; keys spread evenly (a small suffix) or all near the top of the
     range (every key in the clamped digit)."""
     low = 12345
     if low + span > np.iinfo(dtype).max:
         pytest.skip("range wider than the key")
+    if values and not presorted:
+        pytest.skip("values ride on presorted blocks only")
     assert landing.plan_passes(presorted, span, not presorted)[1]
     rng = np.random.default_rng([presorted, len(spread)])
     n = sum(block_sizes(dtype))
@@ -120,8 +139,13 @@ def test_clamped_last_pass(cp, dtype, presorted, span, spread):
         offsets = np.uint64(span) - rng.integers(0, 2**20, n, dtype=np.uint64)
     keys = (offsets + np.uint64(low)).astype(dtype)
     blocks = np.split(keys, np.cumsum(block_sizes(dtype))[:-1])
-    got = land_all(cp, blocks, dtype, low, span, rng, presorted)
+    got = land_all(cp, blocks, dtype, low, span, rng, presorted, values)
     np.testing.assert_array_equal(got, np.sort(keys))
+
+
+def test_values_ride_on_presorted_blocks_only(cp):
+    with pytest.raises(ValueError, match="presorted blocks only"):
+        LandingSort(np.uint32, [5], [0], [0], 0, 2**32 - 1, None, np.uint32)
 
 
 def test_finish_before_every_block_landed_is_refused(cp):
@@ -131,4 +155,4 @@ def test_finish_before_every_block_landed_is_refused(cp):
     with pytest.raises(RuntimeError, match="before every block landed"):
         sorter.prepare()
     with pytest.raises(RuntimeError, match="before every block landed"):
-        sorter.finish(keys, cp.empty(10, dtype=cp.uint32))
+        sorter.finish([keys], [cp.empty(10, dtype=cp.uint32)])

@@ -83,11 +83,13 @@ def test_bucket_partition_is_a_stable_grouping(cp, dtype, ranks, spread, size, s
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
 @pytest.mark.parametrize("ranks", [2, 3, 4, 16])
 @pytest.mark.parametrize("spread", ["uniform", "narrow", "skewed"])
-def test_digit_partition_sorts_each_block_by_its_first_digit(cp, dtype, ranks, spread):
+@pytest.mark.parametrize("values", [None, np.uint32, np.float64])
+def test_digit_partition_sorts_each_block_by_its_first_digit(cp, dtype, ranks, spread, values):
     """chunked.ByDigit: destination j's block holds its keys stably sorted by the low bits of
-    key - lows[j] (the receiver's first radix digit), at the block starts given."""
+    key - lows[j] (the receiver's first radix digit), at the block starts given; values (where
+    given) where their keys went."""
     rng = np.random.default_rng([ranks, len(spread), 3])
-    tile = segments.tile_keys(np.dtype(dtype).itemsize, "keys")
+    tile = segments.tile_keys(np.dtype(dtype).itemsize, "keys" if values is None else "pairs")
     n, offset = 4 * tile + 1001, 777
     keys = draw(rng, dtype, n, spread)
     splitters = splitters_of(keys, ranks, rng)
@@ -102,12 +104,17 @@ def test_digit_partition_sorts_each_block_by_its_first_digit(cp, dtype, ranks, s
     rows = table.sum(axis=1)
     starts = block_starts(rows[None, :], 1024)[0]
     out = cp.full(int(starts[-1] + rows[-1]) + 5, 7, dtype=dtype)
-    part.scatter(table, starts, out, False)
+    vals = None if values is None else (rng.permutation(n) * 3 + 1).astype(values)
+    sent = [] if values is None else [(cp.asarray(vals), cp.zeros(out.size, dtype=values))]
+    part.scatter(table, starts, out, sent)
     got = cp.asnumpy(out)
     for j in range(ranks):
         mine = want >> bits == j
         order = np.argsort(want[mine], kind="stable")
-        np.testing.assert_array_equal(got[starts[j] : starts[j] + rows[j]], keys[mine][order])
+        block = slice(starts[j], starts[j] + rows[j])
+        np.testing.assert_array_equal(got[block], keys[mine][order])
+        if values is not None:
+            np.testing.assert_array_equal(cp.asnumpy(sent[0][1])[block], vals[mine][order])
 
 
 def chunk_layout(rng, dtype, sources: int, spread: str, chunks: int):

@@ -13,7 +13,9 @@ left to read after the last block.
 Presorted blocks: where the senders' partition already sorted every block by the low `bits`
 bits of key - low (chunked.ByDigit), with the counts of each digit, landing only counts the later
 digits, and every pass of [bits, end_bit) runs after the last block, the first of them reading
-the blocks' runs in the receive buffer: one pass fewer for the receiver.
+the blocks' runs in the receive buffer: one pass fewer for the receiver. Key-value pairs (a
+column of 4 or 8 bytes beside the keys) land presorted only, and those passes move the values
+with their keys, out of the receive buffers with their gaps: no packing copy of either column.
 
 A clamped last pass: where the key range (span = the largest key - low) is a little wider than
 the passes' whole 8-bit digits -- 2^30 and a little on 4 ranks, 6 bits of it sorted by the
@@ -35,6 +37,8 @@ from __future__ import annotations
 import numpy as np
 
 from .radix import (
+    _UNSIGNED,
+    _WORD,
     KEYS_ONLY,
     MAX_N,
     MIN_N,
@@ -75,6 +79,11 @@ def usable(rows: int, itemsize: int, end_bit: int, align_rows: int, presorted: b
             and (presorted or len(digit_passes(0, end_bit)) >= 2))
 
 
+def _words(values):
+    """Values as the unsigned words of their width, which the kernels move."""
+    return values.view(_UNSIGNED[values.dtype.itemsize])
+
+
 class LandingSort:
     """The sort of one receive buffer's blocks; `land` each block once, then `finish` (after
     `prepare`, where the host has time to queue it before the blocks are in).
@@ -84,12 +93,17 @@ class LandingSort:
     its rows in the scratch (regions that do not overlap). The scratch is free to be written
     where a block lands, and holds at least sum(counts) keys. presorted (or None): (bits,
     digit counts (blocks, 2^bits)) of blocks that arrive sorted by their first digit, bits wide
-    (out_starts is then unused: no pass runs before the last block is in).
+    (out_starts is then unused: no pass runs before the last block is in). values (or None):
+    the dtype of a column of 4 or 8 bytes that rides with the keys (presorted blocks only: the
+    passes after the last block move it; landing moves nothing).
     """
 
     def __init__(self, dtype, counts, starts, out_starts, low: int, span: int,
-                 presorted: tuple | None = None):
+                 presorted: tuple | None = None, values=None):
         import cupy
+
+        if values is not None and presorted is None:
+            raise ValueError("LandingSort: values ride on presorted blocks only")
 
         self.cp, self.dtype = cupy, np.dtype(dtype)
         self.counts = np.asarray(counts, np.int64)
@@ -99,7 +113,9 @@ class LandingSort:
         self.passes, self.clamped = plan_passes(first_bits, span, self.first is None)
         end_bit = sum(self.passes[-1])
         self.bits = (first_bits, end_bit, len(self.passes))  # (begin_bit, end_bit, passes)
-        self.tile = tile_keys(self.dtype.itemsize, "keys")
+        self.tile = tile_keys(self.dtype.itemsize, "keys" if values is None else "pairs")
+        word = None if values is None else _WORD[np.dtype(values).itemsize]
+        self.kinds = KEYS_ONLY if word is None else (word, word, 1)  # onesweep's value kind
         blocks, npasses = len(self.counts), len(self.passes)
         self.hist = cupy.zeros((blocks, npasses * 256), dtype=np.uint32)
         self.block_bases = cupy.empty((blocks, npasses * 256), dtype=np.uint32)
@@ -159,17 +175,19 @@ class LandingSort:
             runs, run_starts = self.first, self.starts
         self.ready = (bases, (counts, read)) + self._run_tiles(runs, run_starts, n)
 
-    def finish(self, keys, scratch):
-        """Every pass not yet run, after every block has landed; returns the n sorted keys (a
-        view of keys or of scratch, whichever the last pass wrote)."""
+    def finish(self, columns: list, scratch: list) -> list:
+        """Every pass not yet run, after every block has landed: columns are the receive
+        buffers (keys, then the values where they ride), scratch as many buffers of at least n
+        rows (the first as given to land); returns the n sorted rows of each column (views of
+        columns or of scratch, whichever the last pass wrote)."""
         self.prepare()
         bases, (counts, read), descriptors, tiles = self.ready
         n = int(self.counts.sum())
-        pair = (scratch[:n], keys[:n])  # where the passes after the first over the runs go
+        pair = ([s[:n] for s in scratch], [c[:n] for c in columns])  # the later passes' buffers
         if self.first is None:  # pass 0's runs are in the scratch
             done, source = 1, pair[0]
         else:  # the runs are the blocks in the receive buffer
-            done, source = 0, keys
+            done, source = 0, columns
             pair = pair[::-1]
         self._pass(source, pair[1], done, bases, tiles, descriptors)
         read.synchronize()  # the digit counts, copied before that pass: read while it runs
@@ -179,29 +197,35 @@ class LandingSort:
         done, spare = pair[(1 + len(later)) % 2], pair[len(later) % 2]
         if self.clamped:
             self._sort_tail(done, spare, int(counts[-1, 255]))
-        return done
+        return list(done)
 
-    def _sort_tail(self, keys, spare, rows: int) -> None:
-        """After a clamped last pass: the keys of its digit 255, the last `rows` of keys (in
-        order on the bits below that pass's), sorted in place on the rest (spare: as many keys
-        to write on). The suffix starts 16 bytes aligned, a few keys early (the sort's vector
-        loads): those are in order already."""
-        n, per = keys.size, 16 // self.dtype.itemsize
+    def _sort_tail(self, columns: list, spare: list, rows: int) -> None:
+        """After a clamped last pass: the rows of its digit 255, the last `rows` (in order on
+        the bits below that pass's), sorted in place on the rest (spare: as many keys to write
+        on). The suffix starts 16 bytes aligned, a few rows early (the sort's vector loads):
+        those are in order already."""
+        keys, n, per = columns[0], columns[0].size, 16 // self.dtype.itemsize
         start = (n - rows) // per * per
         if n - start < 2:
             return
         shift, bits = self.passes[-1]
-        out, _ = radix_sort(keys[start:], begin_bit=shift, end_bit=shift + bits, low=self.low,
-                            overwrite=True, scratch=spare[start:])
+        vals = _words(columns[1])[start:] if len(columns) > 1 else None
+        out, out_vals = radix_sort(keys[start:], vals, "keys" if vals is None else "pairs",
+                                   begin_bit=shift, end_bit=shift + bits, low=self.low,
+                                   overwrite=True, scratch=spare[0][start:])
         if out.data.ptr != keys[start:].data.ptr:
             keys[start:] = out
+        if vals is not None and out_vals.data.ptr != vals.data.ptr:
+            vals[...] = out_vals
 
-    def _pass(self, src, dst, p: int, bases, tiles: int, descriptors=()) -> None:
-        """Digit pass p: src -> dst (all of it: the n keys), through descriptors where given."""
-        n, blocks, dummy = dst.size, len(self.counts), _dummy(dst.device.id)
+    def _pass(self, src: list, dst: list, p: int, bases, tiles: int, descriptors=()) -> None:
+        """Digit pass p: src -> dst (all of it: the n rows of every column), through
+        descriptors where given."""
+        n, blocks, dummy = dst[0].size, len(self.counts), _dummy(dst[0].device.id)
         pass_args = (bases[p], self.counters[blocks + p : blocks + p + 1], self._flags(tiles, n))
-        onesweep((src, dummy), (dst, dummy), KEYS_ONLY, self.passes[p], self.low, pass_args,
-                 n >= WIDE_ROWS, tiles, descriptors)
+        src, dst = [(c[0], _words(c[1]) if len(c) > 1 else dummy) for c in (src, dst)]
+        onesweep(src, dst, self.kinds, self.passes[p], self.low, pass_args, n >= WIDE_ROWS,
+                 tiles, descriptors)
 
     def _run_tiles(self, runs, run_starts, n: int) -> tuple:
         """Tile descriptors (device uint32 start, rows) and how many tiles to launch for the

@@ -193,21 +193,21 @@ __global__ void __launch_bounds__(COUNT_BLOCK)
     flush_copies<32>(hist, RADIX, counts);
 }
 
-// Why: the partition as one stable onesweep pass over the bucket digit: every key read once (with
-// its bucket byte) and written once, at bases[bucket] (the sender's layout: any place per bucket)
-// plus its rank among the bucket's keys before it. Consecutive tiles of the shard, key-only tile
-// size.
-template <typename K>
-__global__ void __launch_bounds__(BLOCK, 3)
-    bucket_scatter(const K* __restrict__ keys_in, K* __restrict__ keys_out, u64 n,
+// Why: the partition as one stable onesweep pass over the bucket digit: every key (and value,
+// VMODE 1: key-value pairs, chunked.ByDigit) read once (with its bucket byte) and written once, at
+// bases[bucket] (the sender's layout: any place per bucket) plus its rank among the bucket's keys
+// before it. Consecutive tiles of the shard, of the onesweep pass's size for the VMODE.
+template <typename K, typename V, int VMODE>
+__global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(V) > sizeof(K)) ? 2 : 3)
+    bucket_scatter(const K* __restrict__ keys_in, K* __restrict__ keys_out,
+                   const V* __restrict__ vals_in, V* __restrict__ vals_out, u64 n,
                    const unsigned char* __restrict__ buckets, const u32* __restrict__ bases,
                    u32* tile_counter, void* flags, int wide)
 {
-    __shared__ OnesweepSmem<K, u32, 0> sm;
-    BucketDigit<K, Items<K, 0>::value> dig{buckets};
-    onesweep_next(keys_in, keys_out, (const u32*)nullptr, (u32*)nullptr, n, dig, bases,
-                  tile_counter, flags, wide, (const u32*)nullptr, (const u32*)nullptr,
-                  (const u32*)nullptr, sm);
+    __shared__ OnesweepSmem<K, V, VMODE> sm;
+    BucketDigit<K, Items<K, VMODE>::value> dig{buckets};
+    onesweep_next(keys_in, keys_out, vals_in, vals_out, n, dig, bases, tile_counter, flags, wide,
+                  (const u32*)nullptr, (const u32*)nullptr, (const u32*)nullptr, sm);
 }
 
 // Why: each segment's digit counts of every pass, for the segmented passes' bases. The tiles are

@@ -13,6 +13,7 @@ import functools
 import numpy as np
 
 from .radix import (
+    _UNSIGNED,
     _WORD,
     BLOCK,
     KEYS_ONLY,
@@ -42,9 +43,15 @@ def bucket_bits(ranks: int) -> int:
 def _module(word: str):
     """segments.cu's kernels for keys of one width, compiled after radix.cu when first used."""
     passes = 8 if word == "u64" else 4
-    names = [f"bucket_counts<{word}>", f"bucket_scatter<{word}>", "segment_scan"]
+    names = [f"bucket_counts<{word}>", "segment_scan"]
+    names += [_scatter_name(word, value) for value in (None, "u32", "u64")]
     names += [f"segment_histogram<{word},{p}>" for p in range(1, passes + 1)]
     return module_with("segments.cu", tuple(names))
+
+
+def _scatter_name(word: str, value: str | None) -> str:
+    """bucket_scatter's instance for keys of one width, alone (value None) or with values."""
+    return f"bucket_scatter<{word},{value or 'u32'},{int(value is not None)}>"
 
 
 @functools.cache
@@ -108,20 +115,25 @@ class BucketPartition:
                                       + (counts, self.buckets))
         return counts
 
-    def scatter(self, bases: np.ndarray, out) -> None:
+    def scatter(self, bases: np.ndarray, out, values: tuple = ()) -> None:
         """Every key into out, stably, bucket b's keys from out[bases[b]] on (after counts();
-        frees the buckets)."""
+        frees the buckets); values: (values in, values out) of 4 or 8 bytes, which go where
+        their keys go, or () for keys alone."""
         if self.buckets is None:
             raise RuntimeError("BucketPartition.scatter before counts")
         n, buckets, self.buckets = self.keys.size, self.buckets, None
         if n == 0:
             return
-        tiles = -(-n // tile_keys(self.keys.dtype.itemsize, "keys"))
+        dummy = _dummy(self.keys.device.id)
+        vals = tuple(v.view(_UNSIGNED[v.dtype.itemsize]) for v in values) or (dummy, dummy)
+        name = _scatter_name(self.word, _WORD[vals[0].dtype.itemsize] if values else None)
+        tiles = -(-n // tile_keys(self.keys.dtype.itemsize, "pairs" if values else "keys"))
         flags = self.cp.zeros(flag_words(tiles, n), dtype=np.uint32)
         counter = self.cp.zeros(1, dtype=np.uint32)
-        self._fn("bucket_scatter")((tiles,), (BLOCK,), (self.keys, out, np.uint64(n), buckets,
-                                                        self.cp.asarray(bases.astype(np.uint32)),
-                                                        counter, flags, np.int32(n >= WIDE_ROWS)))
+        kernel = _kernel(self.word, self.keys.device.id, name)
+        kernel((tiles,), (BLOCK,), (self.keys, out) + vals + (
+            np.uint64(n), buckets, self.cp.asarray(bases.astype(np.uint32)), counter, flags,
+            np.int32(n >= WIDE_ROWS)))
 
 
 class SegmentSort:
