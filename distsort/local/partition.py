@@ -6,6 +6,7 @@ import numpy as np
 
 from ..cuda_source import CTYPES, load_module
 from ..exchange import aligned_displacements
+from .upload import on_device
 
 TILE = 256 * 16  # keep in step with partition.cu: BLOCK threads x ITEMS keys per thread
 MAX_BUCKETS = 256  # and its MAX_BUCKETS
@@ -60,8 +61,8 @@ class Launch:
         self.tiles = max((n + TILE - 1) // TILE, 1)
         sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
         self.grid = min(self.tiles, sms * (4 if keys.dtype.itemsize <= 4 else 3))  # all resident
-        split_keys = cupy.asarray(splitters[:, 0].astype(keys.dtype))
-        split_pos = cupy.asarray(np.ascontiguousarray(splitters[:, 1]))
+        split_keys, split_pos = on_device(splitters[:, 0].astype(keys.dtype),
+                                          splitters[:, 1].astype(np.uint64))
         self.args = (keys, np.int64(n), np.uint64(offset), split_keys, split_pos,
                      np.int32(self.buckets - 1))
 

@@ -27,6 +27,7 @@ from .radix import (
     tile_keys,
 )
 from .tiles import piece_tiles, segment_heads
+from .upload import on_device
 
 BUCKETS = 256  # bucket numbers are 8-bit digits of the onesweep pass (segments.cu)
 MAX_RANKS = 16  # segments.cu's MAX_SPLITTERS + 1
@@ -59,19 +60,6 @@ def _kernel(word: str, device: int, name: str):
     return _module(word).get_function(name)
 
 
-def _on_device(*arrays: np.ndarray) -> list:
-    """Small host arrays on the device in one copy, as views (each from an 8-byte boundary):
-    the first chunk's count waits for its arguments, and each copy costs the host ~25 us."""
-    import cupy
-
-    starts = np.cumsum([0] + [-(-a.nbytes // 8) * 8 for a in arrays])
-    packed = np.zeros(int(starts[-1]), np.uint8)
-    for a, at in zip(arrays, starts):
-        packed[at : at + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
-    dev = cupy.asarray(packed)
-    return [dev[at : at + a.nbytes].view(a.dtype) for a, at in zip(arrays, starts)]
-
-
 class BucketPartition:
     """The sender's buckets over its keys (global positions offset + i, fewer than 2^32 keys):
     count (which also finds every key's bucket, one byte a key), then scatter."""
@@ -88,7 +76,7 @@ class BucketPartition:
         if keys.size >= 1 << 32:
             raise ValueError("segmented partition: at most 2^32 - 1 keys a shard")
         dtype = keys.dtype
-        split_keys, split_pos, lows, shifts = _on_device(
+        split_keys, split_pos, lows, shifts = on_device(
             splitters[:, 0].astype(dtype), splitters[:, 1].astype(np.uint64),
             dests[:, 0].astype(dtype), (dests[:, 1] | dests[:, 2] << 8).astype(np.int32))
         self.args = (split_keys, split_pos, np.int32(len(splitters)), lows, shifts,
