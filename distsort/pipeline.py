@@ -163,14 +163,13 @@ def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
     if (not radix_rows(columns, words) or rt.backend.engine.name != "radix"
             or (pairs and not layout.bits)):
         return None
-    low, end_bit = key_range(splitters, rank, keys.dtype)
+    low, top, end_bit = key_range(splitters, rank, keys.dtype)
     counts, starts = layout.blocks()
     if not LANDING or not landing.usable(layout.recv_rows, keys.dtype.itemsize, end_bit,
                                          rt.transport.align_rows, layout.bits > 0):
         return None
     presorted = (layout.bits, layout.digits.reshape(len(counts), -1)) if layout.bits else None
-    span = int(upper_key(splitters, rank, keys.dtype)) - low
-    return LandingSort(keys.dtype, counts, starts, layout.landing_starts(), low, span,
+    return LandingSort(keys.dtype, counts, starts, layout.landing_starts(), low, top - low,
                        presorted, columns[1].dtype if pairs else None)
 
 
@@ -203,10 +202,9 @@ def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
     counts, starts = blocks
     n, rank = int(counts.sum()), rt.comm.Get_rank()
     words = key_words(columns)
-    low, end_bit = key_range(splitters, rank, words[0].dtype)
-    top = upper_key(splitters, rank, words[0].dtype)
+    low, top, end_bit = key_range(splitters, rank, words[0].dtype)
     if plain_keys(columns, words):
-        _fill_gaps(columns[0], blocks, top)
+        _fill_gaps(columns[0], blocks, words[0].dtype.type(top))
         scratch = _fitting_scratch(spare.pop(), columns[0])
         out = rt.backend.engine.sort(columns[0], end_bit=end_bit, low=low, overwrite=True,
                                      scratch=scratch)
@@ -232,12 +230,11 @@ def _fill_gaps(keys, blocks, value) -> None:
         keys[start + count : end] = value
 
 
-def _outside_key(dtype, low: int, top) -> tuple | None:
+def _outside_key(dtype, low: int, top: int) -> tuple | None:
     """A key just outside the rank's key range [low, top] for the gaps between received pairs,
     so that they sort after (top + 1) or before (low - 1) every received key, with the (low,
     end_bit) that cover it: (fill, low, end_bit, whether the gaps sort last), or None where
     the range holds every key of the dtype."""
-    top = int(top)
     if top < np.iinfo(dtype).max:
         return dtype.type(top + 1), low, (top + 1 - low).bit_length(), True
     if low > 0:
@@ -253,17 +250,13 @@ def _fitting_scratch(sent: list, keys):
     return buf if fits else None
 
 
-def upper_key(splitters: np.ndarray, rank: int, word) -> np.unsignedinteger:
-    """The largest first key word this rank can receive: its upper splitter's, or the maximum."""
-    top = int(splitters[rank, 0]) if rank < len(splitters) else np.iinfo(word).max
-    return np.dtype(word).type(top)
-
-
-def key_range(splitters: np.ndarray, rank: int, word) -> tuple[int, int]:
-    """(low, end_bit): this rank's first key words after the exchange lie in [low, high], the
-    first words of splitters rank-1 and rank, so key - low fits in end_bit bits."""
+def key_range(splitters: np.ndarray, rank: int, word) -> tuple[int, int, int]:
+    """(low, top, end_bit): this rank's first key words after the exchange lie in [low, top],
+    the first words of splitters rank-1 and rank (0 and the word's maximum at the ends), so key
+    - low fits in end_bit bits."""
     low = int(splitters[rank - 1, 0]) if rank > 0 else 0
-    return low, (int(upper_key(splitters, rank, word)) - low).bit_length()
+    top = int(splitters[rank, 0]) if rank < len(splitters) else int(np.iinfo(word).max)
+    return low, top, (top - low).bit_length()
 
 
 def plain_keys(columns: list, words: list) -> bool:

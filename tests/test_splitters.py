@@ -75,9 +75,9 @@ def test_key_range_covers_every_key_between_the_bounds():
         for rank in range(4):
             low = int(splitters[rank - 1, 0]) if rank else 0
             high = int(splitters[rank, 0]) if rank < 3 else 2**32 - 1
-            base, end = key_range(splitters, rank, np.uint32)
+            base, top, end = key_range(splitters, rank, np.uint32)
             keys = np.array([low, high, (low + high) // 2], dtype=np.uint64)
-            assert base == low
+            assert (base, top) == (low, high)
             assert ((keys - np.uint64(base)) >> np.uint64(end) == 0).all()  # key - low < 2^end
             assert end <= 32
 
