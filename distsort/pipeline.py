@@ -76,7 +76,7 @@ def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int,
     words, p, (offset, total, largest) = key_words(columns), len(splitters) + 1, place
     if plain_keys(columns, words) and segmented.usable(rt, words[0], total):
         keys = rt.xp.ascontiguousarray(words[0])  # the kernels index it as one flat array
-        return Segmented(*segmented.partition(rt, keys, offset, splitters))
+        return Segmented(*segmented.partition(rt, keys, offset, splitters, -(-total // p)))
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
         bits = digit_bits(rt, columns, words, total, largest)
         lows = None if not bits else np.array(  # uint64: NumPy picks float64 for ints past 2^63

@@ -29,7 +29,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chunked import BlockRows, block_starts, landed_rows, overlapped, send_starts
+from .chunked import (
+    BlockRows,
+    block_starts,
+    buffer_rows,
+    landed_rows,
+    overlapped,
+    send_starts,
+)
 from .local import segments
 from .local.segments import BucketPartition, SegmentSort
 
@@ -108,11 +115,12 @@ class Plan(BlockRows):
         return int(self.received.sum())
 
 
-def partition(rt, keys, offset: int, splitters: np.ndarray) -> tuple[Plan, object]:
+def partition(rt, keys, offset: int, splitters: np.ndarray, even_rows: int
+              ) -> tuple[Plan, object]:
     """Count the buckets, agree with every rank on the blocks, queue the scatter of every key
     into the send buffer, then plan this rank's sorts (host work, while the scatter runs).
     Returns the plan and the send buffer (which holds the receive buffer's rows too, for the
-    sorts)."""
+    sorts; sized by chunked.buffer_rows for an even shard of even_rows rows)."""
     import cupy
 
     comm, ranks, rank = rt.comm, rt.comm.Get_size(), rt.comm.Get_rank()
@@ -134,7 +142,8 @@ def partition(rt, keys, offset: int, splitters: np.ndarray) -> tuple[Plan, objec
     for d in range(ranks):
         chunk = np.repeat(np.arange(CHUNKS), np.diff(cuts[d]))
         bases[d * segs : (d + 1) * segs] = starts[chunk, d] + _within(table[d], cuts[d])
-    outgoing = cupy.empty(max(layout.send_rows, layout.recv_rows, 1), dtype=keys.dtype)
+    rows = buffer_rows(max(layout.send_rows, layout.recv_rows), even_rows)
+    outgoing = cupy.empty(rows, dtype=keys.dtype)
     buckets.scatter(bases, outgoing)
     layout.sorts.extend(_sorts(keys.dtype, mine, cuts[rank], recv_starts, received, dests[rank]))
     return layout, outgoing
@@ -165,7 +174,7 @@ def exchange(rt, layout: Plan, outgoing, report):
     but the last (`Finish`). Returns (the receive buffer, the finish)."""
     import cupy
 
-    incoming = cupy.empty(max(layout.recv_rows, 1), dtype=outgoing.dtype)
+    incoming = cupy.empty_like(outgoing)  # the same size: the pool reuses a sort's blocks
 
     def send(c: int) -> None:
         rt.transport.alltoallv([outgoing], layout.sent[c], layout.received[:, c],
