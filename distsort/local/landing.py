@@ -37,7 +37,6 @@ from __future__ import annotations
 import numpy as np
 
 from .radix import (
-    _UNSIGNED,
     _WORD,
     KEYS_ONLY,
     MAX_N,
@@ -50,6 +49,7 @@ from .radix import (
     onesweep,
     radix_sort,
     tile_keys,
+    value_words,
 )
 from .tiles import piece_tiles
 
@@ -79,11 +79,6 @@ def usable(rows: int, itemsize: int, end_bit: int, align_rows: int, presorted: b
             and (presorted or len(digit_passes(0, end_bit)) >= 2))
 
 
-def _words(values):
-    """Values as the unsigned words of their width, which the kernels move."""
-    return values.view(_UNSIGNED[values.dtype.itemsize])
-
-
 class LandingSort:
     """The sort of one receive buffer's blocks; `land` each block once, then `finish` (after
     `prepare`, where the host has time to queue it before the blocks are in).
@@ -104,7 +99,6 @@ class LandingSort:
 
         if values is not None and presorted is None:
             raise ValueError("LandingSort: values ride on presorted blocks only")
-
         self.cp, self.dtype = cupy, np.dtype(dtype)
         self.counts = np.asarray(counts, np.int64)
         self.starts, self.out_starts = np.asarray(starts), np.asarray(out_starts)
@@ -209,7 +203,7 @@ class LandingSort:
         if n - start < 2:
             return
         shift, bits = self.passes[-1]
-        vals = _words(columns[1])[start:] if len(columns) > 1 else None
+        vals = value_words(columns[1])[start:] if len(columns) > 1 else None
         out, out_vals = radix_sort(keys[start:], vals, "keys" if vals is None else "pairs",
                                    begin_bit=shift, end_bit=shift + bits, low=self.low,
                                    overwrite=True, scratch=spare[0][start:])
@@ -223,7 +217,7 @@ class LandingSort:
         descriptors where given."""
         n, blocks, dummy = dst[0].size, len(self.counts), _dummy(dst[0].device.id)
         pass_args = (bases[p], self.counters[blocks + p : blocks + p + 1], self._flags(tiles, n))
-        src, dst = [(c[0], _words(c[1]) if len(c) > 1 else dummy) for c in (src, dst)]
+        src, dst = [(c[0], value_words(c[1]) if len(c) > 1 else dummy) for c in (src, dst)]
         onesweep(src, dst, self.kinds, self.passes[p], self.low, pass_args, n >= WIDE_ROWS,
                  tiles, descriptors)
 

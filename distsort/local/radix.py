@@ -139,6 +139,11 @@ def _dummy(device: int):
     return _cupy().empty(1, dtype=np.uint32)
 
 
+def value_words(values):
+    """Values of 4 or 8 bytes as the unsigned words of their width, which the kernels move."""
+    return values.view(_UNSIGNED[values.dtype.itemsize])
+
+
 def digit_passes(begin_bit: int, end_bit: int) -> list[tuple[int, int]]:
     """(shift, bits) of each LSD pass over [begin_bit, end_bit), least significant first."""
     return [(s, min(RADIX_BITS, end_bit - s)) for s in range(begin_bit, end_bit, RADIX_BITS)]
@@ -478,6 +483,6 @@ class RadixEngine:
         if values.dtype.itemsize not in (4, 8) or values.ndim != 1:
             out_k, order = self._run(keys, None, "argsort", bits, **options)
             return out_k, values[order]
-        words = cp.ascontiguousarray(values).view(_UNSIGNED[values.dtype.itemsize])
+        words = value_words(cp.ascontiguousarray(values))
         out_k, out_v = self._run(keys, words, "pairs", bits, **options)
         return out_k, out_v.view(values.dtype)

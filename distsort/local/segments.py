@@ -13,7 +13,6 @@ import functools
 import numpy as np
 
 from .radix import (
-    _UNSIGNED,
     _WORD,
     BLOCK,
     KEYS_ONLY,
@@ -25,6 +24,7 @@ from .radix import (
     module_with,
     onesweep,
     tile_keys,
+    value_words,
 )
 from .tiles import piece_tiles, segment_heads
 from .upload import on_device
@@ -113,7 +113,7 @@ class BucketPartition:
         if n == 0:
             return
         dummy = _dummy(self.keys.device.id)
-        vals = tuple(v.view(_UNSIGNED[v.dtype.itemsize]) for v in values) or (dummy, dummy)
+        vals = tuple(value_words(v) for v in values) or (dummy, dummy)
         name = _scatter_name(self.word, _WORD[vals[0].dtype.itemsize] if values else None)
         tiles = -(-n // tile_keys(self.keys.dtype.itemsize, "pairs" if values else "keys"))
         flags = self.cp.zeros(flag_words(tiles, n), dtype=np.uint32)
