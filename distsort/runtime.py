@@ -44,9 +44,7 @@ def get_runtime(comm=None, backend: str | None = None, engine: str | None = None
     engine names the local sort engine (default: $DISTSORT_ENGINE, else the backend's best).
     """
     comm = comm if comm is not None else MPI.COMM_WORLD
-    handle = MPI._handleof(comm)
-    if backend in (None, "auto"):
-        backend = os.environ.get("DISTSORT_BACKEND") or "auto"
+    handle, backend = MPI._handleof(comm), requested_backend(backend)
     if (handle, backend) not in _chosen:  # collective: every rank makes the same calls
         _chosen[handle, backend] = choose_backend(comm, backend)
     name = _chosen[handle, backend]
@@ -57,10 +55,17 @@ def get_runtime(comm=None, backend: str | None = None, engine: str | None = None
     return _cache[key]
 
 
+def requested_backend(requested: str | None) -> str:
+    """The backend asked for: requested, or where that is None or 'auto', $DISTSORT_BACKEND,
+    else 'auto'."""
+    if requested in (None, "auto"):
+        return os.environ.get("DISTSORT_BACKEND") or "auto"
+    return requested
+
+
 def choose_backend(comm, requested: str | None) -> str:
     """Resolve 'auto' to 'gpu' when every rank sees a GPU, else 'cpu'; check 'gpu' is possible."""
-    if requested in (None, "auto"):
-        requested = os.environ.get("DISTSORT_BACKEND") or "auto"
+    requested = requested_backend(requested)
     if requested not in BACKENDS:
         raise DistsortError(f"unknown backend {requested!r}: choose one of {', '.join(BACKENDS)}")
     if requested == "cpu":
