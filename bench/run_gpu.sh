@@ -16,7 +16,7 @@ export PYTHONPATH=$PWD:/tmp/site
 gpus=$(nvidia-smi -L | wc -l)
 mpi="mpirun --oversubscribe -x NCCL_NVLS_ENABLE -x PYTHONPATH -x PYTHONUNBUFFERED -x DISTSORT_ENGINE"
 mpi="$mpi -x DISTSORT_CHUNKS -x DISTSORT_LANDING -x DISTSORT_SEGMENTS -x DISTSORT_SEGMENT_CHUNKS"
-mpi="$mpi -x DISTSORT_DIGITS"
+mpi="$mpi -x DISTSORT_DIGITS -x DISTSORT_TRANSPORT -x DISTSORT_IPC_MIN_BYTES"
 steps=${*:-tests mpitests quickstart bench}
 host_memory() {  # what the kernel would kill for: free memory, cgroup limit and OOM kills, locking
   grep -E "MemTotal|MemAvailable|Mlocked|AnonHugePages" /proc/meminfo | tr -s ' ' | paste -sd' '
@@ -127,6 +127,9 @@ for step in $steps; do
                python3 bench/segments.py --log 28 --reps 1 >"$OUT/segprof.txt" 2>&1
              grep -aE "bucket_scatter|radix_onesweep|Duration|Executed Ipc A|Instructions  |Registers|Local|Achieved Occ|Bank|No Eligible|Stall" \
                "$OUT/segprof.txt" | head -60 ;;
+    ce) for k in 1 2; do  # an all-to-all by the copy engines (CUDA IPC) against NCCL's
+          timeout 120 $mpi -n "$gpus" python3 bench/ce_probe.py --pieces $k --out "$OUT" 2>&1 | tail -40
+        done ;;
     a2a) for run in 1 2; do  # the plain all-to-all: PyTorch's (ANCHORS.md) and ours, same bytes
            timeout 100 $mpi -n "$gpus" python3 bench/alltoall_torch.py 2>&1 | tail -1
            timeout 100 $mpi -n "$gpus" python3 bench/dist_sort.py --cases u32-4x2^30 --per-rank 2^30 \
@@ -141,6 +144,9 @@ e = R(min_n=0); [e.sort(cp.random.randint(0, 2**32, 1 << 28, dtype=cp.uint32)) f
                 >"$OUT/passprof.txt" 2>&1
               grep -aE "radix_onesweep|Duration|stalled|Warp Cycles|Eligible|Achieved Occ|Throughput" \
                 "$OUT/passprof.txt" | awk '$NF != 0' | head -70 ;;
+    ipctests) timeout 200 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
+                --with-mpi tests/test_gpu.py -k ipc 2>&1 | grep -aE "passed|failed|Error|error|assert" \
+                | tail -20 ;;
     segtests) timeout 200 python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_segments_gpu.py \
                 tests/test_radix_gpu.py tests/test_landing_gpu.py 2>&1 | tail -15 ;;
     partition) timeout 150 python3 bench/partition.py 2>&1 | tail -8 ;;

@@ -19,6 +19,7 @@ from .exchange import Transport
 from .gpu_safety import require_safe_cupy
 
 BACKENDS = ("auto", "cpu", "gpu")
+TRANSPORTS = ("nccl", "ipc")  # between GPUs ($DISTSORT_TRANSPORT)
 
 
 @dataclass
@@ -88,9 +89,20 @@ def _build(comm, name: str, engine: str | None) -> Runtime:
 
         return Runtime(comm, Backend(engine), MpiTransport(comm))
     bind_gpu(comm)
+    return Runtime(comm, GpuBackend(engine), gpu_transport(comm))
+
+
+def gpu_transport(comm) -> Transport:
+    """$DISTSORT_TRANSPORT: 'ipc' (default): the copy engines, through CUDA IPC, where every
+    rank can map every other's memory, else NCCL; or 'nccl'. Collective."""
+    from .exchange import ipc
     from .exchange.nccl import NcclTransport
 
-    return Runtime(comm, GpuBackend(engine), NcclTransport(comm))
+    name = os.environ.get("DISTSORT_TRANSPORT", "ipc")
+    if name not in TRANSPORTS:
+        raise DistsortError(f"DISTSORT_TRANSPORT={name!r}: choose one of {', '.join(TRANSPORTS)}")
+    nccl = NcclTransport(comm)
+    return ipc.connect(comm, nccl) if name == "ipc" else nccl
 
 
 def bind_gpu(comm) -> int:

@@ -345,3 +345,78 @@ def test_chunked_exchange_keeps_order_and_stability(monkeypatch, chunks, with_va
     everyone = np.concatenate(COMM.allgather(x))
     np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(keys))),
                                   everyone[order])
+
+
+@pytest.fixture(scope="module")
+def ipc_transport():
+    """The copy-engine transport of this communicator (NCCL beside it for small calls), or a
+    skip where CUDA IPC does not work between the ranks."""
+    from distsort.exchange import ipc
+    from distsort.runtime import get_runtime
+
+    transport = get_runtime(COMM, "gpu").transport  # ipc by default, where it works
+    if transport.name != "ipc":
+        transport = ipc.connect(COMM, transport)
+    if transport.name != "ipc":
+        pytest.skip("CUDA IPC does not work between these ranks")
+    return transport
+
+
+@pytest.mark.parametrize("align", [1, 1024])
+@pytest.mark.parametrize("given_outs", [False, True])
+def test_ipc_transport_moves_what_nccl_moves(monkeypatch, ipc_transport, align, given_outs):
+    """Copies into the receivers' buffers deliver every block where NCCL does: keys, 8-byte
+    values and 3-byte records, unequal blocks (some empty), blocks placed with gaps, buffers
+    given or made; and twice in a row (mappings reused)."""
+    import cupy
+
+    from distsort.exchange import aligned_displacements, ipc
+
+    monkeypatch.setattr(ipc, "MIN_BYTES", 0)
+    rank, size, nccl = COMM.Get_rank(), COMM.Get_size(), ipc_transport.small
+    matrix = np.random.default_rng(size).integers(0, 5000, (size, size))
+    matrix[0, -1] = 0  # one empty block
+    send, recv = matrix[rank], matrix[:, rank]
+    rng = np.random.default_rng([rank, 9])
+    n = int(send.sum())
+    columns = [cupy.asarray(rng.integers(0, 2**32, n, dtype=np.uint32)),
+               cupy.asarray(rng.integers(-2**62, 2**62, n, dtype=np.int64)),
+               cupy.asarray(rng.integers(0, 256, (n, 3), dtype=np.uint8))]
+    sdispl, rdispl = aligned_displacements(send, 1), aligned_displacements(recv, align)
+    rows = int(rdispl[-1] + recv[-1])
+
+    def outs():
+        return [cupy.zeros((rows,) + c.shape[1:], c.dtype) for c in columns] if given_outs else None
+
+    want = nccl.alltoallv(columns, send, recv, sdispl, rdispl, outs())
+    for _ in range(2):
+        got = ipc_transport.alltoallv(columns, send, recv, sdispl, rdispl, outs())
+        for g, w in zip(got, want):
+            for start, count in zip(rdispl, recv):
+                np.testing.assert_array_equal(cupy.asnumpy(g[start : start + count]),
+                                              cupy.asnumpy(w[start : start + count]))
+
+
+@pytest.mark.parametrize("digits, with_values", [(True, False), (False, False), (True, True)])
+def test_sorts_over_the_ipc_transport(monkeypatch, ipc_transport, digits, with_values):
+    """The chunked exchange with its landing finish over the copy engines: the global order,
+    values with their keys (pairs land presorted only: by the senders' digit)."""
+    import cupy
+
+    from distsort.exchange import ipc
+    from distsort.runtime import get_runtime
+
+    monkeypatch.setattr(ipc, "MIN_BYTES", 0)
+    monkeypatch.setattr(get_runtime(COMM, "gpu"), "transport", ipc_transport)
+    finished, by_digit = force_landing(monkeypatch, 3, digits)
+    keys, calls = landing_keys("uint32", "uniform"), ipc_transport.calls
+    if with_values:
+        start = COMM.exscan(len(keys)) or 0
+        assert_pairs_sorted_stably(keys, np.arange(start, start + len(keys), dtype=np.int64))
+    else:
+        out = distsort.sort(cupy.asarray(keys))
+        np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(out))),
+                                      np.sort(np.concatenate(COMM.allgather(keys))))
+    assert_landed(finished, by_digit, digits)
+    if COMM.Get_size() > 1:
+        assert ipc_transport.calls > calls, "no exchange went by the copy engines"

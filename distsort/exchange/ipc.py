@@ -1,0 +1,224 @@
+"""All-to-all-v between the GPUs of one node by their copy engines: each sender writes its
+blocks straight into the receivers' buffers (cudaMemcpyAsync through CUDA IPC mappings).
+
+Why: NCCL moves the blocks with kernels, which share the SMs with the partition's scatters that
+run beside them in the chunked exchange, and each slows the other (bench/RESULTS.md, run 103:
+transfers at 87% of the plain all-to-all's rate, scatters 2.2 -> 3.2 ms a chunk). Copies by the
+copy engines take no SM. On 2 H200s (run 122, bench/ce_probe.py) they moved 388 GB/s sent per
+rank alone and 386 beside a sort, where NCCL's send/recv moved 335 and 297.
+
+Each call, on every rank, on the current stream:
+1. the rank marks its receive buffers free to be written (an interprocess event, `ready`);
+2. one allgather tells every rank every buffer (IPC handle of its allocation and the offset in
+   it), every rank's counts and receive displacements;
+3. per peer, on a stream of its own, the rank waits for the peer's `ready` and copies its
+   blocks into the peer's buffers (its own block by a local copy);
+4. it marks its copies done (`done`), and after a barrier (every rank has recorded its mark)
+   the stream waits for every peer's `done`: when the call's work on the stream is over, every
+   block sent to this rank is in.
+A wait on an event waits for the record made before the wait was queued; the allgather and the
+barrier order those host calls, so no rank waits on a mark of another call.
+
+Calls that move few bytes (the sample, most tests) go to NCCL: two host collectives cost more
+than the copies save. A peer's allocation, once mapped, stays mapped until the peer frees it
+(a new allocation of the peer's overlaps it): the memory pool hands the same allocations to
+sort after sort, and opening costs up to 20 ms, closing ~7. Used only where every rank can map
+every other's memory (one node; checked once at start, else NCCL: runtime.py).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+
+import numpy as np
+from mpi4py import MPI
+
+from . import as_bytes, displacements, row_bytes
+
+D2D = 3  # cudaMemcpyDeviceToDevice
+# Calls moving fewer bytes (the most any rank sends) take NCCL.
+MIN_BYTES = int(os.environ.get("DISTSORT_IPC_MIN_BYTES", str(1 << 24)))
+
+
+@functools.cache
+def _address_range():
+    """cuMemGetAddressRange: an IPC handle names the base of a cudaMalloc allocation, and the
+    memory pool hands out pieces of larger ones."""
+    fn = ctypes.CDLL("libcuda.so.1").cuMemGetAddressRange_v2
+    fn.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_size_t),
+                   ctypes.c_uint64]
+    return fn
+
+
+def exported(ptr: int) -> tuple[bytes, int, int, int] | None:
+    """(IPC handle of the allocation holding ptr, ptr's offset in it, the allocation's base and
+    size); None for no memory."""
+    from cupy.cuda import runtime
+
+    if not ptr:
+        return None
+    base, size = ctypes.c_uint64(), ctypes.c_size_t()
+    status = _address_range()(ctypes.byref(base), ctypes.byref(size), ptr)
+    if status:
+        raise RuntimeError(f"cuMemGetAddressRange failed ({status})")
+    return runtime.ipcGetMemHandle(base.value), ptr - base.value, base.value, size.value
+
+
+class IpcTransport:
+    name = "ipc"
+
+    def __init__(self, comm, small):
+        """small: the transport of calls under MIN_BYTES (NCCL); collective, and raises on
+        every rank where some rank cannot map another's memory."""
+        import cupy
+        from cupy.cuda import runtime
+
+        self.cp, self.rt, self.comm, self.small = cupy, runtime, comm, small
+        self.rank, self.size, self.align_rows = comm.Get_rank(), comm.Get_size(), small.align_rows
+        self.streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(self.size)]
+        self.mapped: dict = {}  # (peer, handle) -> (pointer here, (base, end) in the peer)
+        self.calls = 0
+        self.ready = self.done = None
+        self.peer_events = self._open_events()
+        self._check()
+
+    def _all_or_none(self, step):
+        """step() (local work, no collective) on every rank; if it raised anywhere,
+        RuntimeError on every rank, so that no rank is left alone in a later collective."""
+        error = None
+        try:
+            result = step()
+        except Exception as exc:  # noqa: BLE001 - reported below, on every rank
+            error, result = exc, None
+        errors = [e for e in self.comm.allgather(error and str(error)) if e]
+        if errors:
+            raise RuntimeError(f"CUDA IPC between the ranks does not work here: {errors[0]}")
+        return result
+
+    def _open_events(self) -> list:
+        """Every peer's (ready, done) events, opened here."""
+        cupy, rt = self.cp, self.rt
+
+        def export() -> tuple:
+            self.ready, self.done = (cupy.cuda.Event(disable_timing=True, interprocess=True)
+                                     for _ in range(2))
+            return rt.ipcGetEventHandle(self.ready.ptr), rt.ipcGetEventHandle(self.done.ptr)
+
+        handles = self.comm.allgather(self._all_or_none(export))
+        return self._all_or_none(lambda: [
+            None if q == self.rank else [rt.ipcOpenEventHandle(h) for h in pair]
+            for q, pair in enumerate(handles)])
+
+    def _check(self) -> None:
+        """One small exchange by copies, every peer's buffer mapped first: a mapping that
+        opens but does not carry the bytes is found here, not in a sort."""
+        cp, size = self.cp, self.size
+        got = cp.zeros(size * 1024, dtype=np.int64)
+        peers = self.comm.allgather(([self._all_or_none(lambda: exported(got.data.ptr))],))
+        self._all_or_none(lambda: [self._targets(q, peers) for q in range(size) if q != self.rank])
+        counts = np.full(size, 1024, dtype=np.int64)
+        sent = cp.arange(size * 1024, dtype=np.int64) + self.rank * 10**6
+        self._copy_all([sent], counts, counts, displacements(counts), displacements(counts),
+                       [got])
+        want = (cp.arange(1024)[None, :] + 1024 * self.rank
+                + 10**6 * cp.arange(size)[:, None]).reshape(-1)
+
+        def verify() -> None:
+            if not bool((got == want).all()):
+                raise RuntimeError("copies into another rank's memory did not arrive whole")
+
+        self._all_or_none(verify)
+
+    def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
+                  send_displs=None, recv_displs=None, outs: list | None = None) -> list:
+        """Every column's blocks by copies into the receivers' buffers (see the module)."""
+        send_displs = displacements(send_counts) if send_displs is None else send_displs
+        recv_displs = displacements(recv_counts) if recv_displs is None else recv_displs
+        sent = int(np.asarray(send_counts).max(initial=0)) * sum(row_bytes(c) for c in columns)
+        if self.comm.allreduce(sent, op=MPI.MAX) < MIN_BYTES:
+            return self.small.alltoallv(columns, send_counts, recv_counts, send_displs,
+                                        recv_displs, outs)
+        return self._copy_all(columns, send_counts, recv_counts, send_displs, recv_displs, outs)
+
+    def _copy_all(self, columns, send_counts, recv_counts, send_displs, recv_displs, outs):
+        cp, rt = self.cp, self.rt
+        stream = cp.cuda.get_current_stream()
+        rows = int(recv_displs[-1] + recv_counts[-1])
+        outs = outs or [cp.empty((rows,) + c.shape[1:], dtype=c.dtype) for c in columns]
+        self.ready.record(stream)
+        peers = self._agree(outs, send_counts, recv_counts, recv_displs)
+        start, widths = stream.record(), [row_bytes(c) for c in columns]
+        sources = [as_bytes(cp.ascontiguousarray(c)).data.ptr for c in columns]
+        for k in range(self.size):  # each rank starts with a different peer
+            q = (self.rank + k) % self.size
+            side = self.streams[q]
+            side.wait_event(start)
+            if q != self.rank:
+                rt.streamWaitEvent(side.ptr, self.peer_events[q][0], 0)
+            targets = [o.data.ptr for o in outs] if q == self.rank else self._targets(q, peers)
+            at = int(peers[q][2][self.rank])  # the row where the peer takes this rank's block
+            for src, dst, width in zip(sources, targets, widths):
+                nbytes = int(send_counts[q]) * width
+                if nbytes:
+                    rt.memcpyAsync(dst + at * width, src + int(send_displs[q]) * width, nbytes,
+                                   D2D, side.ptr)
+            stream.wait_event(side.record())
+        self.done.record(stream)
+        self.comm.Barrier()  # every rank's `done` is recorded: wait for this call's marks
+        for events in self.peer_events:
+            if events is not None:
+                rt.streamWaitEvent(stream.ptr, events[1], 0)
+        self.calls += 1
+        return outs
+
+    def _agree(self, outs, send_counts, recv_counts, recv_displs) -> list:
+        """Every rank's (buffers, counts sent, receive displacements, counts received), after
+        checking that every sender's counts match its receivers' (on every rank alike)."""
+        mine = ([exported(o.data.ptr) for o in outs], np.asarray(send_counts, np.int64),
+                np.asarray(recv_displs, np.int64), np.asarray(recv_counts, np.int64))
+        peers = self.comm.allgather(mine)
+        sent = np.stack([p[1] for p in peers])
+        received = np.stack([p[3] for p in peers]).T
+        if not np.array_equal(sent, received):
+            raise ValueError("alltoallv: the ranks' send and receive counts disagree")
+        return peers
+
+    def _targets(self, q: int, peers: list) -> list:
+        """The device pointers of peer q's receive buffers, mapped here once per allocation."""
+        targets = []
+        for entry in peers[q][0]:
+            if entry is None:
+                targets.append(0)
+                continue
+            handle, offset, base, size = entry
+            if (q, handle) not in self.mapped:
+                self._unmap_stale(q, base, base + size)
+                self.mapped[q, handle] = (self.rt.ipcOpenMemHandle(handle), (base, base + size))
+            targets.append(self.mapped[q, handle][0] + offset)
+        return targets
+
+    def _unmap_stale(self, q: int, base: int, end: int) -> None:
+        """Close the mappings of peer q's allocations that overlap [base, end) there: those
+        the peer has freed (copies into them were over before it could). The others stay
+        mapped: opening costs 0.5-20 ms and closing ~7 ms on the host (run 122), where the
+        memory pool hands the same allocations to sort after sort."""
+        for key, (ptr, (lo, hi)) in list(self.mapped.items()):
+            if key[0] == q and lo < end and base < hi:
+                self.rt.ipcCloseMemHandle(ptr)
+                del self.mapped[key]
+
+
+def connect(comm, small):
+    """The copy-engine transport where every rank can reach every other's memory, else
+    `small` (NCCL) itself; collective."""
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    one_node = node.Get_size() == comm.Get_size()  # the same answer on every rank
+    node.Free()
+    if not one_node:
+        return small
+    try:
+        return IpcTransport(comm, small)
+    except RuntimeError:  # raised on every rank alike
+        return small
