@@ -1,4 +1,5 @@
-"""The transport seam: an all-to-all-v of rows between ranks, over MPI (host) or NCCL (GPU).
+"""The transport seam: an all-to-all-v of rows between ranks, over MPI (host), or between GPUs by
+the copy engines (CUDA IPC, one node) or NCCL.
 
 `alltoallv(columns, send_counts, recv_counts)` takes arrays whose first axis holds rows already
 grouped by destination rank (send_counts[j] rows for rank j, in rank order) and returns, for each,
