@@ -161,17 +161,24 @@ def naive_baseline(n_local: int, dtype, reps: int) -> float:
     return statistics.median(times)
 
 
-def exchange_reference(n_local: int, dtype, reps: int, skew: int = 0) -> float:
-    """GB/s sent per rank by a plain all-to-all of the same bytes; with skew, every block is a
-    few keys shorter or longer than n/p, so blocks start at unaligned addresses (as in a sort)."""
-    rt = get_runtime(COMM, "gpu")
+def nccl_transport():
+    """NCCL's transport (the goals' reference), whichever the sort uses."""
+    transport = get_runtime(COMM, "gpu").transport
+    return transport.small if transport.name == "ipc" else transport
+
+
+def exchange_reference(n_local: int, dtype, reps: int, skew: int = 0, transport=None) -> float:
+    """GB/s sent per rank by a plain all-to-all of the same bytes (by NCCL unless a transport is
+    given); with skew, every block is a few keys shorter or longer than n/p, so blocks start at
+    unaligned addresses (as in a sort)."""
+    transport = transport or nccl_transport()
     p = COMM.Get_size()
     counts = np.full(p, n_local // p, dtype=np.int64)
     counts[: p // 2 * 2] += np.tile([skew, -skew], p // 2)
     data = random_keys(int(counts.sum()), dtype)
     recv = np.empty_like(counts)
     COMM.Alltoall(counts, recv)
-    times = [timed(lambda: rt.transport.alltoallv([data], counts, recv)) for _ in range(reps + 1)]
+    times = [timed(lambda: transport.alltoallv([data], counts, recv)) for _ in range(reps + 1)]
     sent = (counts.sum() - counts[COMM.Get_rank()]) * data.itemsize
     return COMM.allreduce(sent, op=MPI.MAX) / statistics.median(times[1:]) / 1e9
 
@@ -185,7 +192,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--no-baselines", action="store_true")
     parser.add_argument("--exchange-only", action="store_true",
-                        help="only the plain all-to-all of each case's keys (NCCL settings)")
+                        help="only the plain NCCL all-to-all of each case's keys")
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
     get_runtime(COMM, "gpu")  # bind the GPU, build NCCL before anything is timed
@@ -210,6 +217,10 @@ def main() -> None:
                 row["alltoall_gb_per_s"] = exchange_reference(total // p, dtype, args.reps)
                 row["alltoall_unaligned_gb_per_s"] = exchange_reference(total // p, dtype,
                                                                         args.reps, skew=3)
+                transport = get_runtime(COMM, "gpu").transport
+                if transport.name == "ipc":
+                    row["alltoall_copy_engines_gb_per_s"] = exchange_reference(
+                        total // p, dtype, args.reps, transport=transport)
         results.append(row)
         if COMM.Get_rank() == 0:
             print(format_row(row), flush=True)
@@ -228,9 +239,11 @@ def format_row(r: dict) -> str:
         base = (f" | 1-GPU cupy.sort {r['one_gpu_cupy_sort_s'] * 1e3:.1f} ms "
                 f"-> {r['speedup_vs_one_gpu']:.2f}x")
     if r.get("naive_s"):
-        base += (f" | naive {r['naive_s'] * 1e3:.1f} ms | plain all-to-all "
+        base += (f" | naive {r['naive_s'] * 1e3:.1f} ms | plain all-to-all (NCCL) "
                  f"{r['alltoall_gb_per_s']:.0f} GB/s/rank, unaligned blocks "
                  f"{r['alltoall_unaligned_gb_per_s']:.0f}")
+    if r.get("alltoall_copy_engines_gb_per_s"):
+        base += f", by the copy engines {r['alltoall_copy_engines_gb_per_s']:.0f}"
     return (f"{r['case']:>16} P={r['ranks']} n={r['total_keys']}: {r['seconds'] * 1e3:.1f} ms "
             f"{r['gkeys_per_s']:.1f} Gkeys/s [{ph} ms] xchg {r['exchange_gb_per_s']:.0f} GB/s/rank "
             f"(transfers {r.get('transfer_gb_per_s', float('nan')):.0f}) "
