@@ -150,7 +150,10 @@ class IpcTransport:
         self.ready.record(stream)
         peers = self._agree(outs, send_counts, recv_counts, recv_displs)
         start, widths = stream.record(), [row_bytes(c) for c in columns]
-        sources = [as_bytes(cp.ascontiguousarray(c)).data.ptr for c in columns]
+        # A contiguous copy made here goes back to the pool of this stream, which waits below
+        # for the copies that read it before any later allocation on it.
+        contiguous = [as_bytes(cp.ascontiguousarray(c)) for c in columns]
+        sources = [c.data.ptr for c in contiguous]
         for k in range(self.size):  # each rank starts with a different peer
             q = (self.rank + k) % self.size
             side = self.streams[q]
@@ -202,7 +205,7 @@ class IpcTransport:
     def _unmap_stale(self, q: int, base: int, end: int) -> None:
         """Close the mappings of peer q's allocations that overlap [base, end) there: those
         the peer has freed (copies into them were over before it could). The others stay
-        mapped: opening costs 0.5-20 ms and closing ~7 ms on the host (run 122), where the
+        mapped: opening costs 0.5-20 ms and closing ~7 ms on the host (run 124), where the
         memory pool hands the same allocations to sort after sort."""
         for key, (ptr, (lo, hi)) in list(self.mapped.items()):
             if key[0] == q and lo < end and base < hi:
