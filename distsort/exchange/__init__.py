@@ -51,3 +51,14 @@ def displacements(counts: np.ndarray) -> np.ndarray:
     out = np.zeros(len(counts), dtype=np.int64)
     np.cumsum(counts[:-1], out=out[1:])
     return out
+
+
+def call_layout(xp, columns: list, send_counts, recv_counts, send_displs, recv_displs,
+                outs: list | None) -> tuple:
+    """One alltoallv call's (send_displs, recv_displs, outs): displacements as given or blocks
+    back to back, receive buffers as given or new ones of xp that hold every block."""
+    send_displs = displacements(send_counts) if send_displs is None else send_displs
+    recv_displs = displacements(recv_counts) if recv_displs is None else recv_displs
+    rows = int(recv_displs[-1] + recv_counts[-1])
+    outs = outs or [xp.empty((rows,) + c.shape[1:], dtype=c.dtype) for c in columns]
+    return send_displs, recv_displs, outs

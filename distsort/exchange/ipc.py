@@ -35,7 +35,7 @@ import os
 import numpy as np
 from mpi4py import MPI
 
-from . import as_bytes, displacements, row_bytes
+from . import as_bytes, call_layout, displacements, row_bytes
 
 D2D = 3  # cudaMemcpyDeviceToDevice
 # Calls moving fewer bytes (the most any rank sends) take NCCL.
@@ -134,8 +134,8 @@ class IpcTransport:
     def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
                   send_displs=None, recv_displs=None, outs: list | None = None) -> list:
         """Every column's blocks by copies into the receivers' buffers (see the module)."""
-        send_displs = displacements(send_counts) if send_displs is None else send_displs
-        recv_displs = displacements(recv_counts) if recv_displs is None else recv_displs
+        send_displs, recv_displs, outs = call_layout(self.cp, columns, send_counts, recv_counts,
+                                                     send_displs, recv_displs, outs)
         sent = int(np.asarray(send_counts).max(initial=0)) * sum(row_bytes(c) for c in columns)
         if self.comm.allreduce(sent, op=MPI.MAX) < MIN_BYTES:
             return self.small.alltoallv(columns, send_counts, recv_counts, send_displs,
@@ -145,8 +145,6 @@ class IpcTransport:
     def _copy_all(self, columns, send_counts, recv_counts, send_displs, recv_displs, outs):
         cp, rt = self.cp, self.rt
         stream = cp.cuda.get_current_stream()
-        rows = int(recv_displs[-1] + recv_counts[-1])
-        outs = outs or [cp.empty((rows,) + c.shape[1:], dtype=c.dtype) for c in columns]
         self.ready.record(stream)
         peers = self._agree(outs, send_counts, recv_counts, recv_displs)
         start, widths = stream.record(), [row_bytes(c) for c in columns]

@@ -13,7 +13,7 @@ import os
 import numpy as np
 from mpi4py import MPI
 
-from . import as_bytes, displacements, row_bytes
+from . import as_bytes, call_layout, displacements, row_bytes
 
 INT_MAX = 2**31 - 1
 
@@ -29,10 +29,8 @@ class MpiTransport:
 
     def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
                   send_displs=None, recv_displs=None, outs: list | None = None) -> list:
-        send_displs = displacements(send_counts) if send_displs is None else send_displs
-        recv_displs = displacements(recv_counts) if recv_displs is None else recv_displs
-        rows = int(recv_displs[-1] + recv_counts[-1])
-        outs = outs or [np.empty((rows,) + c.shape[1:], dtype=c.dtype) for c in columns]
+        send_displs, recv_displs, outs = call_layout(np, columns, send_counts, recv_counts,
+                                                     send_displs, recv_displs, outs)
         for c, out in zip(columns, outs):
             self._column(c, out, send_counts, recv_counts, send_displs, recv_displs)
         return outs

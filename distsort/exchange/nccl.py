@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from . import as_bytes, displacements, row_bytes
+from . import as_bytes, call_layout, row_bytes
 
 
 class NcclTransport:
@@ -48,10 +48,8 @@ class NcclTransport:
         """Every column's blocks, this rank's own included, in one NCCL group."""
         cp, nccl = self.cp, self.nccl
         stream = cp.cuda.get_current_stream()
-        send_displs = displacements(send_counts) if send_displs is None else send_displs
-        recv_displs = displacements(recv_counts) if recv_displs is None else recv_displs
-        rows = int(recv_displs[-1] + recv_counts[-1])
-        outs = outs or [cp.empty((rows,) + c.shape[1:], dtype=c.dtype) for c in columns]
+        send_displs, recv_displs, outs = call_layout(cp, columns, send_counts, recv_counts,
+                                                     send_displs, recv_displs, outs)
         plans = [self._plan(c, out, send_counts, recv_counts, send_displs, recv_displs)
                  for c, out in zip(columns, outs)]
         nccl.groupStart()
