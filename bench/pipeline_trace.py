@@ -27,6 +27,8 @@ from dist_sort import CASES, random_keys  # noqa: E402
 import distsort  # noqa: E402
 from distsort import api, chunked, external, pipeline, splitters  # noqa: E402
 from distsort.check import verify  # noqa: E402
+from distsort.cli import parse_count  # noqa: E402
+from distsort.exchange.ipc import IpcTransport  # noqa: E402
 from distsort.exchange.nccl import NcclTransport  # noqa: E402
 from distsort.local import landing, segments  # noqa: E402
 from distsort.report import SortReport  # noqa: E402
@@ -39,6 +41,8 @@ STEPS = [  # (module or class, attribute, label)
     (pipeline, "partition", "route"), (chunked, "plan", "plan"),
     (segments.BucketPartition, "__init__", "args"), (segments.BucketPartition, "counts", "count"),
     (chunked, "_scatter", "scatter"), (NcclTransport, "alltoallv", "send"),
+    (IpcTransport, "alltoallv", "send"), (IpcTransport, "_agree", "agree"),
+    (IpcTransport, "_targets", "targets"), (chunked, "exchange", "exchange"),
     (landing.LandingSort, "land", "land"), (landing.LandingSort, "finish", "finish"),
     (landing.LandingSort, "_run_tiles", "run_tiles"), (landing.LandingSort, "_pass", "pass"),
     (landing.LandingSort, "_sort_tail", "tail"),
@@ -80,13 +84,14 @@ class Trace:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--case", default="u32-4x2^30")
+    ap.add_argument("--per-rank", type=parse_count, help="keys per rank (weak scaling's shard)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default=None)
     ap.add_argument("--profile", action="store_true",
                     help="rank 0 profiles the host side of the last sort (cProfile)")
     args = ap.parse_args()
     total, dtype, _ = CASES[args.case]
-    n = total // COMM.Get_size()
+    n = args.per_rank or total // COMM.Get_size()
     trace = Trace()
     for owner, name, label in STEPS:
         trace.wrap(owner, name, label)
@@ -132,7 +137,8 @@ def main() -> None:
                       f"{r['host_start']:7.3f} - {r['host_end']:7.3f}")
         if args.out:
             os.makedirs(args.out, exist_ok=True)
-            name = f"trace_{args.case.replace('^', '_')}_p{COMM.Get_size()}.json"
+            weak = f"_{n}a" if args.per_rank else ""
+            name = f"trace_{args.case.replace('^', '_')}{weak}_p{COMM.Get_size()}.json"
             path = os.path.join(args.out, name)
             with open(path, "w") as f:
                 json.dump(every, f, indent=1)

@@ -67,19 +67,20 @@ for step in $steps; do
              for setting in ${AB_ENV:-DISTSORT_CHUNKS=3 DISTSORT_CHUNKS=4}; do
                vars=(${setting//,/ }); echo "$setting"
                env "${vars[@]}" timeout 120 $mpi ${vars[@]/#/-x } -n "$gpus" python3 bench/dist_sort.py \
-                 --cases "${AB_CASES:-u32-4x2^30,u64-4x2^29}" --no-baselines --reps 5 \
+                 --cases "${AB_CASES:-u32-4x2^30,u64-4x2^29}" --no-baselines --reps 5 ${AB_ARGS:-} \
                  --out "$OUT/envab${i}_${setting//[=,]/_}" 2>&1 | grep -a "P=\|Error" | head -4
              done
            done ;;
-    trace) for case in u32-4x2^30 u64-4x2^29; do  # a GPU timeline of one sort, every rank
-             timeout 100 $mpi -n "$gpus" python3 bench/pipeline_trace.py --case $case --out "$OUT" --profile \
+    trace) for case in ${TRACE_CASES:-u32-4x2^30 u64-4x2^29}; do  # a GPU timeline of one sort
+             timeout 100 $mpi -n "$gpus" python3 bench/pipeline_trace.py --case $case --out "$OUT" \
+               --profile ${TRACE_ARGS:-} \
                2>&1 | tee "$OUT/trace_${case//^/_}.txt" | grep -a "Error" | head -3
            done ;;
     ab) for i in 1 2; do  # the tree in $AB_OLD (default ../.old) and this one, alternated
           for tree in "${AB_OLD:-../.old}" .; do
             (cd "$tree" && echo "tree $tree" &&
              PYTHONPATH=$PWD:/tmp/site timeout 120 $mpi -n "$gpus" python3 bench/dist_sort.py \
-               --cases "${AB_CASES:-u32-4x2^30,u64-4x2^29}" --no-baselines --reps 5 \
+               --cases "${AB_CASES:-u32-4x2^30,u64-4x2^29}" --no-baselines --reps 5 ${AB_ARGS:-} \
                --out "$OUT/ab${i}_$(basename "$tree")" 2>&1 | grep -a "P=\|Error" | head -4)
           done
         done ;;
