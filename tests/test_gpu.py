@@ -362,6 +362,42 @@ def ipc_transport():
     return transport
 
 
+def test_ipc_release_gives_back_the_memory_the_peers_mapped(monkeypatch, ipc_transport):
+    """After a sort over the copy engines, distsort.release() and freeing CuPy's pool leave
+    every GPU with as much free memory as before the sort (a mapping held by another rank
+    keeps the memory it maps allocated), and the next sort maps again and sorts."""
+    import cupy
+
+    from distsort.exchange import ipc
+    from distsort.runtime import get_runtime
+
+    if COMM.Get_size() == 1:
+        pytest.skip("one rank maps no other rank's memory")
+    monkeypatch.setattr(ipc, "MIN_BYTES", 0)
+    monkeypatch.setattr(get_runtime(COMM, "gpu"), "transport", ipc_transport)
+    pool, rows = cupy.get_default_memory_pool(), 1 << 25  # a 128 MiB receive buffer a rank
+
+    def sort_and_free() -> float:
+        rng = np.random.default_rng(COMM.Get_rank())
+        keys = cupy.asarray(rng.integers(0, 2**32, rows, dtype=np.uint32))
+        out = distsort.sort(keys)
+        ordered = bool((out[1:] >= out[:-1]).all())
+        del keys, out
+        distsort.release(COMM)
+        pool.free_all_blocks()
+        cupy.cuda.Device().synchronize()
+        COMM.Barrier()
+        assert ordered
+        return cupy.cuda.runtime.memGetInfo()[0]
+
+    before = sort_and_free()  # kernels loaded, NCCL's buffers made: only the sort's memory moves
+    calls = ipc_transport.calls
+    after = sort_and_free()
+    assert ipc_transport.calls > calls, "no exchange went by the copy engines"
+    assert not ipc_transport.mapped
+    assert after >= before - (16 << 20), f"{(before - after) / 2**20:.0f} MiB not given back"
+
+
 @pytest.mark.parametrize("align", [1, 1024])
 @pytest.mark.parametrize("given_outs", [False, True])
 def test_ipc_transport_moves_what_nccl_moves(monkeypatch, ipc_transport, align, given_outs):

@@ -28,6 +28,10 @@ class Transport(Protocol):
         ones. GPU transports work on the current CUDA stream.
         """
 
+    def release(self) -> None:
+        """Give back what the transport keeps from one call to the next for speed (the copy
+        engines: mappings of other ranks' memory); the next call takes it again. Collective."""
+
 
 def row_bytes(a) -> int:
     """Bytes in one row (one element of a 1-D array, one record of a 2-D array)."""

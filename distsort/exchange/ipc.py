@@ -20,10 +20,14 @@ A wait on an event waits for the record made before the wait was queued; the all
 barrier order those host calls, so no rank waits on a mark of another call.
 
 Calls that move few bytes (the sample, most tests) go to NCCL: two host collectives cost more
-than the copies save. A peer's allocation, once mapped, stays mapped until the peer frees it
-(a new allocation of the peer's overlaps it): the memory pool hands the same allocations to
-sort after sort, and opening costs up to 20 ms, closing ~7. Used only where every rank can map
-every other's memory (one node; checked once at start, else NCCL: runtime.py).
+than the copies save. A peer's allocation, once mapped, stays mapped until the peer allocates
+anew over its range, or until release(): the memory pool hands the same allocations to sort
+after sort, and opening one costs ~17 ms (bench/RESULTS.md, run 137). The price: memory stays
+allocated while another rank maps it, even once its owner's pool frees it (CUDA calls freeing
+it first undefined), so after a sort every GPU keeps about one receive buffer (a shard) until
+release() (distsort.release), which closes every mapping on every rank before any rank goes on
+to free its pool. Used only where every rank can map every other's memory (one node; checked
+once at start, else NCCL: runtime.py).
 """
 
 from __future__ import annotations
@@ -174,6 +178,16 @@ class IpcTransport:
         self.calls += 1
         return outs
 
+    def release(self) -> None:
+        """Close every mapping of the peers' memory, once this rank's copies are done; the
+        barrier keeps every rank from going on (to free its pool) while another still maps it."""
+        for stream in self.streams:
+            stream.synchronize()
+        for ptr, _ in self.mapped.values():
+            self.rt.ipcCloseMemHandle(ptr)
+        self.mapped.clear()
+        self.comm.Barrier()
+
     def _agree(self, outs, send_counts, recv_counts, recv_displs) -> list:
         """Every rank's (buffers, counts sent, receive displacements, counts received), after
         checking that every sender's counts match its receivers' (on every rank alike)."""
@@ -203,8 +217,9 @@ class IpcTransport:
     def _unmap_stale(self, q: int, base: int, end: int) -> None:
         """Close the mappings of peer q's allocations that overlap [base, end) there: those
         the peer has freed (copies into them were over before it could). The others stay
-        mapped: opening costs 0.5-20 ms and closing ~7 ms on the host (run 124), where the
-        memory pool hands the same allocations to sort after sort."""
+        mapped: opening one costs ~17 ms on the host (run 137), closing one ~7 ms in the middle
+        of a sort (run 124), where the memory pool hands the same allocations to sort after
+        sort."""
         for key, (ptr, (lo, hi)) in list(self.mapped.items()):
             if key[0] == q and lo < end and base < hi:
                 self.rt.ipcCloseMemHandle(ptr)

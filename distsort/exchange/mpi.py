@@ -27,6 +27,9 @@ class MpiTransport:
         env = os.environ.get("DISTSORT_MPI_CHUNK_BYTES")
         self.chunk_bytes = int(chunk_bytes or env or 256 * 2**20)
 
+    def release(self) -> None:
+        """Nothing kept between calls."""
+
     def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
                   send_displs=None, recv_displs=None, outs: list | None = None) -> list:
         send_displs, recv_displs, outs = call_layout(np, columns, send_counts, recv_counts,

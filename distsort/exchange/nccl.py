@@ -36,6 +36,9 @@ class NcclTransport:
         self.align_rows = int(os.environ.get("DISTSORT_NCCL_ALIGN_ROWS", "1024"))
         self._connect()
 
+    def release(self) -> None:
+        """Nothing kept between calls but the communicator, which lives as long as the process."""
+
     def _connect(self) -> None:
         """One tiny exchange, so NCCL sets up its peer connections (about a second) now and
         not inside the first sort's exchange."""
