@@ -4,9 +4,11 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   digits envab trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   digits envab trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
-#   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice;
+#   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
+#   more bench/dist_sort.py options for ab and envab (e.g. --per-rank 2^30); trace: the cases
+#   in TRACE_CASES, with TRACE_ARGS (e.g. --per-rank 2^30 --reps 6);
 #   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
