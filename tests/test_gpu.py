@@ -398,6 +398,41 @@ def test_ipc_release_gives_back_the_memory_the_peers_mapped(monkeypatch, ipc_tra
     assert after >= before - (16 << 20), f"{(before - after) / 2**20:.0f} MiB not given back"
 
 
+def test_ipc_sorts_of_growing_sizes_keep_two_receive_buffers_at_most(monkeypatch, ipc_transport):
+    """Sorts of ever larger shards, their outputs dropped: once CuPy's pool is freed, the
+    peers' mappings keep at most about two receive buffers allocated on a GPU (the last and
+    the one before it), not one for every sort, and release() gives back those."""
+    import cupy
+
+    from distsort.exchange import ipc
+    from distsort.runtime import get_runtime
+
+    if COMM.Get_size() == 1:
+        pytest.skip("one rank maps no other rank's memory")
+    monkeypatch.setattr(ipc, "MIN_BYTES", 0)
+    monkeypatch.setattr(get_runtime(COMM, "gpu"), "transport", ipc_transport)
+    pool, rng = cupy.get_default_memory_pool(), np.random.default_rng(COMM.Get_rank())
+
+    def free() -> int:
+        pool.free_all_blocks()
+        cupy.cuda.Device().synchronize()
+        COMM.Barrier()
+        return cupy.cuda.runtime.memGetInfo()[0]
+
+    distsort.sort(cupy.asarray(rng.integers(0, 2**32, 1 << 20, dtype=np.uint32)))
+    distsort.release(COMM)
+    before, rows = free(), [k << 22 for k in range(4, 11)]  # 64 to 160 MiB a rank
+    for n in rows:
+        out = distsort.sort(cupy.asarray(rng.integers(0, 2**32, n, dtype=np.uint32)))
+        assert bool((out[1:] >= out[:-1]).all())
+        del out
+    held = before - free()
+    last = 4 * rows[-1] * 65 // 64  # a receive buffer: the shard and its 1/64 spare
+    assert held <= 2 * last + (16 << 20), f"{held / 2**20:.0f} MiB held after the sorts"
+    distsort.release(COMM)
+    assert free() >= before - (16 << 20)
+
+
 @pytest.mark.parametrize("align", [1, 1024])
 @pytest.mark.parametrize("given_outs", [False, True])
 def test_ipc_transport_moves_what_nccl_moves(monkeypatch, ipc_transport, align, given_outs):

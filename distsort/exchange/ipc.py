@@ -20,14 +20,19 @@ A wait on an event waits for the record made before the wait was queued; the all
 barrier order those host calls, so no rank waits on a mark of another call.
 
 Calls that move few bytes (the sample, most tests) go to NCCL: two host collectives cost more
-than the copies save. A peer's allocation, once mapped, stays mapped until the peer allocates
-anew over its range, or until release(): the memory pool hands the same allocations to sort
-after sort, and opening one costs ~17 ms (bench/RESULTS.md, run 137). The price: memory stays
-allocated while another rank maps it, even once its owner's pool frees it (CUDA calls freeing
-it first undefined), so after a sort every GPU keeps about one receive buffer (a shard) until
-release() (distsort.release), which closes every mapping on every rank before any rank goes on
-to free its pool. Used only where every rank can map every other's memory (one node; checked
-once at start, else NCCL: runtime.py).
+than the copies save. A peer's allocation, once mapped, stays mapped: the memory pool hands the
+same allocations to sort after sort, and opening one costs ~17 ms (bench/RESULTS.md, run 137).
+The price: memory stays allocated while another rank maps it, even once its owner's pool frees
+it (CUDA calls freeing it first undefined). Three things bound it:
+- a mapping that overlaps a peer's new allocation is closed (the peer freed the old one);
+- when a call maps a new allocation of a peer, the peer's least recently used mappings that
+  the call does not write into are closed until what stays mapped of that peer is at most
+  KEEP times what the call writes into: sorts of growing sizes keep about two receive buffers
+  of a peer mapped, not all of them, and two sizes that alternate both stay mapped;
+- release() (distsort.release) closes every mapping on every rank before any rank goes on to
+  free its pool.
+Used only where every rank can map every other's memory (one node; checked once at start,
+else NCCL: runtime.py).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+from collections import OrderedDict
 
 import numpy as np
 from mpi4py import MPI
@@ -44,6 +50,8 @@ from . import as_bytes, call_layout, displacements, row_bytes
 D2D = 3  # cudaMemcpyDeviceToDevice
 # Calls moving fewer bytes (the most any rank sends) take NCCL.
 MIN_BYTES = int(os.environ.get("DISTSORT_IPC_MIN_BYTES", str(1 << 24)))
+# A peer's allocations stay mapped up to this many times the bytes of those a call writes into.
+KEEP = 2
 
 
 @functools.cache
@@ -82,7 +90,8 @@ class IpcTransport:
         self.cp, self.rt, self.comm, self.small = cupy, runtime, comm, small
         self.rank, self.size, self.align_rows = comm.Get_rank(), comm.Get_size(), small.align_rows
         self.streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(self.size)]
-        self.mapped: dict = {}  # (peer, handle) -> (pointer here, (base, end) in the peer)
+        # (peer, handle) -> (pointer here, (base, end) in the peer), least recently used first
+        self.mapped: OrderedDict = OrderedDict()
         self.calls = 0
         self.ready = self.done = None
         self.peer_events = self._open_events()
@@ -183,9 +192,8 @@ class IpcTransport:
         barrier keeps every rank from going on (to free its pool) while another still maps it."""
         for stream in self.streams:
             stream.synchronize()
-        for ptr, _ in self.mapped.values():
-            self.rt.ipcCloseMemHandle(ptr)
-        self.mapped.clear()
+        for key in list(self.mapped):
+            self._close(key)
         self.comm.Barrier()
 
     def _agree(self, outs, send_counts, recv_counts, recv_displs) -> list:
@@ -202,28 +210,51 @@ class IpcTransport:
 
     def _targets(self, q: int, peers: list) -> list:
         """The device pointers of peer q's receive buffers, mapped here once per allocation."""
-        targets = []
+        targets, used, opened = [], [], False
         for entry in peers[q][0]:
             if entry is None:
                 targets.append(0)
                 continue
             handle, offset, base, size = entry
-            if (q, handle) not in self.mapped:
+            key = (q, handle)
+            if key not in self.mapped:
                 self._unmap_stale(q, base, base + size)
-                self.mapped[q, handle] = (self.rt.ipcOpenMemHandle(handle), (base, base + size))
-            targets.append(self.mapped[q, handle][0] + offset)
+                self.mapped[key] = (self.rt.ipcOpenMemHandle(handle), (base, base + size))
+                opened = True
+            self.mapped.move_to_end(key)
+            used.append(key)
+            targets.append(self.mapped[key][0] + offset)
+        if opened:
+            self._evict(q, used)
         return targets
 
     def _unmap_stale(self, q: int, base: int, end: int) -> None:
         """Close the mappings of peer q's allocations that overlap [base, end) there: those
-        the peer has freed (copies into them were over before it could). The others stay
-        mapped: opening one costs ~17 ms on the host (run 137), closing one ~7 ms in the middle
-        of a sort (run 124), where the memory pool hands the same allocations to sort after
-        sort."""
-        for key, (ptr, (lo, hi)) in list(self.mapped.items()):
+        the peer has freed (copies into them were over before it could)."""
+        for key, (_, (lo, hi)) in list(self.mapped.items()):
             if key[0] == q and lo < end and base < hi:
-                self.rt.ipcCloseMemHandle(ptr)
-                del self.mapped[key]
+                self._close(key)
+
+    def _evict(self, q: int, used: list) -> None:
+        """Close peer q's least recently used mappings but this call's (`used`) while what is
+        mapped of q passes KEEP times the bytes of this call's. Run only where the call opened
+        a mapping (~17 ms on the host, run 137), as closing one costs ~7 ms in the middle of a
+        sort (run 124); and where the pool hands two alternating sizes of sort their own
+        allocations again, both stay mapped."""
+        def nbytes(key) -> int:
+            lo, hi = self.mapped[key][1]
+            return hi - lo
+
+        held = sum(nbytes(key) for key in self.mapped if key[0] == q)
+        budget = KEEP * sum(nbytes(key) for key in set(used))
+        for key in [k for k in self.mapped if k[0] == q and k not in used]:
+            if held <= budget:
+                break
+            held -= nbytes(key)
+            self._close(key)
+
+    def _close(self, key) -> None:
+        self.rt.ipcCloseMemHandle(self.mapped.pop(key)[0])
 
 
 def connect(comm, small):

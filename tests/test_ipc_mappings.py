@@ -1,0 +1,125 @@
+"""Which peer allocations the copy-engine transport keeps mapped (exchange/ipc.py), on the host:
+the CUDA calls are faked, the policy is the transport's own."""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+
+import pytest
+
+from distsort.exchange import ipc
+
+MIB = 1 << 20
+
+
+class FakeRuntime:
+    """ipcOpenMemHandle / ipcCloseMemHandle that record what is mapped."""
+
+    def __init__(self):
+        self.open: dict[int, bytes] = {}
+        self.opened = 0
+        self._pointers = itertools.count(1 << 40, 1 << 32)
+
+    def ipcOpenMemHandle(self, handle: bytes) -> int:
+        ptr = next(self._pointers)
+        self.open[ptr] = handle
+        self.opened += 1
+        return ptr
+
+    def ipcCloseMemHandle(self, ptr: int) -> None:
+        del self.open[ptr]
+
+
+@pytest.fixture
+def transport():
+    t = object.__new__(ipc.IpcTransport)  # the mapping policy alone: no GPU, no communicator
+    t.rt, t.mapped = FakeRuntime(), OrderedDict()
+    return t
+
+
+class Peer:
+    """A peer's allocations: each new one at a fresh address, or at a given one."""
+
+    def __init__(self):
+        self.next_base = 1 << 36
+        self.handles = itertools.count()
+
+    def alloc(self, size: int, base: int | None = None) -> tuple:
+        if base is None:
+            base, self.next_base = self.next_base, self.next_base + size
+        return (f"h{next(self.handles)}".encode(), 0, base, size)
+
+
+def call(transport, q: int, *entries) -> list:
+    """One call's targets in peer q (of 3 ranks; this one is rank 0)."""
+    peers = [([],), ([],), ([],)]
+    peers[q] = (list(entries),)
+    return transport._targets(q, peers)
+
+
+def mapped_bytes(transport, q: int) -> int:
+    return sum(hi - lo for (peer, _), (_, (lo, hi)) in transport.mapped.items() if peer == q)
+
+
+def test_sorts_of_growing_sizes_keep_about_two_receive_buffers_mapped(transport):
+    peer = Peer()
+    sizes = [k * 64 * MIB for k in range(4, 11)]
+    for size in sizes:
+        buffer = peer.alloc(size)
+        call(transport, 1, buffer)
+        assert (1, buffer[0]) in transport.mapped
+        assert mapped_bytes(transport, 1) <= ipc.KEEP * size
+    # the last two stay: the one before fits in twice the last one's bytes
+    assert mapped_bytes(transport, 1) == sizes[-1] + sizes[-2]
+    assert len(transport.rt.open) == 2
+
+
+def test_two_sizes_that_alternate_stay_mapped(transport):
+    peer = Peer()
+    small, large = peer.alloc(64 * MIB), peer.alloc(100 * MIB)
+    for _ in range(4):
+        call(transport, 1, small)
+        call(transport, 1, large)
+    assert transport.rt.opened == 2
+    assert len(transport.mapped) == 2
+
+
+def test_a_new_pair_of_columns_closes_the_least_recently_used_first(transport):
+    peer = Peer()
+    old_keys, old_values = peer.alloc(64 * MIB), peer.alloc(64 * MIB)
+    call(transport, 1, old_keys, old_values)
+    call(transport, 1, old_keys)  # the keys' allocation used more recently
+    keys, values = peer.alloc(64 * MIB), peer.alloc(32 * MIB)
+    call(transport, 1, keys, values)
+    # 96 MiB this call: 192 may stay mapped, so the keys' 64 stay and the values' go
+    assert set(transport.mapped) == {(1, keys[0]), (1, values[0]), (1, old_keys[0])}
+
+
+def test_one_peers_new_allocation_leaves_another_peers_mappings(transport):
+    first, second = Peer(), Peer()
+    kept = [second.alloc(256 * MIB) for _ in range(3)]
+    for buffer in kept:
+        call(transport, 2, buffer)
+    for k in range(4, 8):
+        call(transport, 1, first.alloc(k * 64 * MIB))
+    assert all((2, buffer[0]) in transport.mapped for buffer in kept[1:])
+    assert mapped_bytes(transport, 2) == 512 * MIB
+
+
+def test_a_new_allocation_over_a_freed_ones_range_closes_its_mapping(transport):
+    peer = Peer()
+    old = peer.alloc(512 * MIB)
+    call(transport, 1, old)
+    new = peer.alloc(64 * MIB, base=old[2] + 128 * MIB)  # the peer freed old, then allocated
+    call(transport, 1, new)
+    assert set(transport.mapped) == {(1, new[0])}
+    assert len(transport.rt.open) == 1
+
+
+def test_targets_point_at_the_offsets_in_the_mapped_allocation(transport):
+    handle, _, base, size = Peer().alloc(64 * MIB)
+    first, second = call(transport, 1, (handle, 4096, base, size), None)
+    ptr = transport.mapped[1, handle][0]
+    assert (first, second) == (ptr + 4096, 0)
+    assert call(transport, 1, (handle, 8192, base, size)) == [ptr + 8192]
