@@ -8,8 +8,8 @@
 from .api import argsort, sort, sort_pairs, sort_records
 from .errors import DistsortError
 from .external import shard_capacity
-from .runtime import release
+from .runtime import bind_gpu, release
 
-__all__ = ["DistsortError", "argsort", "release", "shard_capacity", "sort", "sort_pairs",
-           "sort_records"]
+__all__ = ["DistsortError", "argsort", "bind_gpu", "release", "shard_capacity", "sort",
+           "sort_pairs", "sort_records"]
 __version__ = "0.1.0"

@@ -116,23 +116,34 @@ def gpu_transport(comm) -> Transport:
     return ipc.connect(comm, nccl) if name == "ipc" else nccl
 
 
-def bind_gpu(comm) -> int:
-    """Make this rank's GPU current before CUDA work starts; return its index.
+def bind_gpu(comm=None) -> int:
+    """Make this rank's GPU current before CUDA work starts; return its index. distsort's first
+    GPU call does it; a program calls it first to make its CuPy arrays on that GPU (CuPy's
+    default device is GPU 0 on every rank). Collective over comm (default COMM_WORLD): where a
+    rank has no GPU to take, DistsortError on every rank.
 
     The launcher's variables decide (DISTSORT_DEVICE, else the local rank they name, modulo the
-    visible devices: see binding.py); where none is set, the rank's index among the ranks that
-    share its node decides.
+    visible devices: see binding.py); where none is set, the rank's index among the ranks of
+    comm that share its node decides.
     """
+    comm = comm if comm is not None else MPI.COMM_WORLD
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    node_rank = node.Get_rank()
+    node.Free()
+    device = agree(comm, lambda: _choose_gpu(node_rank))
     import cupy
 
-    count = cupy.cuda.runtime.getDeviceCount()
+    cupy.cuda.Device(device).use()
+    return device
+
+
+def _choose_gpu(node_rank: int) -> int:
+    count = gpu_count()
+    if count < 1:
+        raise DistsortError("no CUDA GPU for this rank (is CuPy installed and a GPU visible?); "
+                            "without GPUs distsort sorts on the CPUs")
     try:
         device = device_from_env(os.environ, count)
     except ValueError as exc:
         raise DistsortError(f"cannot choose this rank's GPU: {exc}") from None
-    if device is None:
-        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-        device = device_for_rank(node.Get_rank(), count)
-        node.Free()
-    cupy.cuda.Device(device).use()
-    return device
+    return device_for_rank(node_rank, count) if device is None else device

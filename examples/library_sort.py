@@ -73,9 +73,7 @@ def every_rank_has_a_gpu(comm: MPI.Comm) -> bool:
 def cupy_sort(comm: MPI.Comm, count: int) -> bool:
     import cupy
 
-    from distsort.runtime import bind_gpu
-
-    bind_gpu(comm)  # make this rank's GPU current before allocating on it, as distsort does
+    distsort.bind_gpu(comm)  # this rank's GPU current before allocating on it, as distsort does
     host_keys = np.random.default_rng(comm.rank).integers(0, 2**32, count, dtype=np.uint32)
     keys = cupy.asarray(host_keys)  # on this rank's GPU
     shard = distsort.sort(keys, comm)

@@ -78,6 +78,25 @@ def test_sort_cupy_arrays_matches_numpy(dtype, descending):
     assert biggest <= max(1.05 * total / COMM.Get_size(), -(-total // COMM.Get_size()))
 
 
+@pytest.mark.parametrize("n", [1 << 16, 1 << 24])
+def test_keys_made_on_gpu_0_by_every_rank_are_sorted_on_each_ranks_own_gpu(n):
+    """Keys made before distsort chose the rank's GPU land on CuPy's default device, GPU 0, on
+    every rank: each rank still sorts on its own GPU (its keys copied there) and gets its shard
+    there, and the user's keys are left as they were."""
+    import cupy
+
+    own = distsort.bind_gpu(COMM)
+    rng = np.random.default_rng([COMM.Get_rank(), n])
+    host = rng.integers(0, 2**32, n, dtype=np.uint32)
+    with cupy.cuda.Device(0):
+        keys = cupy.asarray(host)
+    shard = distsort.sort(keys)
+    assert shard.device.id == own == cupy.cuda.Device().id
+    assert keys.device.id == 0 and np.array_equal(cupy.asnumpy(keys), host)
+    got = np.concatenate(COMM.allgather(cupy.asnumpy(shard)))
+    np.testing.assert_array_equal(got, np.sort(np.concatenate(COMM.allgather(host))))
+
+
 def tie_heavy(dist: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     """This rank's int32 keys with many ties (or globally sorted), and their global positions."""
     rank = COMM.Get_rank()

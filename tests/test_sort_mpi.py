@@ -107,6 +107,23 @@ def test_release_between_sorts_keeps_them_right():
         np.testing.assert_array_equal(everything(shard), reference(everything(x), False))
 
 
+def test_bind_gpu_without_a_gpu_stops_every_rank_with_one_message(monkeypatch):
+    """distsort.bind_gpu() where a rank has no GPU: the lowest such rank says so, every other
+    rank raises RemoteError, none waits."""
+    from distsort import runtime
+    from distsort.errors import RemoteError
+
+    failing = min(1, COMM.Get_size() - 1)  # rank 1 lacks a GPU (rank 0 where it is alone)
+    monkeypatch.setattr(runtime, "gpu_count", lambda: 0 if COMM.Get_rank() == failing else 2)
+    with pytest.raises(distsort.DistsortError) as raised:
+        distsort.bind_gpu(COMM)
+    if COMM.Get_rank() == failing:
+        assert "no CUDA GPU for this rank" in str(raised.value)
+        assert not isinstance(raised.value, RemoteError)
+    else:
+        assert isinstance(raised.value, RemoteError)
+
+
 @pytest.mark.parametrize("dtype", ["int32", "float32", "float64", "uint64"])
 @pytest.mark.parametrize("dist", ["equal", "fewdistinct", "specials", "zipf"])
 def test_stable_sort_and_argsort_keep_input_order(dtype, dist):
