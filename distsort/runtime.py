@@ -19,7 +19,11 @@ from .exchange import Transport
 from .gpu_safety import require_safe_cupy
 
 BACKENDS = ("auto", "cpu", "gpu")
-TRANSPORTS = ("nccl", "ipc")  # between GPUs ($DISTSORT_TRANSPORT)
+TRANSPORTS = ("auto", "ipc", "nccl")  # between GPUs ($DISTSORT_TRANSPORT)
+# 'auto' takes the copy engines up to this many ranks, NCCL above: the copies won on 2 H200s
+# (u32 4x2^30: 57.6 against 61.2 ms, bench/RESULTS.md run 125) and lost on 4 (37.9-38.6 against
+# 32.9-33.0 ms, run 144); 3 ranks are unmeasured.
+AUTO_IPC_RANKS = 2
 
 
 @dataclass
@@ -104,14 +108,17 @@ def _build(comm, name: str, engine: str | None) -> Runtime:
 
 
 def gpu_transport(comm) -> Transport:
-    """$DISTSORT_TRANSPORT: 'ipc' (default): the copy engines, through CUDA IPC, where every
-    rank can map every other's memory, else NCCL; or 'nccl'. Collective."""
+    """$DISTSORT_TRANSPORT: 'ipc': the copy engines, through CUDA IPC, where every rank can map
+    every other's memory, else NCCL; 'nccl'; or 'auto' (default): 'ipc' up to AUTO_IPC_RANKS
+    ranks, 'nccl' above. Collective."""
     from .exchange import ipc
     from .exchange.nccl import NcclTransport
 
-    name = os.environ.get("DISTSORT_TRANSPORT", "ipc")
+    name = os.environ.get("DISTSORT_TRANSPORT", "auto")
     if name not in TRANSPORTS:
         raise DistsortError(f"DISTSORT_TRANSPORT={name!r}: choose one of {', '.join(TRANSPORTS)}")
+    if name == "auto":
+        name = "ipc" if comm.Get_size() <= AUTO_IPC_RANKS else "nccl"
     nccl = NcclTransport(comm)
     return ipc.connect(comm, nccl) if name == "ipc" else nccl
 
