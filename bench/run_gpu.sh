@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   digits envab trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   digits envab trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
 #   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
 #   more bench/dist_sort.py options for ab and envab (e.g. --per-rank 2^30); trace: the cases
@@ -147,6 +147,10 @@ e = R(min_n=0); [e.sort(cp.random.randint(0, 2**32, 1 << 28, dtype=cp.uint32)) f
                 >"$OUT/passprof.txt" 2>&1
               grep -aE "radix_onesweep|Duration|stalled|Warp Cycles|Eligible|Achieved Occ|Throughput" \
                 "$OUT/passprof.txt" | awk '$NF != 0' | head -70 ;;
+    ipcalone) for p in 2 4; do  # the copy-engine transport alone, its event waits skipped
+                [ "$p" -le "$gpus" ] && timeout 100 $mpi -n $p python3 bench/ipc_transport.py 2>&1 \
+                  | grep -a "P=\|Error"
+              done ;;
     ipctests) timeout 200 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
                 --with-mpi tests/test_gpu.py -k ipc 2>&1 | grep -aE "passed|failed|Error|error|assert" \
                 | tail -20 ;;
