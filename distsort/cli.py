@@ -77,7 +77,7 @@ def parser() -> argparse.ArgumentParser:
     _sort_parser(command("sort", "sort a file into another file"))
     _gen_parser(command("gen", "write a generated data set to a file"))
     _check_parser(command("check", "say whether OUTPUT is INPUT sorted"))
-    info = command("info", "backend, GPUs, MPI and NCCL versions")
+    info = command("info", "backend, transport, GPUs, MPI and NCCL versions")
     info.add_argument("--json", action="store_true", help="print the details as JSON")
     info.set_defaults(func=commands.info)
     _bench_parser(command("bench", "throughput against size, with a plot"))

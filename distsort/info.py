@@ -1,7 +1,8 @@
 """`python -m distsort info`: what this machine and MPI job give distsort to work with.
 
-The backend, the GPUs (through CuPy, where it imports), the CUDA and NCCL versions, the MPI library
-and whether it is CUDA-aware, the package versions, and for every rank its host and GPU binding.
+The backend and the transport between the ranks, the GPUs (through CuPy, where it imports), the
+CUDA and NCCL versions, the MPI library and whether it is CUDA-aware, the package versions, and
+for every rank its host and GPU binding.
 Everything is looked up defensively: on a machine without CuPy, a driver or an MPI that says
 nothing about CUDA, the answer is "none" or "unknown", never an exception.
 """
@@ -29,11 +30,13 @@ def collect_info(comm=None) -> dict[str, Any]:
     COMM_WORLD): every rank must call it; every rank gets the per-rank table."""
     gpus = gpu_info()
     mpi = mpi_info(comm)
+    backend = backend_info(comm, gpus)
     return {
         "distsort": _distsort_version(),
         "python": platform.python_version(),
         "packages": package_versions(),
-        "backend": backend_info(comm, gpus),
+        "backend": backend,
+        "transport": transport_info(comm, backend["selected"]),
         "gpus": gpus,
         "nccl": nccl_info(),
         "mpi": mpi,
@@ -140,6 +143,33 @@ def backend_info(comm, gpus: Mapping[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # e.g. DISTSORT_BACKEND=gpu on a rank without a GPU
         selected = f"none: {exc}"
     return {"available": available, "requested": requested, "selected": selected}
+
+
+def transport_info(comm, backend: str) -> str:
+    """How a sort's exchange would move the rows between the ranks (runtime.gpu_transport):
+    MPI between CPUs; on GPUs the copy engines or NCCL, by DISTSORT_TRANSPORT, the rank count
+    and whether the ranks share one node. Collective."""
+    from mpi4py import MPI
+
+    from .runtime import transport_name
+
+    comm = comm if comm is not None else MPI.COMM_WORLD
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    one_node = comm.allreduce(node.Get_size() == comm.Get_size(), op=MPI.LAND)
+    node.Free()
+    if backend != "gpu":
+        return "MPI (host buffers)" if backend == "cpu" else "none: no backend"
+    setting = os.environ.get("DISTSORT_TRANSPORT", "auto")
+    try:
+        name = transport_name(setting, comm.Get_size())
+    except Exception as exc:  # an unknown setting: the sort would say the same
+        return f"none: {exc}"
+    if name == "nccl":
+        return f"NCCL (DISTSORT_TRANSPORT={setting})"
+    if not one_node:
+        return f"NCCL: the ranks span nodes (DISTSORT_TRANSPORT={setting})"
+    return (f"the GPUs' copy engines through CUDA IPC, NCCL where IPC fails and for small "
+            f"exchanges (DISTSORT_TRANSPORT={setting})")
 
 
 def mpi_info(comm=None) -> dict[str, Any]:
@@ -330,6 +360,7 @@ def format_info(d: Mapping[str, Any]) -> str:
         f"backend     {backend['selected']}",
         f"            available here: {', '.join(backend['available'])}; requested: "
         f"{backend['requested']} (--backend or DISTSORT_BACKEND)",
+        f"transport   {d['transport']}",
         *_gpu_lines(d["gpus"]),
         f"NCCL        {nccl['version'] or 'none (' + nccl.get('reason', '') + ')'}",
         *_mpi_lines(d["mpi"]),

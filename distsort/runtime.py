@@ -114,13 +114,20 @@ def gpu_transport(comm) -> Transport:
     from .exchange import ipc
     from .exchange.nccl import NcclTransport
 
-    name = os.environ.get("DISTSORT_TRANSPORT", "auto")
-    if name not in TRANSPORTS:
-        raise DistsortError(f"DISTSORT_TRANSPORT={name!r}: choose one of {', '.join(TRANSPORTS)}")
-    if name == "auto":
-        name = "ipc" if comm.Get_size() <= AUTO_IPC_RANKS else "nccl"
+    name = transport_name(os.environ.get("DISTSORT_TRANSPORT", "auto"), comm.Get_size())
     nccl = NcclTransport(comm)
     return ipc.connect(comm, nccl) if name == "ipc" else nccl
+
+
+def transport_name(setting: str, ranks: int) -> str:
+    """'ipc' or 'nccl': what $DISTSORT_TRANSPORT's value asks for on `ranks` ranks ('ipc' falls
+    back to NCCL where the ranks cannot map each other's memory: ipc.connect)."""
+    if setting not in TRANSPORTS:
+        raise DistsortError(f"DISTSORT_TRANSPORT={setting!r}: choose one of "
+                            f"{', '.join(TRANSPORTS)}")
+    if setting == "auto":
+        return "ipc" if ranks <= AUTO_IPC_RANKS else "nccl"
+    return setting
 
 
 def bind_gpu(comm=None) -> int:

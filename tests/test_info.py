@@ -173,6 +173,25 @@ def test_info_command_runs(tmp_path):
     assert "CUDA-aware" in result.stdout and "NCCL" in result.stdout
 
 
+@pytest.mark.parametrize("backend, setting, want", [
+    ("cpu", None, "MPI (host buffers)"),
+    ("none: some rank sees no GPU", None, "none: no backend"),
+    ("gpu", None, "the GPUs' copy engines through CUDA IPC"),
+    ("gpu", "ipc", "the GPUs' copy engines through CUDA IPC"),
+    ("gpu", "nccl", "NCCL (DISTSORT_TRANSPORT=nccl)"),
+    ("gpu", "tcp", "none: DISTSORT_TRANSPORT='tcp': choose one of auto, ipc, nccl"),
+])
+def test_transport_info_says_what_a_sort_would_take(monkeypatch, backend, setting, want):
+    """One rank (COMM_SELF): the copy engines by default, as on up to 2 ranks of one node."""
+    from mpi4py import MPI
+
+    if setting is None:
+        monkeypatch.delenv("DISTSORT_TRANSPORT", raising=False)
+    else:
+        monkeypatch.setenv("DISTSORT_TRANSPORT", setting)
+    assert info.transport_info(MPI.COMM_SELF, backend).startswith(want)
+
+
 @pytest.mark.mpi(min_size=2)
 def test_collect_info_under_mpi():
     from mpi4py import MPI
@@ -180,6 +199,8 @@ def test_collect_info_under_mpi():
     comm = MPI.COMM_WORLD
     d = info.collect_info(comm)
     assert d["mpi"]["size"] == comm.Get_size()
+    if d["backend"]["selected"] == "cpu":
+        assert d["transport"] == "MPI (host buffers)"
     assert [r["rank"] for r in d["ranks"]] == list(range(comm.Get_size()))
     by_host: dict[str, list[int]] = {}
     for r in d["ranks"]:
