@@ -47,6 +47,7 @@ from .exchange import displacements, row_bytes
 from .exchange.mpi import MpiTransport
 from .keys import NumericCodec, record_key_words
 from .memory import default_budget, host_empty, parse_size
+from .node import node_place
 from .pipeline import exchange, local_sort, plain_keys
 from .report import HostClock, SortReport
 from .runtime import Runtime, get_runtime
@@ -536,11 +537,7 @@ def _budget(rt: Runtime, device_memory) -> int:
             return parse_size(device_memory)
         except ValueError as exc:
             raise DistsortError(f"device_memory: {exc}") from None
-    node_ranks = 1
-    if rt.backend.name == "cpu":
-        node = rt.comm.Split_type(MPI.COMM_TYPE_SHARED)
-        node_ranks = node.Get_size()
-        node.Free()
+    node_ranks = node_place(rt.comm)[1] if rt.backend.name == "cpu" else 1
     return default_budget(rt.backend.name, node_ranks)
 
 

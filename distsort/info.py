@@ -151,12 +151,11 @@ def transport_info(comm, backend: str) -> str:
     and whether the ranks share one node. Collective."""
     from mpi4py import MPI
 
+    from .node import one_node
     from .runtime import transport_name
 
     comm = comm if comm is not None else MPI.COMM_WORLD
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    one_node = comm.allreduce(node.Get_size() == comm.Get_size(), op=MPI.LAND)
-    node.Free()
+    shared = one_node(comm)
     if backend != "gpu":
         return "MPI (host buffers)" if backend == "cpu" else "none: no backend"
     setting = os.environ.get("DISTSORT_TRANSPORT", "auto")
@@ -166,7 +165,7 @@ def transport_info(comm, backend: str) -> str:
         return f"none: {exc}"
     if name == "nccl":
         return f"NCCL (DISTSORT_TRANSPORT={setting})"
-    if not one_node:
+    if not shared:
         return f"NCCL: the ranks span nodes (DISTSORT_TRANSPORT={setting})"
     return (f"the GPUs' copy engines through CUDA IPC, NCCL where IPC fails and for small "
             f"exchanges (DISTSORT_TRANSPORT={setting})")
@@ -283,7 +282,9 @@ def rank_table(comm, device_count: int) -> list[dict[str, Any]]:
 def _rank_row(comm, device_count: int) -> dict[str, Any]:
     """This rank's row, bound as runtime.bind_gpu binds: by the launcher's variables
     (DISTSORT_DEVICE, else the local rank they name), else by the rank's index on its node."""
-    node_rank = _node_rank(comm) if comm is not None else None  # collective: before any branch
+    from .node import node_place
+
+    node_rank = node_place(comm)[0] if comm is not None else None  # collective: before a branch
     try:
         local_rank = binding.local_rank_from_env(os.environ)
         gpu = binding.device_from_env(os.environ, device_count)
@@ -298,17 +299,6 @@ def _rank_row(comm, device_count: int) -> dict[str, Any]:
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "gpu": gpu,
     }
-
-
-def _node_rank(comm) -> int:
-    """The rank's index among the ranks of comm that share its node."""
-    from mpi4py import MPI
-
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    try:
-        return node.Get_rank()
-    finally:
-        node.Free()
 
 
 def _gib(n: int) -> str:

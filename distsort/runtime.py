@@ -17,6 +17,7 @@ from .binding import device_for_rank, device_from_env
 from .errors import DistsortError, agree
 from .exchange import Transport
 from .gpu_safety import require_safe_cupy
+from .node import node_place
 
 BACKENDS = ("auto", "cpu", "gpu")
 TRANSPORTS = ("auto", "ipc", "nccl")  # between GPUs ($DISTSORT_TRANSPORT)
@@ -141,9 +142,7 @@ def bind_gpu(comm=None) -> int:
     comm that share its node decides.
     """
     comm = comm if comm is not None else MPI.COMM_WORLD
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    node_rank = node.Get_rank()
-    node.Free()
+    node_rank, _ = node_place(comm)
     device = agree(comm, lambda: _choose_gpu(node_rank))
     import cupy
 

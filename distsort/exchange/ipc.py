@@ -45,6 +45,7 @@ from collections import OrderedDict
 import numpy as np
 from mpi4py import MPI
 
+from ..node import one_node
 from . import as_bytes, call_layout, displacements, row_bytes
 
 D2D = 3  # cudaMemcpyDeviceToDevice
@@ -260,10 +261,7 @@ class IpcTransport:
 def connect(comm, small):
     """The copy-engine transport where every rank can reach every other's memory, else
     `small` (NCCL) itself; collective."""
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    one_node = node.Get_size() == comm.Get_size()  # the same answer on every rank
-    node.Free()
-    if not one_node:
+    if not one_node(comm):
         return small
     try:
         return IpcTransport(comm, small)
