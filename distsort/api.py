@@ -1,8 +1,10 @@
 """Library entry points: each rank passes its piece, each rank gets back its sorted shard.
 
 The shards, concatenated in rank order, are the whole data set sorted. Arrays come back as the
-kind that came in (NumPy in, NumPy out; CuPy in, CuPy out), in the input's dtype. Every call is
-collective over `comm` (default MPI.COMM_WORLD).
+kind that came in (NumPy in, NumPy out; CuPy in, CuPy out; lists and other array-likes as
+NumPy), in the input's dtype. Every call is collective over `comm` (default MPI.COMM_WORLD), and
+every rank must call alike: the same dtypes (an empty piece too), options and backend, else
+every rank raises DistsortError (inputs.py).
 
 `out=` (host inputs) writes the shard into the caller's NumPy arrays instead of new ones, so a
 large output can be allocated (pinned, first-touched, reused) before and apart from the sort:
@@ -14,10 +16,10 @@ suffice). The result is then the first rows of `out`, a view, whichever path sor
 from __future__ import annotations
 
 import numpy as np
-from mpi4py import MPI
 
 from . import external
 from .errors import DistsortError, agree
+from .inputs import Call, as_array, begin, keys_check, on_gpu
 from .keys import NumericCodec, record_key_words
 from .pipeline import distributed_sort
 from .report import SortReport
@@ -34,7 +36,10 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
     fraction of the free device memory. Likewise for sort_pairs, argsort and sort_records.
     out: a NumPy array for the shard (see the module doc).
     """
-    outs = _outputs(comm, None if out is None else [out], [(keys.dtype, ())], [keys])
+    keys = as_array(keys)
+    outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending, "stable": stable},
+                                     [keys_check(keys)], _listed(out), [(keys.dtype, ())],
+                                     device_memory))
     keys_out, _ = _sort_numeric(keys, None, comm, descending, stable, backend, report,
                                 device_memory, outs)
     return keys_out
@@ -46,12 +51,17 @@ def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: boo
     """Sort keys and permute values (1-D of any dtype, or 2-D rows) alike; return both shards.
 
     out: a (keys, values) pair of NumPy arrays for the shards (see the module doc)."""
-    if values is None or len(values) != len(keys):
-        raise DistsortError(
-            f"values must have one row per key: got {_len(values)} values for {len(keys)} keys"
-        )
-    kinds = [(keys.dtype, ()), (values.dtype, np.shape(values)[1:])]
-    outs = _outputs(comm, out, kinds, [keys, values])
+    keys, values = as_array(keys), as_array(values)
+
+    def rows_match() -> None:
+        if values is None or len(values) != len(keys):
+            raise DistsortError(f"values must have one row per key: got {_len(values)} values "
+                                f"for {len(keys)} keys")
+
+    like = [(keys.dtype, ())] + ([] if values is None else [(values.dtype, values.shape[1:])])
+    outs = begin(comm, backend, Call({"keys": keys, "values": values},
+                                     {"descending": descending, "stable": stable},
+                                     [keys_check(keys), rows_match], out, like, device_memory))
     return _sort_numeric(keys, values, comm, descending, stable, backend, report, device_memory,
                          outs)
 
@@ -62,12 +72,15 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
     """Global input positions (int64) of this rank's shard of the stably sorted keys.
 
     out: an int64 NumPy array for them (see the module doc)."""
-    outs = _outputs(comm, None if out is None else [out], [(np.int64, ())], [keys])
+    keys = as_array(keys)
+    outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending},
+                                     [keys_check(keys)], _listed(out), [(np.int64, ())],
+                                     device_memory))
     job = external.plan(keys, comm, backend, device_memory, extra_row_bytes=8)
     if job:
         return external.argsort(job, keys, descending, _report(report, job.rt), outs)
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
-    codec = NumericCodec(_dtype_of(keys), descending, canonical=True)
+    codec = NumericCodec(keys.dtype, descending, canonical=True)
     offset = _offset(rt.comm, len(dev_keys))
     positions = rt.xp.arange(offset, offset + len(dev_keys), dtype=np.int64)
     columns = [codec.encode(dev_keys, rt.xp), positions]
@@ -81,13 +94,18 @@ def sort_records(records, key_size: int, comm=None, *, descending: bool = False,
     """Sort fixed-size byte records ((n, record_size) uint8) by their first key_size bytes.
 
     out: an (m, record_size) uint8 NumPy array for the shard (see the module doc)."""
-    if records.ndim != 2 or not 0 < key_size <= records.shape[1]:
-        raise DistsortError(
-            f"records must be (n, record_size) bytes with 0 < key_size <= record_size; "
-            f"got shape {records.shape} and key_size {key_size}"
-        )
-    outs = _outputs(comm, None if out is None else [out], [(records.dtype, records.shape[1:])],
-                    [records])
+    records = as_array(records)
+
+    def check() -> None:
+        if records.ndim != 2 or records.dtype != np.uint8 or not 0 < key_size <= records.shape[1]:
+            raise DistsortError(
+                f"records must be (n, record_size) uint8 bytes with 0 < key_size <= record_size; "
+                f"got {records.dtype} of shape {records.shape} and key_size {key_size}")
+
+    outs = begin(comm, backend, Call({"records": records},
+                                     {"key_size": key_size, "descending": descending}, [check],
+                                     _listed(out), [(records.dtype, records.shape[1:])],
+                                     device_memory))
     job = external.plan(records, comm, backend, device_memory)
     if job:
         return external.sort_records(job, records, key_size, descending,
@@ -109,7 +127,7 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
         report = _report(report, job.rt)
         return external.sort_numeric(job, keys, values, descending, stable, report, outs)
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
-    dtype = _dtype_of(keys)
+    dtype = np.dtype(keys.dtype)
     codec = NumericCodec(dtype, descending, canonical=stable)
     columns = [codec.encode(dev_keys, rt.xp)]
     if codec.lossy:  # the codes lost -0.0 / NaN bits: carry the original keys along
@@ -125,39 +143,6 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
         keys_out, *rest = _into(rt.comm, outs, [keys_out, values_out][: len(outs)])
         values_out = rest[0] if rest else None
     return keys_out, values_out
-
-
-def _outputs(comm, out, like: list[tuple], inputs: list) -> list | None:
-    """The caller's output arrays (one per result), checked on every rank: one message and
-    every rank raises if any rank's are wrong. like: (dtype, row shape) per result."""
-    def check():
-        if out is None:
-            return None
-        if any(not isinstance(a, np.ndarray) for a in inputs):
-            raise DistsortError("out= is for host (NumPy) inputs: sort CuPy arrays without it")
-        arrays = list(out)
-        if len(arrays) != len(like):
-            raise DistsortError(f"out: give {len(like)} arrays (one per result), "
-                                f"got {len(arrays)}")
-        for array, (dtype, rows) in zip(arrays, like):
-            _check_out(array, np.dtype(dtype), tuple(rows), inputs)
-        return arrays
-
-    return agree(comm if comm is not None else MPI.COMM_WORLD, check)
-
-
-def _check_out(out, dtype: np.dtype, row_shape: tuple, inputs: list) -> None:
-    want = dtype.newbyteorder("=")
-    if not isinstance(out, np.ndarray):
-        raise DistsortError(f"out must be a NumPy array; got {type(out).__name__}")
-    if out.dtype != want:
-        raise DistsortError(f"out must have dtype {want} (native byte order); got {out.dtype}")
-    if out.shape[1:] != row_shape or out.ndim != 1 + len(row_shape):
-        raise DistsortError(f"out must have shape (rows, *{row_shape}); got {out.shape}")
-    if not (out.flags.c_contiguous and out.flags.writeable):
-        raise DistsortError("out must be a writeable C-contiguous array")
-    if any(np.may_share_memory(out, a) for a in inputs):
-        raise DistsortError("out must not overlap the input arrays")
 
 
 def _into(comm, outs: list | None, results: list) -> list:
@@ -176,25 +161,19 @@ def _prepare(array, comm, backend: str | None) -> tuple[Runtime, object, object]
 
     Without an explicit backend, CuPy arrays are sorted on the GPU and NumPy arrays on the CPU.
     """
-    on_gpu = type(array).__module__.startswith("cupy")
-    rt = get_runtime(comm, backend or ("gpu" if on_gpu else "cpu"))
+    gpu = on_gpu(array)
+    rt = get_runtime(comm, backend or ("gpu" if gpu else "cpu"))
     if rt.backend.name == "gpu":
         import cupy
 
-        if not on_gpu:  # CuPy holds native byte order only
+        if not gpu:  # CuPy holds native byte order only
             array = np.asarray(array).astype(np.asarray(array).dtype.newbyteorder("="), copy=False)
-        return rt, cupy.asarray(array), (lambda a: a) if on_gpu else cupy.asnumpy
-    if on_gpu:
+        return rt, cupy.asarray(array), (lambda a: a) if gpu else cupy.asnumpy
+    if gpu:
         import cupy
 
         return rt, array.get(), cupy.asarray
     return rt, np.asarray(array), np.asarray
-
-
-def _dtype_of(keys) -> np.dtype:
-    if getattr(keys, "ndim", 1) != 1:
-        raise DistsortError(f"keys must be a 1-D array; got shape {keys.shape}")
-    return np.dtype(keys.dtype)
 
 
 def _offset(comm, n: int) -> int:
@@ -206,6 +185,10 @@ def _report(report: SortReport | None, rt: Runtime) -> SortReport:
     report.rank, report.backend = rt.comm.Get_rank(), rt.backend.name
     report.engine = rt.backend.engine.name
     return report
+
+
+def _listed(out) -> list | None:
+    return None if out is None else [out]
 
 
 def _len(values) -> str:

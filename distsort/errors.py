@@ -32,11 +32,13 @@ class RemoteError(DistsortError):
     """Raised on ranks that did not fail themselves when another rank failed; not printed."""
 
 
-def agree(comm, fn: Callable[[], T]) -> T:
+def agree(comm, fn: Callable[[], T], same: dict | None = None) -> T:
     """Run fn on every rank; if it raised DistsortError on any rank, raise on all ranks.
 
     The failing rank with the lowest number keeps its own message; the others get RemoteError,
-    which the CLI does not print, so the user sees exactly one message.
+    which the CLI does not print, so the user sees exactly one message. same (name -> this
+    rank's value, compared with ==): what every rank must give alike; where fn raised nowhere,
+    the first rank whose values differ from rank 0's says which differs, and every rank raises.
     """
     error: DistsortError | None = None
     result = None
@@ -44,7 +46,10 @@ def agree(comm, fn: Callable[[], T]) -> T:
         result = fn()
     except DistsortError as exc:
         error = exc
-    failed = comm.allgather(error is not None)
+    gathered = comm.allgather((error is not None, same))
+    failed = [f for f, _ in gathered]
+    if not any(failed) and same is not None:
+        failed, error = _first_difference([s for _, s in gathered], comm.Get_rank())
     if any(failed):
         first = failed.index(True)
         if error is None or comm.Get_rank() != first:
@@ -52,6 +57,18 @@ def agree(comm, fn: Callable[[], T]) -> T:
         error.agreed = True
         raise error
     return result  # type: ignore[return-value]
+
+
+def _first_difference(values: list[dict], rank: int) -> tuple[list, DistsortError | None]:
+    """(which rank fails, this rank's error) for the first rank whose values differ from rank
+    0's: nobody where all are alike."""
+    for r, theirs in enumerate(values):
+        name = next((k for k in values[0] if theirs.get(k) != values[0][k]), None)
+        if name is not None:
+            message = (f"every rank must call with the same {name}: rank 0 with "
+                       f"{values[0][name]}, rank {r} with {theirs.get(name)}")
+            return [q == r for q in range(len(values))], DistsortError(message)
+    return [False] * len(values), None
 
 
 def abort(comm, code: int, message: str | None = None) -> NoReturn:

@@ -532,12 +532,11 @@ def over_budget(rt: Runtime, shard_bytes: int, device_memory: int | str | None) 
 
 
 def _budget(rt: Runtime, device_memory) -> int:
-    if device_memory is not None:
-        try:
-            return parse_size(device_memory)
-        except ValueError as exc:
-            raise DistsortError(f"device_memory: {exc}") from None
+    """device_memory (parsed by the entry point's checks: inputs.py), else the default; the
+    node's ranks are counted on every rank alike (a collective), whichever it takes."""
     node_ranks = node_place(rt.comm)[1] if rt.backend.name == "cpu" else 1
+    if device_memory is not None:
+        return parse_size(device_memory)
     return default_budget(rt.backend.name, node_ranks)
 
 

@@ -278,3 +278,63 @@ def test_aligned_blocks_leave_gaps_that_the_finish_closes(monkeypatch, chunk):
     records = np.random.default_rng(COMM.Get_rank()).integers(0, 3, (300, 12), dtype=np.uint8)
     out = everything(distsort.sort_records(records, 5))
     assert [bytes(r[:5]) for r in out] == sorted(bytes(r[:5]) for r in everything(records))
+
+
+def test_array_likes_and_either_byte_order_sort_together():
+    """Lists come back as NumPy arrays; a big-endian piece sorts with little-endian ones."""
+    r = COMM.Get_rank()
+    shard = distsort.sort([5 * r + 3, 5 * r, 5 * r + 4])
+    np.testing.assert_array_equal(everything(shard), np.sort(everything(np.array(
+        [5 * r + 3, 5 * r, 5 * r + 4]))))
+    x = local_data("uniform", "int32", 700, seed=32)
+    piece = x.astype(">i4") if r == 0 else x
+    shard = distsort.sort(piece)
+    assert shard.dtype == piece.dtype
+    np.testing.assert_array_equal(everything(shard.astype(np.int32)), np.sort(everything(x)))
+
+
+WRONG_CALLS = {  # problem: (the last rank's call, words of its message, needs another rank)
+    "empty float64 piece": (lambda x: distsort.sort(np.empty(0)), "keys dtype", True),
+    "2-D keys": (lambda x: distsort.sort(x.reshape(-1, 2)), "1-D", False),
+    "complex keys": (lambda x: distsort.sort(x.astype(np.complex64)), "cannot sort", False),
+    "descending": (lambda x: distsort.sort(x, descending=True), "descending=True", True),
+    "stable": (lambda x: distsort.sort(x, stable=True), "stable=True", True),
+    "backend": (lambda x: distsort.sort(x, backend="gpu"), "backend gpu", True),
+    "device_memory": (lambda x: distsort.sort(x, device_memory="lots"), "not a size", False),
+    "values rows": (lambda x: distsort.sort_pairs(x, x[1:]), "one row per key", False),
+    "values dtype": (lambda x: distsort.sort_pairs(x, x.astype(np.int64)), "values dtype",
+                     True),
+    "argsort order": (lambda x: distsort.argsort(x, descending=True), "descending", True),
+    "record size": (lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8)[:, :6]
+                                                    .copy(), 4), "rows of shape (6,)", True),
+    "key_size": (lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8), 5),
+                 "key_size=5", True),
+    "records not bytes": (lambda x: distsort.sort_records(x.reshape(-1, 2), 1), "uint8", False),
+}
+RIGHT_CALLS = {
+    "argsort order": lambda x: distsort.argsort(x),
+    "record size": lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8), 4),
+    "key_size": lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8), 4),
+    "records not bytes": lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8), 1),
+    "values rows": lambda x: distsort.sort_pairs(x, x), "values dtype":
+    lambda x: distsort.sort_pairs(x, x),
+}
+
+
+@pytest.mark.parametrize("problem", WRONG_CALLS)
+def test_a_rank_that_calls_wrongly_or_differently_is_one_clear_error_on_every_rank(problem):
+    """The last rank's call is wrong, or differs from the others': it alone says what, every
+    other rank raises RemoteError, and none is left waiting in a collective."""
+    from distsort.errors import RemoteError
+
+    call, words, needs_another = WRONG_CALLS[problem]
+    if needs_another and COMM.Get_size() == 1:
+        pytest.skip("a call differs from others' only where there are others")
+    x = local_data("uniform", "int32", 1000, seed=33)
+    last = COMM.Get_rank() == COMM.Get_size() - 1
+    with pytest.raises(distsort.DistsortError) as failed:
+        (call if last else RIGHT_CALLS.get(problem, lambda x: distsort.sort(x)))(x)
+    if last:
+        assert words in str(failed.value) and not isinstance(failed.value, RemoteError)
+    else:
+        assert isinstance(failed.value, RemoteError)

@@ -1,0 +1,117 @@
+"""What each rank passes to an entry point, checked on every rank and compared across ranks in
+the one collective that each call starts with, before any other.
+
+A rank whose arrays are wrong (keys not 1-D, values of another length, an unsortable dtype, a
+wrong out= array) or that calls differently from rank 0 (another dtype -- an empty piece made by
+np.empty(0) is float64 --, another order, a NumPy piece where the others pass CuPy) would
+otherwise leave the others waiting in a collective or mix bytes of different kinds: here one
+rank says what is wrong and every rank raises DistsortError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from mpi4py import MPI
+
+from .errors import DistsortError, agree
+from .keys import check_sortable
+from .memory import parse_size
+from .runtime import requested_backend
+
+
+@dataclass
+class Call:
+    """One rank's call: its arrays by name (keys first), the options every rank must give
+    alike, the arrays' own checks (raising DistsortError), out= with the (dtype, row shape) of
+    each result, and device_memory (which may differ from rank to rank)."""
+
+    arrays: dict
+    options: dict = field(default_factory=dict)
+    checks: list[Callable[[], None]] = field(default_factory=list)
+    out: object = None
+    like: list = field(default_factory=list)
+    device_memory: int | str | None = None
+
+
+def as_array(x):
+    """NumPy and CuPy arrays as they are; lists and other array-likes as NumPy arrays."""
+    if isinstance(x, np.ndarray) or on_gpu(x) or x is None:
+        return x
+    return np.asarray(x)
+
+
+def on_gpu(x) -> bool:
+    return type(x).__module__.startswith("cupy")
+
+
+def begin(comm, backend: str | None, call: Call) -> list | None:
+    """Check the call on every rank and compare it with rank 0's: the backend (the keys'
+    kind, CuPy or NumPy, where none is named), each array's dtype and row shape, the options.
+    One message, and every rank raises, where any rank's call is wrong or differs; else the
+    out= arrays (or None)."""
+    named = backend or ("gpu" if on_gpu(next(iter(call.arrays.values()))) else "cpu")
+    same = {"backend (CuPy arrays: gpu, NumPy: cpu, where none is named)":
+            f"backend {requested_backend(named)}"}
+    same.update({f"{name} dtype (empty pieces too)": _kind(name, a)
+                 for name, a in call.arrays.items() if a is not None})
+    same.update({name: f"{name}={value!r}" for name, value in call.options.items()})
+
+    def check() -> list | None:
+        for a_check in call.checks:
+            a_check()
+        if call.device_memory is not None:
+            try:
+                parse_size(call.device_memory)
+            except ValueError as exc:
+                raise DistsortError(f"device_memory: {exc}") from None
+        return _outputs(call.out, call.like, list(call.arrays.values()))
+
+    return agree(comm if comm is not None else MPI.COMM_WORLD, check, same=same)
+
+
+def keys_check(keys) -> Callable[[], None]:
+    """Keys must be a 1-D array of a dtype distsort sorts."""
+    def check() -> None:
+        if getattr(keys, "ndim", None) != 1:
+            raise DistsortError(f"keys must be a 1-D array; got shape {getattr(keys, 'shape', ())}")
+        check_sortable(keys.dtype)
+    return check
+
+
+def _kind(name: str, a) -> str:
+    """'int32 keys': the dtype (native byte order: either order sorts alike), and the row
+    shape where rows are not single values."""
+    dtype, rows = np.dtype(a.dtype).newbyteorder("="), tuple(a.shape[1:])
+    return f"{dtype} {name}" + (f" in rows of shape {rows}" if rows else "")
+
+
+def _outputs(out, like: list[tuple], inputs: list) -> list | None:
+    """The caller's output arrays (one per result), checked. like: (dtype, row shape) per
+    result."""
+    if out is None:
+        return None
+    if any(not isinstance(a, np.ndarray) for a in inputs if a is not None):
+        raise DistsortError("out= is for host (NumPy) inputs: sort CuPy arrays without it")
+    arrays = list(out)
+    if len(arrays) != len(like):
+        raise DistsortError(f"out: give {len(like)} arrays (one per result), got {len(arrays)}")
+    for array, (dtype, rows) in zip(arrays, like):
+        _check_out(array, np.dtype(dtype), tuple(rows), inputs)
+    return arrays
+
+
+def _check_out(out, dtype: np.dtype, row_shape: tuple, inputs: list) -> None:
+    want = dtype.newbyteorder("=")
+    if not isinstance(out, np.ndarray):
+        raise DistsortError(f"out must be a NumPy array; got {type(out).__name__}")
+    if out.dtype != want:
+        raise DistsortError(f"out must have dtype {want} (native byte order); got {out.dtype}")
+    if out.shape[1:] != row_shape or out.ndim != 1 + len(row_shape):
+        raise DistsortError(f"out must have shape (rows, *{row_shape}); got {out.shape}")
+    if not (out.flags.c_contiguous and out.flags.writeable):
+        raise DistsortError("out must be a writeable C-contiguous array")
+    if any(np.may_share_memory(out, a) for a in inputs if a is not None):
+        raise DistsortError("out must not overlap the input arrays")
