@@ -27,17 +27,26 @@ from distsort.report import SortReport  # noqa: E402
 from distsort.runtime import get_runtime  # noqa: E402
 
 COMM = MPI.COMM_WORLD
-CASES = {  # name: (total keys, key dtype, value dtype or None)
+CASES = {  # name: (total keys, key dtype, value dtype or None[, "stable"])
     "u32-4x2^28": (4 * 2**28, np.uint32, None),
     "u32-4x2^30": (4 * 2**30, np.uint32, None),
     "u64-4x2^29": (4 * 2**29, np.uint64, None),
     "u32+u32-4x2^28": (4 * 2**28, np.uint32, np.uint32),
+}
+MORE_CASES = {  # run when named: stable float sorts (floats in (-1, 1): no -0.0, no NaN)
+    "f32-stable-4x2^28": (4 * 2**28, np.float32, None, "stable"),
+    "f32+u32-stable-4x2^28": (4 * 2**28, np.float32, np.uint32, "stable"),
 }
 
 
 def random_keys(n: int, dtype) -> cupy.ndarray:
     """Uniform random keys over the dtype's whole range (never all zero), made in pieces."""
     out = cupy.empty(n, dtype=dtype)
+    if np.dtype(dtype).kind == "f":
+        for start in range(0, n, 2**26):
+            draws = cupy.random.random(min(2**26, n - start), dtype=dtype)
+            out[start : start + 2**26] = draws * 2 - 1
+        return out
     pieces = np.dtype(dtype).itemsize // 4 * 2  # 31-bit draws enough to cover every bit
     step = 2**26
     for start in range(0, n, step):
@@ -59,7 +68,7 @@ def timed(fn) -> float:
     return COMM.allreduce(time.perf_counter() - start, op=MPI.MAX)
 
 
-def run_distsort(n_local: int, dtype, vdtype, reps: int) -> dict:
+def run_distsort(n_local: int, dtype, vdtype, reps: int, stable: bool = False) -> dict:
     pool = cupy.get_default_memory_pool()
     times, phases, peak, result, per_rank, transfers, grown = [], [], 0, {}, [], [], []
     for rep in range(reps + 1):  # the first run is the warm-up
@@ -72,9 +81,10 @@ def run_distsort(n_local: int, dtype, vdtype, reps: int) -> dict:
 
         def call(keys=keys, values=values, report=report):
             if values is None:
-                result["keys"] = distsort.sort(keys, report=report)
+                result["keys"] = distsort.sort(keys, stable=stable, report=report)
             else:
                 result["keys"], result["values"] = distsort.sort_pairs(keys, values,
+                                                                       stable=stable,
                                                                        report=report)
 
         held = pool.total_bytes()
@@ -199,7 +209,7 @@ def main() -> None:
     p = COMM.Get_size()
     results = []
     for name in args.cases.split(","):
-        total, dtype, vdtype = CASES[name]
+        total, dtype, vdtype, *flags = {**CASES, **MORE_CASES}[name]
         total = args.per_rank * p if args.per_rank else args.total or total
         if args.exchange_only:
             rate = exchange_reference(total // p, dtype, args.reps)
@@ -208,7 +218,7 @@ def main() -> None:
             continue
         row = {"case": name if not (args.total or args.per_rank) else f"{name}@{total}",
                "ranks": p, "total_keys": total,
-               **run_distsort(total // p, dtype, vdtype, args.reps)}
+               **run_distsort(total // p, dtype, vdtype, args.reps, "stable" in flags)}
         if not args.no_baselines:
             row["one_gpu_cupy_sort_s"] = one_gpu_baseline(total, dtype, vdtype, args.reps)
             row["speedup_vs_one_gpu"] = row["one_gpu_cupy_sort_s"] / row["seconds"]

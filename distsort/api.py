@@ -16,6 +16,7 @@ suffice). The result is then the first rows of `out`, a view, whichever path sor
 from __future__ import annotations
 
 import numpy as np
+from mpi4py import MPI
 
 from . import external
 from .errors import DistsortError, agree
@@ -129,13 +130,11 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
     dtype = np.dtype(keys.dtype)
     codec = NumericCodec(dtype, descending, canonical=stable)
-    columns = [codec.encode(dev_keys, rt.xp)]
-    if codec.lossy:  # the codes lost -0.0 / NaN bits: carry the original keys along
-        columns.append(dev_keys)
+    columns, carried = _encoded(rt, codec, dev_keys)
     if values is not None:
         columns.append(rt.xp.asarray(values))
     out = distributed_sort(rt, columns, lambda c: [c[0]], _report(report, rt))
-    keys_out = to_caller(out[1] if codec.lossy else codec.decode(out[0], rt.xp))
+    keys_out = to_caller(out[1] if carried else codec.decode(out[0], rt.xp))
     if isinstance(keys_out, np.ndarray):  # back to the caller's byte order
         keys_out = keys_out.astype(dtype, copy=False)
     values_out = to_caller(out[-1]) if values is not None else None
@@ -185,6 +184,16 @@ def _report(report: SortReport | None, rt: Runtime) -> SortReport:
     report.rank, report.backend = rt.comm.Get_rank(), rt.backend.name
     report.engine = rt.backend.engine.name
     return report
+
+
+def _encoded(rt: Runtime, codec: NumericCodec, keys) -> tuple[list, bool]:
+    """[the keys' codes], with the keys themselves after them where the codes cannot give
+    every rank's keys back (canonical codes of -0.0 or of NaNs other than the one NaN, for
+    stable float sorts: then the sort carries them, a column more), and whether it does."""
+    merged = rt.xp.zeros(1, dtype=np.uint32)
+    codes = codec.encode(keys, rt.xp, merged)
+    carried = codec.lossy and rt.comm.allreduce(bool(merged[0]), op=MPI.LOR)
+    return [codes, keys] if carried else [codes], carried
 
 
 def _listed(out) -> list | None:

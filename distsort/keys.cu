@@ -5,16 +5,23 @@
 // key once and writes its code once (8 bytes per 4-byte key). Everything works on the bit pattern,
 // so one template per width serves integers and floats. kind: 0 unsigned, 1 signed, 2 float.
 
+// merged: set to 1 where a canonical code merged some key's bits into another's, so that the
+// caller knows whether the codes alone give the keys back (a plain store: every writer writes 1).
 template <typename U>
 __global__ void encode_keys(const U* in, U* out, long long n, int kind, int canonical,
-                            int descending, U inf_bits, U nan_half, U nan_top, U qnan) {
+                            int descending, U inf_bits, U nan_half, U nan_top, U qnan,
+                            unsigned int* merged) {
     const U sign = U(U(1) << (sizeof(U) * 8 - 1));
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
         U u = in[i];
         if (kind == 2) {
-            if (canonical && U(u & U(~sign)) > inf_bits) u = qnan;  // every NaN the same
-            if (canonical && u == sign) u = 0;                      // -0.0 == 0.0
+            if (canonical) {
+                U c = U(u & U(~sign)) > inf_bits ? qnan : u;  // every NaN the same
+                if (c == sign) c = 0;                           // -0.0 == 0.0
+                if (c != u) *merged = 1;
+                u = c;
+            }
             u = u >= sign ? U(~u) : U(u | sign);
             u = U(u - nan_half);  // rotate: negative-signed NaNs go to the top too
         } else if (kind == 1) {

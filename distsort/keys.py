@@ -63,19 +63,27 @@ class NumericCodec:
         """True if decode(encode(x)) may differ from x in its bits (-0.0, NaN payloads)."""
         return self.canonical
 
-    def encode(self, x, xp):
-        """Keys of self.dtype (any byte order) -> unsigned codes, ascending in the wanted order."""
+    def encode(self, x, xp, merged=None):
+        """Keys of self.dtype (any byte order) -> unsigned codes, ascending in the wanted order.
+        merged (a 1-element uint32 array of xp, or None): set to 1 where canonical codes merged
+        some key's bits into another's (-0.0 into 0.0, a NaN into the one NaN), so that
+        decode would not give them back; left as it is where none did."""
         if x.dtype != self.native:
             x = x.astype(self.native)
         u = x.view(self.word)
         if xp is not np:
             if self._kind == 0 and not self.descending:
                 return u
-            return self._on_gpu("encode", u, self.canonical, self._inf, self._qnan)
+            if merged is None:
+                merged = xp.zeros(1, dtype=np.uint32)
+            return self._on_gpu("encode", u, self.canonical, self._inf, self._qnan, merged)
         if self.is_float:
             if self.canonical:
+                kept = u
                 u = xp.where(xp.isnan(x), self._qnan, u)
                 u = xp.where(u == self._sign, self.word.type(0), u)
+                if merged is not None and not np.array_equal(u, kept):
+                    merged[0] = 1
             u = xp.where(u >= self._sign, ~u, u | self._sign) - self._nan_half
         elif self.dtype.kind == "i":
             u = u ^ self._sign
@@ -110,9 +118,9 @@ class NumericCodec:
             blocks = min((n + 255) // 256, 2**20)
             head = (u, out, np.int64(n), np.int32(self._kind))
             if way == "encode":
-                canonical, inf, qnan = flags
+                canonical, inf, qnan, merged = flags
                 args = head + (np.int32(canonical), np.int32(self.descending), inf,
-                               self._nan_half, self._nan_top, qnan)
+                               self._nan_half, self._nan_top, qnan, merged)
             else:
                 args = head + (np.int32(self.descending), self._nan_half, self._nan_top)
             kernel((blocks,), (256,), args)

@@ -184,10 +184,16 @@ def test_gpu_codec_kernel_matches_the_numpy_transform(dtype, descending, canonic
     if dt.kind == "f":
         x[:6] = [np.inf, -np.inf, 0.0, -0.0, np.nan, -np.nan]
     codec = NumericCodec(dt, descending, canonical)
-    codes = codec.encode(cupy.asarray(x), cupy)
-    np.testing.assert_array_equal(cupy.asnumpy(codes), codec.encode(x, np))
+    merged, host_merged = cupy.zeros(1, np.uint32), np.zeros(1, np.uint32)
+    codes = codec.encode(cupy.asarray(x), cupy, merged)
+    np.testing.assert_array_equal(cupy.asnumpy(codes), codec.encode(x, np, host_merged))
     back = cupy.asnumpy(codec.decode(codes, cupy))
     assert back.tobytes() == codec.decode(codec.encode(x, np), np).tobytes()
+    assert int(merged[0]) == host_merged[0] == int(canonical and dt.kind == "f")
+    if dt.kind == "f":  # the specials out: nothing merged
+        merged[0] = 0
+        codec.encode(cupy.asarray(np.abs(np.nan_to_num(x[6:], nan=1.0))), cupy, merged)
+        assert int(merged[0]) == 0
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64"])

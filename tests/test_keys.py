@@ -55,6 +55,27 @@ def test_canonical_codes_make_numpy_ties_equal():
     assert NumericCodec(x.dtype, canonical=True).lossy
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_encode_says_where_canonical_codes_merged_bits(dtype, descending):
+    """merged is set exactly where decode cannot give some key's bits back: -0.0, or a NaN
+    other than the one NaN; never by plain codes."""
+    dt = np.dtype(dtype)
+    nan = np.array(np.nan, dt)
+    cases = {"plain numbers": (np.array([1.5, 0.0, -2.0, np.inf], dt), 0),
+             "the one NaN": (np.array([1.0, nan], dt), 0),
+             "-0.0": (np.array([1.0, -0.0], dt), 1),
+             "-NaN": (np.array([1.0, -nan], dt), 1),
+             "NaN payload": (np.array([1.0, (nan.view(f"u{dt.itemsize}") + 1).view(dt)], dt), 1)}
+    for name, (x, want) in cases.items():
+        for canonical in (False, True):
+            codec, merged = NumericCodec(dt, descending, canonical), np.zeros(1, np.uint32)
+            codes = codec.encode(x, np, merged)
+            assert merged[0] == (want if canonical else 0), name
+            exact = codec.decode(codes, np).astype(dt).tobytes() == x.tobytes()
+            assert exact == (merged[0] == 0), name
+
+
 @pytest.mark.parametrize("dtype", ["c8", "O", "?", "U3", "S4", "M8[s]"])
 def test_unsortable_dtypes_are_refused_clearly(dtype):
     with pytest.raises(DistsortError, match="cannot sort"):

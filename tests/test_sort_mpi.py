@@ -280,6 +280,36 @@ def test_aligned_blocks_leave_gaps_that_the_finish_closes(monkeypatch, chunk):
     assert [bytes(r[:5]) for r in out] == sorted(bytes(r[:5]) for r in everything(records))
 
 
+def test_stable_float_sorts_carry_the_keys_only_where_some_rank_needs_them(monkeypatch):
+    """A stable float sort carries the original keys as a column where the canonical codes
+    cannot give them back (-0.0, NaNs other than the one NaN) on any rank, on every rank alike;
+    otherwise the codes alone. Either way the shards hold the input's bits in stable order."""
+    from distsort import api
+
+    columns = []
+
+    def counted(rt, cols, *args):
+        columns.append(len(cols))
+        return distributed_sort(rt, cols, *args)
+
+    distributed_sort = api.distributed_sort
+    monkeypatch.setattr(api, "distributed_sort", counted)
+    last = COMM.Get_rank() == COMM.Get_size() - 1
+    nan = np.float32(np.nan)
+    for special, carried in [(None, False), (np.float32(-0.0), True), (-nan, True), (nan, False)]:
+        x = local_data("fewdistinct", "float32", 1500, seed=31)
+        if special is not None and last:  # one rank's keys only
+            x[::7] = special
+        data, order = everything(x), reference_order(everything(x), False)
+        columns.clear()
+        keys = distsort.sort(x, stable=True)
+        assert everything(keys).tobytes() == data[order].tobytes()
+        positions = np.arange(len(x)) + (COMM.exscan(len(x)) or 0)
+        keys, values = distsort.sort_pairs(x, positions, stable=True)
+        np.testing.assert_array_equal(everything(values), order)
+        assert columns == [1 + carried, 2 + carried], (special, columns)
+
+
 def test_array_likes_and_either_byte_order_sort_together():
     """Lists come back as NumPy arrays; a big-endian piece sorts with little-endian ones."""
     r = COMM.Get_rank()
