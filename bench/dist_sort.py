@@ -33,9 +33,11 @@ CASES = {  # name: (total keys, key dtype, value dtype or None[, "stable"])
     "u64-4x2^29": (4 * 2**29, np.uint64, None),
     "u32+u32-4x2^28": (4 * 2**28, np.uint32, np.uint32),
 }
-MORE_CASES = {  # run when named: stable float sorts (floats in (-1, 1): no -0.0, no NaN)
+MORE_CASES = {  # run when named: stable float sorts (floats in (-1, 1): no -0.0, no NaN), and
+    # the Sort Benchmark's records (100 random bytes ordered by their first 10: sort_records)
     "f32-stable-4x2^28": (4 * 2**28, np.float32, None, "stable"),
     "f32+u32-stable-4x2^28": (4 * 2**28, np.float32, np.uint32, "stable"),
+    "rec100k10-4x2^25": (4 * 2**25, np.uint8, None, "records", 100, 10),
 }
 
 
@@ -68,11 +70,17 @@ def timed(fn) -> float:
     return COMM.allreduce(time.perf_counter() - start, op=MPI.MAX)
 
 
-def run_distsort(n_local: int, dtype, vdtype, reps: int, stable: bool = False) -> dict:
+def random_records(n: int, size: int) -> cupy.ndarray:
+    """n random records of `size` bytes (n * size a multiple of 8)."""
+    return random_keys(n * size // 8, np.uint64).view(np.uint8).reshape(n, size)
+
+
+def run_distsort(n_local: int, dtype, vdtype, reps: int, flags: tuple = ()) -> dict:
     pool = cupy.get_default_memory_pool()
     times, phases, peak, result, per_rank, transfers, grown = [], [], 0, {}, [], [], []
+    stable, (size, key_size) = "stable" in flags, flags[1:] if "records" in flags else (0, None)
     for rep in range(reps + 1):  # the first run is the warm-up
-        keys = random_keys(n_local, dtype)
+        keys = random_records(n_local, size) if size else random_keys(n_local, dtype)
         values = random_keys(n_local, vdtype) if vdtype else None
         report = SortReport()
         if rep == 0:  # the warm-up measures the memory the sort takes; later runs reuse it
@@ -80,7 +88,9 @@ def run_distsort(n_local: int, dtype, vdtype, reps: int, stable: bool = False) -
             before = pool.total_bytes()
 
         def call(keys=keys, values=values, report=report):
-            if values is None:
+            if size:
+                result["keys"] = distsort.sort_records(keys, key_size, report=report)
+            elif values is None:
                 result["keys"] = distsort.sort(keys, stable=stable, report=report)
             else:
                 result["keys"], result["values"] = distsort.sort_pairs(keys, values,
@@ -93,7 +103,7 @@ def run_distsort(n_local: int, dtype, vdtype, reps: int, stable: bool = False) -
             peak = pool.total_bytes() - before
         else:  # a timed sort that grew the pool paid for new device memory (cudaMalloc)
             grown.append(COMM.allreduce(pool.total_bytes() - held, op=MPI.MAX))
-        verdict = verify(COMM, keys, result["keys"], xp=cupy)
+        verdict = verify(COMM, keys, result["keys"], key_size=key_size, xp=cupy)
         assert verdict.ok, verdict.message
         if rep:
             times.append(seconds)
@@ -106,7 +116,7 @@ def run_distsort(n_local: int, dtype, vdtype, reps: int, stable: bool = False) -
     med = statistics.median(times)
     phase = {k: statistics.median(p[k] for p in phases) for k in phases[0]}
     total = n_local * COMM.Get_size()
-    row_bytes = np.dtype(dtype).itemsize + (np.dtype(vdtype).itemsize if vdtype else 0)
+    row_bytes = size or np.dtype(dtype).itemsize + (np.dtype(vdtype).itemsize if vdtype else 0)
     return {
         "seconds": med, "gkeys_per_s": total / med / 1e9, "phases": phase,
         "exchange_gb_per_s": sent / phase.get("exchange", float("nan")) / 1e9,
@@ -218,8 +228,8 @@ def main() -> None:
             continue
         row = {"case": name if not (args.total or args.per_rank) else f"{name}@{total}",
                "ranks": p, "total_keys": total,
-               **run_distsort(total // p, dtype, vdtype, args.reps, "stable" in flags)}
-        if not args.no_baselines:
+               **run_distsort(total // p, dtype, vdtype, args.reps, tuple(flags))}
+        if not args.no_baselines and "records" not in flags:
             row["one_gpu_cupy_sort_s"] = one_gpu_baseline(total, dtype, vdtype, args.reps)
             row["speedup_vs_one_gpu"] = row["one_gpu_cupy_sort_s"] / row["seconds"]
             if vdtype is None and p > 1:

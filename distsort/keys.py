@@ -114,7 +114,7 @@ class NumericCodec:
         out = cupy.empty_like(u)
         n = len(u)
         if n:
-            kernel = _codec_module().get_function(f"{way}_keys<{CTYPES[self.word.itemsize]}>")
+            kernel = _module().get_function(f"{way}_keys<{CTYPES[self.word.itemsize]}>")
             blocks = min((n + 255) // 256, 2**20)
             head = (u, out, np.int64(n), np.int32(self._kind))
             if way == "encode":
@@ -127,9 +127,12 @@ class NumericCodec:
         return out
 
 
-def _codec_module():
-    names = tuple(f"{way}_keys<{c}>" for way in ("encode", "decode") for c in CTYPES.values())
-    return load_module("keys.cu", names)
+_KERNELS = tuple(f"{kernel}<{c}>" for kernel in ("encode_keys", "decode_keys", "record_word")
+                 for c in CTYPES.values())
+
+
+def _module():
+    return load_module("keys.cu", _KERNELS)
 
 
 def record_key_words(records, key_size: int, xp, descending: bool = False) -> list:
@@ -143,9 +146,26 @@ def record_key_words(records, key_size: int, xp, descending: bool = False) -> li
         size = min(8, key_size - start)
         width = 1 if size == 1 else 2 if size == 2 else 4 if size <= 4 else 8
         word_type = _UNSIGNED[width]
+        if xp is not np:  # one kernel a word (keys.cu)
+            words.append(_record_word_on_gpu(records, word_type, start, size, descending))
+            continue
         word = xp.zeros(records.shape[0], dtype=word_type)
-        for j in range(size):  # big-endian by arithmetic: CuPy has no byte-swapped views
+        for j in range(size):  # big-endian by arithmetic: NumPy's views keep the host's order
             byte = records[:, start + j].astype(word_type)
             word |= byte << word_type(8 * (width - 1 - j))
         words.append(~word if descending else word)
     return words
+
+
+def _record_word_on_gpu(records, word_type, start: int, size: int, descending: bool):
+    import cupy
+
+    records = cupy.ascontiguousarray(records)
+    n, record_size = records.shape
+    out = cupy.empty(n, dtype=word_type)
+    if n:
+        kernel = _module().get_function(f"record_word<{CTYPES[np.dtype(word_type).itemsize]}>")
+        kernel((min((n + 255) // 256, 2**20),), (256,),
+               (records, out, np.int64(n), np.int64(record_size), np.int32(start),
+                np.int32(size), np.int32(descending)))
+    return out

@@ -158,16 +158,54 @@ def test_gpu_pairs_finish_with_our_radix_pairs(kdtype, vdtype):
         np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(perm))), order)
 
 
-def test_gpu_records_in_memcmp_order():
+@pytest.mark.parametrize("size,key_size", [(100, 10), (12, 5), (7, 7), (16, 16), (3, 1)])
+@pytest.mark.parametrize("descending", [False, True])
+def test_gpu_records_in_memcmp_order(size, key_size, descending):
+    """Whole records, stably in memcmp order of their keys (ties in input order), whatever
+    words their rows move in."""
     import cupy
 
     rng = np.random.default_rng(COMM.Get_rank())
-    records = rng.integers(0, 3, (50_000, 100), dtype=np.uint8)
-    out = distsort.sort_records(cupy.asarray(records), 10)
+    records = rng.integers(0, 3, (50_000, size), dtype=np.uint8)
+    out = distsort.sort_records(cupy.asarray(records), key_size, descending=descending)
     got = np.concatenate(COMM.allgather(cupy.asnumpy(out)))
     everyone = np.concatenate(COMM.allgather(records))
-    order = np.lexsort([everyone[:, i] for i in range(9, -1, -1)])
-    np.testing.assert_array_equal(got[:, :10], everyone[order][:, :10])
+    keys = everyone[:, :key_size].astype(np.int16) * (-1 if descending else 1)
+    order = np.lexsort([keys[:, i] for i in range(key_size - 1, -1, -1)])
+    np.testing.assert_array_equal(got, everyone[order])
+
+
+@pytest.mark.parametrize("key_size", [1, 2, 3, 8, 10, 13, 24])
+@pytest.mark.parametrize("descending", [False, True])
+def test_gpu_record_key_words_match_numpy(key_size, descending):
+    """The record word kernel (keys.cu) gives NumPy's words: big-endian, zero-padded."""
+    import cupy
+
+    from distsort.keys import record_key_words
+
+    records = np.random.default_rng(key_size).integers(0, 256, (10_001, 29), dtype=np.uint8)
+    want = record_key_words(records, key_size, np, descending)
+    got = record_key_words(cupy.asarray(records), key_size, cupy, descending)
+    assert [w.dtype for w in got] == [w.dtype for w in want]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(cupy.asnumpy(g), w)
+
+
+@pytest.mark.parametrize("shape,dtype", [((100,), "uint8"), ((3,), "uint8"), ((6,), "uint8"),
+                                         ((2,), "float32"), ((), "int64"), ((2, 2), "int16")])
+def test_gpu_rows_are_taken_as_numpy_takes_them(shape, dtype):
+    import cupy
+
+    from distsort.local.rows import take
+
+    rng = np.random.default_rng(7)
+    rows = rng.integers(0, 200, (5_003,) + shape).astype(dtype)
+    order = rng.permutation(5_003)[:4_000]
+    got = take(cupy.asarray(rows), cupy.asarray(order))
+    assert got.dtype == rows.dtype and got.shape == (4_000,) + shape
+    np.testing.assert_array_equal(cupy.asnumpy(got), rows[order])
+    strided = cupy.asarray(rows)[::2]  # not contiguous: indexed as it is
+    np.testing.assert_array_equal(cupy.asnumpy(take(strided, cupy.arange(5))), rows[::2][:5])
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32",

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import numpy as np
 
+from .rows import take
+
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
@@ -70,7 +72,7 @@ class NumpyEngine:
         self, keys, values, begin_bit: int = 0, end_bit: int | None = None, **ignored: object
     ):
         order = self.argsort(keys)
-        return keys[order], values[order]
+        return keys[order], take(values, order)
 
 
 class CubEngine:
@@ -94,7 +96,7 @@ class CubEngine:
         self, keys, values, begin_bit: int = 0, end_bit: int | None = None, **ignored: object
     ):
         order = self.argsort(keys)
-        return keys[order], values[order]
+        return keys[order], take(values, order)
 
 
 def get_engine(backend: str, name: str | None = None) -> LocalSortEngine:

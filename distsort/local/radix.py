@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .rows import take
+
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
@@ -482,7 +484,7 @@ class RadixEngine:
         bits = (begin_bit, end_bit)
         if values.dtype.itemsize not in (4, 8) or values.ndim != 1:
             out_k, order = self._run(keys, None, "argsort", bits, **options)
-            return out_k, values[order]
+            return out_k, take(values, order)
         words = value_words(cp.ascontiguousarray(values))
         out_k, out_v = self._run(keys, words, "pairs", bits, **options)
         return out_k, out_v.view(values.dtype)
