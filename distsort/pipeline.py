@@ -22,6 +22,7 @@ from .local import landing, segments
 from .local import partition as gpu_partition
 from .local.landing import LandingSort
 from .local.order import stable_order
+from .local.rows import take
 from .report import SortReport
 from .runtime import Runtime
 from .splitters import choose_splitters, classify, local_sample, sample_sizes
@@ -87,7 +88,27 @@ def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int,
     small = buckets.astype(np.uint16 if p <= 2**16 else np.uint32)
     order = rt.backend.engine.argsort(small)
     send_counts = rt.backend.to_host(rt.xp.bincount(buckets, minlength=p)).astype(np.int64)
-    return Grouped([c[order] for c in columns], send_counts, displacements(send_counts))
+    send_displs = aligned_displacements(send_counts, rt.transport.align_rows)
+    placed = _placed(order, send_counts, send_displs, rt)
+    return Grouped([take(c, placed) for c in columns], send_counts, send_displs, -(-total // p))
+
+
+def _placed(order, counts: np.ndarray, displs: np.ndarray, rt: Runtime):
+    """order (rows grouped by destination, counts[j] for rank j), spread out so that rank j's
+    rows start at displs[j], where the transport moves them fastest (NCCL: 300 against 200
+    GB/s unaligned, bench/RESULTS.md run 42); on GPUs as many rows as sorts of about the same
+    shard ask for (chunked.buffer_rows), so the pool gives them the same memory. The rows
+    between and after the blocks, never sent, are row 0."""
+    xp, n = rt.xp, len(order)
+    size = int(displs[-1] + counts[-1])
+    if rt.backend.name == "gpu":
+        size = chunked.buffer_rows(size, n)
+    if size == n:
+        return order
+    dest = xp.searchsorted(xp.asarray(np.cumsum(counts)), xp.arange(n), side="right")
+    placed = xp.zeros(size, dtype=order.dtype)
+    placed[xp.arange(n) + xp.asarray(displs - displacements(counts))[dest]] = order
+    return placed
 
 
 @dataclass
@@ -97,10 +118,12 @@ class Grouped:
     columns: list
     send_counts: np.ndarray
     send_displs: np.ndarray
+    even_rows: int  # of a shard, were they even: the receive buffers' size follows it on GPUs
 
     def send(self, rt: Runtime, report: SortReport) -> tuple[list, tuple, list, None]:
         """The exchange: (received columns, their blocks, [the sent columns], no landing)."""
-        received, blocks = exchange(rt, self.columns, self.send_counts, self.send_displs, report)
+        received, blocks = exchange(rt, self.columns, self.send_counts, self.send_displs, report,
+                                    even_rows=self.even_rows)
         return received, blocks, [self.columns], None
 
 
@@ -174,16 +197,24 @@ def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
 
 
 def exchange(rt: Runtime, columns: list, send_counts, send_displs, report: SortReport,
-             align: int | None = None):
+             align: int | None = None, even_rows: int | None = None):
     """All-to-all-v of every column: counts first, then the rows. Returns the received columns
     and (rows, start) of each source's block in them; blocks start at multiples of align rows
-    (default: the transport's preference; 1 packs them back to back)."""
+    (default: the transport's preference; 1 packs them back to back). With even_rows (GPUs),
+    the receive buffers have rows for any shard of about that size (chunked.buffer_rows): the
+    pool hands every such sort the same memory, which the copy engines' peers keep mapped
+    (a new buffer costs a new allocation and new mappings: bench/RESULTS.md, run 155)."""
     recv_counts = np.empty_like(send_counts)
     rt.comm.Alltoall(send_counts, recv_counts)
     report.count_exchanged(sum(row_bytes(c) for c in columns), send_counts, recv_counts,
                            rt.comm.Get_rank())
     recv_displs = aligned_displacements(recv_counts, align or rt.transport.align_rows)
-    received = rt.transport.alltoallv(columns, send_counts, recv_counts, send_displs, recv_displs)
+    outs = None
+    if even_rows is not None and rt.backend.name == "gpu":
+        rows = chunked.buffer_rows(int(recv_displs[-1] + recv_counts[-1]), even_rows)
+        outs = [rt.xp.empty((rows,) + c.shape[1:], dtype=c.dtype) for c in columns]
+    received = rt.transport.alltoallv(columns, send_counts, recv_counts, send_displs, recv_displs,
+                                      outs)
     return received, (recv_counts, recv_displs)
 
 
@@ -197,7 +228,8 @@ def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
     largest key, and as many keys are dropped from the end of the result. Pairs (a key column
     and one more) are sorted in the receive buffers too, their gaps' keys just outside the range
     (_outside_key), so the gaps sort to one end and are cut off: a copy of both columns less.
-    Other data are packed first.
+    Rows whose key words are not a column of their own (records) are ordered by the words of
+    the received rows and taken from the buffers once; other data are packed first.
     """
     counts, starts = blocks
     n, rank = int(counts.sum()), rt.comm.Get_rank()
@@ -211,13 +243,18 @@ def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
         return [out[:n]]
     spare.clear()
     outside = _outside_key(words[0].dtype, low, top)
-    if len(columns[0]) != n and own_key(columns, words) and len(columns) == 2 and outside:
+    gaps, pairs = len(columns[0]) != n, own_key(columns, words) and len(columns) == 2
+    if gaps and pairs and outside:
         fill, low, end_bit, last = outside  # pairs: sorted in the receive buffers, gaps and all
         _fill_gaps(columns[0], blocks, fill)
         out = local_sort(rt, columns, key_words, end_bit=end_bit, low=low, overwrite=True)
         first = 0 if last else len(columns[0]) - n
         return [c[first : first + n] for c in out]
-    if len(columns[0]) != n:
+    if gaps and not own_key(columns, words):  # records and the like: taken once, in order
+        rows = rt.xp.concatenate([rt.xp.arange(a, a + k) for a, k in zip(starts, counts)])
+        order = rows[stable_order([w[rows] for w in words], rt.backend.engine)]
+        return [take(c, order) for c in columns]
+    if gaps:
         columns = [rt.xp.concatenate([c[a : a + k] for a, k in zip(starts, counts)])
                    for c in columns]
     return local_sort(rt, columns, key_words, end_bit=end_bit, low=low, overwrite=True)
@@ -289,4 +326,4 @@ def local_sort(rt: Runtime, columns: list, key_words: KeyWords, **options) -> li
             return [engine.sort(words[0], **options)]
         return list(engine.sort_pairs(columns[0], columns[1], **options))
     order = stable_order(words, engine)
-    return [c[order] for c in columns]
+    return [take(c, order) for c in columns]
