@@ -192,15 +192,20 @@ def test_gpu_record_key_words_match_numpy(key_size, descending):
 
 
 @pytest.mark.parametrize("shape,dtype", [((100,), "uint8"), ((3,), "uint8"), ((6,), "uint8"),
-                                         ((2,), "float32"), ((), "int64"), ((2, 2), "int16")])
-def test_gpu_rows_are_taken_as_numpy_takes_them(shape, dtype):
+                                         ((2,), "float32"), ((), "int64"), ((2, 2), "int16"),
+                                         ((64,), "uint8"), ((40,), "uint8"), ((9,), "float32"),
+                                         ((33,), "uint8")])
+@pytest.mark.parametrize("index", ["int64", "int32", "uint32", "uint64"])
+def test_gpu_rows_are_taken_as_numpy_takes_them(shape, dtype, index):
+    """Rows of every width (by the warp-a-row kernel from 32 bytes of whole words, else by
+    CuPy), whatever the order's integer type."""
     import cupy
 
     from distsort.local.rows import take
 
     rng = np.random.default_rng(7)
     rows = rng.integers(0, 200, (5_003,) + shape).astype(dtype)
-    order = rng.permutation(5_003)[:4_000]
+    order = rng.permutation(5_003)[:4_000].astype(index)
     got = take(cupy.asarray(rows), cupy.asarray(order))
     assert got.dtype == rows.dtype and got.shape == (4_000,) + shape
     np.testing.assert_array_equal(cupy.asnumpy(got), rows[order])

@@ -4,18 +4,43 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cuda_source import CTYPES, load_module
+
 WORDS = (8, 4, 2)  # widths a row of several bytes moves in (the widest that divides it)
+KERNEL_ROW_BYTES = 32  # rows from this wide (of whole 4-byte words) go by rows.cu
+ORDERS = {np.dtype(np.int64): "long long", np.dtype(np.int32): "int",
+          np.dtype(np.uint32): "unsigned int"}
 
 
 def take(column, order):
-    """column[order] (rows). CuPy indexes element by element, so on the GPU rows of several
-    narrow elements move as the widest words that divide them: 2^25 records of 100 bytes take
-    26.2 ms as bytes and 5.4 ms as 4-byte words on an H200 (bench/RESULTS.md, run 154)."""
+    """column[order] (rows). CuPy indexes element by element: 2^25 records of 100 bytes took
+    26.2 ms as bytes and 5.4 ms as 4-byte words on an H200 (bench/RESULTS.md, runs 154 and
+    156), so on the GPU wide rows go by a kernel of a warp a row (rows.cu) and narrower rows of
+    several elements as the widest words that divide them."""
     if isinstance(column, np.ndarray) or column.ndim == 1 or not column.flags.c_contiguous:
         return column[order]
     row = column.itemsize * int(np.prod(column.shape[1:]))
     word = next((w for w in WORDS if row % w == 0), 1)
+    if row >= KERNEL_ROW_BYTES and word >= 4:
+        return _take_rows(column, order, word)
     if word <= column.itemsize:
         return column[order]
     words = column.reshape(len(column), -1).view(f"u{word}")
     return words[order].view(column.dtype).reshape((len(order),) + column.shape[1:])
+
+
+def _take_rows(column, order, word: int):
+    import cupy
+
+    order = cupy.asarray(order)
+    if order.dtype not in ORDERS:
+        order = order.astype(np.int64)
+    out = cupy.empty((len(order),) + column.shape[1:], dtype=column.dtype)
+    n, words = len(order), column.itemsize * int(np.prod(column.shape[1:])) // word
+    if n:
+        name = f"take_rows<{ORDERS[order.dtype]}, {CTYPES[word]}>"
+        kernels = tuple(f"take_rows<{i}, {CTYPES[w]}>" for i in ORDERS.values() for w in (4, 8))
+        kernel = load_module("local/rows.cu", kernels).get_function(name)
+        kernel((min((n + 7) // 8, 2**20),), (256,),
+               (column, out, cupy.ascontiguousarray(order), np.int64(n), np.int32(words)))
+    return out
