@@ -38,9 +38,12 @@ def _take_rows(column, order, word: int):
     out = cupy.empty((len(order),) + column.shape[1:], dtype=column.dtype)
     n, words = len(order), column.itemsize * int(np.prod(column.shape[1:])) // word
     if n:
-        name = f"take_rows<{ORDERS[order.dtype]}, {CTYPES[word]}>"
-        kernels = tuple(f"take_rows<{i}, {CTYPES[w]}>" for i in ORDERS.values() for w in (4, 8))
-        kernel = load_module("local/rows.cu", kernels).get_function(name)
+        kernel = _module().get_function(f"take_rows<{ORDERS[order.dtype]}, {CTYPES[word]}>")
         kernel((min((n + 7) // 8, 2**20),), (256,),
                (column, out, cupy.ascontiguousarray(order), np.int64(n), np.int32(words)))
     return out
+
+
+def _module():
+    return load_module("local/rows.cu", tuple(f"take_rows<{i}, {CTYPES[w]}>"
+                                              for i in ORDERS.values() for w in (4, 8)))
