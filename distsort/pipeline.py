@@ -103,7 +103,7 @@ def _placed(order, counts: np.ndarray, displs: np.ndarray, rt: Runtime):
     size = int(displs[-1] + counts[-1])
     if rt.backend.name == "gpu":
         size = chunked.buffer_rows(size, n)
-    if size == n:
+    if size == n or n == 0:  # nothing to spread (and no row 0 to fill gaps with)
         return order
     dest = xp.searchsorted(xp.asarray(np.cumsum(counts)), xp.arange(n), side="right")
     placed = xp.zeros(size, dtype=order.dtype)

@@ -175,6 +175,19 @@ def test_gpu_records_in_memcmp_order(size, key_size, descending):
     np.testing.assert_array_equal(got, everyone[order])
 
 
+def test_gpu_records_where_the_first_rank_has_none():
+    """A rank with no records sends nothing (its grouped send buffer is empty, not padded)."""
+    import cupy
+
+    n = 0 if COMM.Get_rank() == 0 else 20_000
+    records = np.random.default_rng(COMM.Get_rank()).integers(0, 256, (n, 100), dtype=np.uint8)
+    out = distsort.sort_records(cupy.asarray(records), 10)
+    got = np.concatenate(COMM.allgather(cupy.asnumpy(out)))
+    everyone = np.concatenate(COMM.allgather(records))
+    order = np.lexsort([everyone[:, i] for i in range(9, -1, -1)])
+    np.testing.assert_array_equal(got, everyone[order])
+
+
 @pytest.mark.parametrize("key_size", [1, 2, 3, 8, 10, 13, 24])
 @pytest.mark.parametrize("descending", [False, True])
 def test_gpu_record_key_words_match_numpy(key_size, descending):
