@@ -105,9 +105,10 @@ def _placed(order, counts: np.ndarray, displs: np.ndarray, rt: Runtime):
         size = chunked.buffer_rows(size, n)
     if size == n or n == 0:  # nothing to spread (and no row 0 to fill gaps with)
         return order
-    dest = xp.searchsorted(xp.asarray(np.cumsum(counts)), xp.arange(n), side="right")
+    rows = xp.arange(n)
+    dest = xp.searchsorted(xp.asarray(np.cumsum(counts)), rows, side="right")
     placed = xp.zeros(size, dtype=order.dtype)
-    placed[xp.arange(n) + xp.asarray(displs - displacements(counts))[dest]] = order
+    placed[rows + xp.asarray(displs - displacements(counts))[dest]] = order
     return placed
 
 
@@ -228,8 +229,8 @@ def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
     largest key, and as many keys are dropped from the end of the result. Pairs (a key column
     and one more) are sorted in the receive buffers too, their gaps' keys just outside the range
     (_outside_key), so the gaps sort to one end and are cut off: a copy of both columns less.
-    Rows whose key words are not a column of their own (records) are ordered by the words of
-    the received rows and taken from the buffers once; other data are packed first.
+    Other rows (records, several columns) are ordered by the words of the received rows and
+    taken from the receive buffers once, with no packing copy before.
     """
     counts, starts = blocks
     n, rank = int(counts.sum()), rt.comm.Get_rank()
@@ -242,22 +243,18 @@ def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
                                      scratch=scratch)
         return [out[:n]]
     spare.clear()
+    if len(columns[0]) == n:  # no gaps
+        return local_sort(rt, columns, key_words, end_bit=end_bit, low=low, overwrite=True)
     outside = _outside_key(words[0].dtype, low, top)
-    gaps, pairs = len(columns[0]) != n, own_key(columns, words) and len(columns) == 2
-    if gaps and pairs and outside:
+    if own_key(columns, words) and len(columns) == 2 and outside:
         fill, low, end_bit, last = outside  # pairs: sorted in the receive buffers, gaps and all
         _fill_gaps(columns[0], blocks, fill)
         out = local_sort(rt, columns, key_words, end_bit=end_bit, low=low, overwrite=True)
         first = 0 if last else len(columns[0]) - n
         return [c[first : first + n] for c in out]
-    if gaps and not own_key(columns, words):  # records and the like: taken once, in order
-        rows = rt.xp.concatenate([rt.xp.arange(a, a + k) for a, k in zip(starts, counts)])
-        order = rows[stable_order([w[rows] for w in words], rt.backend.engine)]
-        return [take(c, order) for c in columns]
-    if gaps:
-        columns = [rt.xp.concatenate([c[a : a + k] for a, k in zip(starts, counts)])
-                   for c in columns]
-    return local_sort(rt, columns, key_words, end_bit=end_bit, low=low, overwrite=True)
+    rows = rt.xp.concatenate([rt.xp.arange(a, a + k) for a, k in zip(starts, counts)])
+    order = rows[stable_order([w[rows] for w in words], rt.backend.engine)]
+    return [take(c, order) for c in columns]
 
 
 def _fill_gaps(keys, blocks, value) -> None:
