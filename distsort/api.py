@@ -190,7 +190,7 @@ def _encoded(rt: Runtime, codec: NumericCodec, keys) -> tuple[list, bool]:
     """[the keys' codes], with the keys themselves after them where the codes cannot give
     every rank's keys back (canonical codes of -0.0 or of NaNs other than the one NaN, for
     stable float sorts: then the sort carries them, a column more), and whether it does."""
-    merged = rt.xp.zeros(1, dtype=np.uint32)
+    merged = rt.xp.zeros(1, dtype=np.uint32) if codec.lossy else None
     codes = codec.encode(keys, rt.xp, merged)
     carried = codec.lossy and rt.comm.allreduce(bool(merged[0]), op=MPI.LOR)
     return [codes, keys] if carried else [codes], carried

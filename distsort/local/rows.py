@@ -22,21 +22,21 @@ def take(column, order):
     row = column.itemsize * int(np.prod(column.shape[1:]))
     word = next((w for w in WORDS if row % w == 0), 1)
     if row >= KERNEL_ROW_BYTES and word >= 4:
-        return _take_rows(column, order, word)
+        return _take_rows(column, order, word, row // word)
     if word <= column.itemsize:
         return column[order]
     words = column.reshape(len(column), -1).view(f"u{word}")
     return words[order].view(column.dtype).reshape((len(order),) + column.shape[1:])
 
 
-def _take_rows(column, order, word: int):
+def _take_rows(column, order, word: int, words: int):
     import cupy
 
     order = cupy.asarray(order)
     if order.dtype not in ORDERS:
         order = order.astype(np.int64)
     out = cupy.empty((len(order),) + column.shape[1:], dtype=column.dtype)
-    n, words = len(order), column.itemsize * int(np.prod(column.shape[1:])) // word
+    n = len(order)
     if n:
         kernel = _module().get_function(f"take_rows<{ORDERS[order.dtype]}, {CTYPES[word]}>")
         kernel((min((n + 7) // 8, 2**20),), (256,),
