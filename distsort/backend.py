@@ -44,6 +44,10 @@ class Backend:
         """A lane for host<->device copies that overlap the device's work (CPU: copies at once)."""
         return CopyLane()
 
+    def transfer_lane(self) -> CopyLane:
+        """A lane for the transports' calls beside the device's work (CPU: calls at once)."""
+        return CopyLane()
+
 
 class GpuBackend(Backend):
     """GPU backend: CuPy arrays on the current device, the GPU local sort engine."""
@@ -74,6 +78,12 @@ class GpuBackend(Backend):
     def copy_lane(self) -> GpuCopyLane:
         return GpuCopyLane(self.xp)
 
+    def transfer_lane(self) -> GpuCopyLane:
+        """The exchange's stream (chunked.exchange_stream: of the greatest priority)."""
+        from .chunked import exchange_stream
+
+        return GpuCopyLane(self.xp, exchange_stream(self.xp.cuda.Device().id))
+
 
 class StreamClock:
     """Phase marks as CUDA events on the current stream: a phase boundary waits for nothing, so
@@ -96,9 +106,20 @@ class CopyLane:
 
     follow(): the next copies start after the work queued so far; join(): work queued next
     waits for the copies issued so far; wait(): the host waits for them. After join() or wait()
-    the arrays the copies used may be reused (the lane's next copies follow() first). On the CPU
-    every copy is done when it returns.
+    the arrays the copies used may be reused (the lane's next copies follow() first). Inside
+    `with lane:` other work is queued on the lane too (a transport's calls), and mark() notes
+    where the lane is (a CUDA event; None on the CPU). On the CPU every copy is done when it
+    returns.
     """
+
+    def __enter__(self) -> CopyLane:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def mark(self):
+        return None
 
     def follow(self) -> None:
         pass
@@ -129,9 +150,19 @@ class GpuCopyLane(CopyLane):
     hand it out again; a lane that is only joined (Loader, merge rounds) holds no more than the
     copies since its last join."""
 
-    def __init__(self, cp):
-        self.cp, self.stream = cp, cp.cuda.Stream(non_blocking=True)
+    def __init__(self, cp, stream=None):
+        self.cp, self.stream = cp, stream or cp.cuda.Stream(non_blocking=True)
         self.busy: list = []
+
+    def __enter__(self) -> GpuCopyLane:
+        self.stream.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stream.__exit__(*exc)
+
+    def mark(self):
+        return self.stream.record()
 
     def follow(self) -> None:
         self.stream.wait_event(self.cp.cuda.get_current_stream().record())

@@ -33,6 +33,7 @@ LANDING = os.environ.get("DISTSORT_LANDING", "1") != "0"
 # The senders sort each block by its receiver's first radix digit (chunked.ByDigit), so the
 # landing sort runs one pass fewer; bench/RESULTS.md, run 85.
 DIGITS = os.environ.get("DISTSORT_DIGITS", "1") != "0"
+ALIGN_BYTES = 256  # where each column's receive buffer starts in their common allocation
 
 
 def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: SortReport) -> list:
@@ -48,11 +49,13 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
             rt.backend.synchronize()
     else:
         with report.phase("sample", clock):
-            sample = local_sample(key_words(columns), counts, comm.Get_rank(), rt.backend)
+            words = key_words(columns)  # made once for the sample and the partition
+            sample = local_sample(words, counts, comm.Get_rank(), rt.backend)
             splitters = choose_splitters(rt, sample, sample_sizes(counts))
         with report.phase("partition", clock):
             place = (offset, sum(counts), max(counts))
-            routed = partition(rt, columns, key_words, place, splitters)
+            routed = partition(rt, columns, words, place, splitters)
+            del words
         with report.phase("exchange", clock):
             columns, blocks, spare, landed = routed.send(rt, report)
             del routed  # spare holds the only reference to the sent rows: finish takes it
@@ -66,15 +69,17 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     return columns
 
 
-def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int, int, int],
+def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, int],
               splitters):
-    """Route every row to its destination rank; place is (global position of this rank's first
-    row, rows on all ranks, rows on the rank that has most). On GPUs, with DISTSORT_SEGMENTS=1,
-    plain keys move at once into value sub-ranges of their destinations (segmented.py); by
-    default and for other data, rows are counted per rank chunk by chunk, to be grouped while
-    the exchange runs (chunked.py; plain keys and pairs also by their receiver's first radix
-    digit: digit_bits); elsewhere all are grouped now, stably, by a sort of their destinations."""
-    words, p, (offset, total, largest) = key_words(columns), len(splitters) + 1, place
+    """Route every row to its destination rank by its key words; place is (global position of
+    this rank's first row, rows on all ranks, rows on the rank that has most). On GPUs, with
+    DISTSORT_SEGMENTS=1, plain keys move at once into value sub-ranges of their destinations
+    (segmented.py); by default and for other data, rows are counted per rank chunk by chunk, to
+    be grouped while the exchange runs (chunked.py; plain keys and pairs also by their
+    receiver's first radix digit: digit_bits); elsewhere all are grouped now, stably, by a sort
+    of their destinations, and key words that are not a column (records) go with them, to be
+    sent ahead of the rows (Grouped)."""
+    p, (offset, total, largest) = len(splitters) + 1, place
     if plain_keys(columns, words) and segmented.usable(rt, words[0], total):
         keys = rt.xp.ascontiguousarray(words[0])  # the kernels index it as one flat array
         return Segmented(*segmented.partition(rt, keys, offset, splitters, -(-total // p)))
@@ -84,13 +89,19 @@ def partition(rt: Runtime, columns: list, key_words: KeyWords, place: tuple[int,
             [key_range(splitters, j, words[0].dtype)[0] for j in range(p)], dtype=np.uint64)
         layout = chunked.plan(rt, columns, words, (offset, total), splitters, lows, bits)
         return Chunked(columns, words, layout, landing_sort(rt, columns, words, layout, splitters))
-    buckets = classify(words, offset, splitters, rt.xp)
-    small = buckets.astype(np.uint16 if p <= 2**16 else np.uint32)
+    xp = rt.xp
+    small = classify(words, offset, splitters, xp).astype(np.uint16 if p < 2**16 else np.uint32)
     order = rt.backend.engine.argsort(small)
-    send_counts = rt.backend.to_host(rt.xp.bincount(buckets, minlength=p)).astype(np.int64)
+    # the counts from the grouped buckets (bincount's atomics on a few bins took 1.7 ms for
+    # 2^25 rows on an H200, bench/RESULTS.md run 162)
+    ends = rt.backend.to_host(xp.searchsorted(small[order], xp.arange(1, p + 1, dtype=small.dtype)))
+    send_counts = np.diff(ends.astype(np.int64), prepend=0)
     send_displs = aligned_displacements(send_counts, rt.transport.align_rows)
     placed = _placed(order, send_counts, send_displs, rt)
-    return Grouped([take(c, placed) for c in columns], send_counts, send_displs, -(-total // p))
+    ahead = [] if own_key(columns, words) else [take(w, placed) for w in words]
+    low, top, _ = key_range(splitters, rt.comm.Get_rank(), words[0].dtype)
+    return Grouped([take(c, placed) for c in columns], ahead, send_counts, send_displs,
+                   -(-total // p), _outside_key(words[0].dtype, low, top))
 
 
 def _placed(order, counts: np.ndarray, displs: np.ndarray, rt: Runtime):
@@ -105,27 +116,62 @@ def _placed(order, counts: np.ndarray, displs: np.ndarray, rt: Runtime):
         size = chunked.buffer_rows(size, n)
     if size == n or n == 0:  # nothing to spread (and no row 0 to fill gaps with)
         return order
-    rows = xp.arange(n)
-    dest = xp.searchsorted(xp.asarray(np.cumsum(counts)), rows, side="right")
     placed = xp.zeros(size, dtype=order.dtype)
-    placed[rows + xp.asarray(displs - displacements(counts))[dest]] = order
+    for start, first, count in zip(displs, displacements(counts), counts):  # a copy a rank
+        placed[start : start + count] = order[first : first + count]
     return placed
 
 
 @dataclass
 class Grouped:
-    """Rows grouped by destination rank: send_counts[j] rows for rank j from send_displs[j]."""
+    """Rows grouped by destination rank: send_counts[j] rows for rank j from send_displs[j];
+    ahead: their key words alike where the words are not a column (else empty)."""
 
     columns: list
+    ahead: list
     send_counts: np.ndarray
     send_displs: np.ndarray
     even_rows: int  # of a shard, were they even: the receive buffers' size follows it on GPUs
+    outside: tuple | None  # _outside_key of the first key word's range on this rank
 
-    def send(self, rt: Runtime, report: SortReport) -> tuple[list, tuple, list, None]:
-        """The exchange: (received columns, their blocks, [the sent columns], no landing)."""
-        received, blocks = exchange(rt, self.columns, self.send_counts, self.send_displs, report,
-                                    even_rows=self.even_rows)
-        return received, blocks, [self.columns], None
+    def send(self, rt: Runtime, report: SortReport) -> tuple[list, tuple, list, Ordered | None]:
+        """The exchange: (received columns, their blocks, [the sent columns], None); with key
+        words ahead, (..., the order of the received rows), found while the rows travel."""
+        sent = (self.send_counts, self.send_displs)
+        blocks = receive_layout(rt, self.ahead + self.columns, self.send_counts, report)
+        outs = receive_buffers(rt, self.ahead + self.columns, blocks, self.even_rows)
+        words_out, rows_out = (None, None) if outs is None else (outs[:len(self.ahead)],
+                                                                 outs[len(self.ahead):])
+        if not self.ahead:
+            return transfer(rt, self.columns, sent, blocks, rows_out), blocks, [self.columns], None
+        lane = rt.backend.transfer_lane()
+        lane.follow()
+        with lane:
+            departed = lane.mark()
+            words = transfer(rt, self.ahead, sent, blocks, words_out)
+        lane.join()  # the order waits for the words only
+        with lane:
+            received = transfer(rt, self.columns, sent, blocks, rows_out)
+            arrived = lane.mark()
+        if departed is not None:
+            report.time_transfers(departed, arrived)
+        order = received_order(rt, words, blocks, self.outside)
+        return received, blocks, [self.columns], Ordered(order, lane)
+
+
+@dataclass
+class Ordered:
+    """The received rows' order, found from their key words while the rows were in flight."""
+
+    order: object
+    lane: object  # the rows' transfers
+
+    def finish(self, columns: list, sent: list) -> list:
+        """The received rows (columns, with gaps) taken in order, once they are in; the sent
+        rows (sent) are given up once the transfers that read them are done."""
+        self.lane.join()
+        sent.clear()
+        return [take(c, self.order) for c in columns]
 
 
 @dataclass
@@ -201,22 +247,45 @@ def exchange(rt: Runtime, columns: list, send_counts, send_displs, report: SortR
              align: int | None = None, even_rows: int | None = None):
     """All-to-all-v of every column: counts first, then the rows. Returns the received columns
     and (rows, start) of each source's block in them; blocks start at multiples of align rows
-    (default: the transport's preference; 1 packs them back to back). With even_rows (GPUs),
-    the receive buffers have rows for any shard of about that size (chunked.buffer_rows): the
-    pool hands every such sort the same memory, which the copy engines' peers keep mapped
-    (a new buffer costs a new allocation and new mappings: bench/RESULTS.md, run 155)."""
+    (default: the transport's preference; 1 packs them back to back); even_rows: transfer."""
+    blocks = receive_layout(rt, columns, send_counts, report, align)
+    outs = receive_buffers(rt, columns, blocks, even_rows)
+    return transfer(rt, columns, (send_counts, send_displs), blocks, outs), blocks
+
+
+def receive_layout(rt: Runtime, columns: list, send_counts, report: SortReport,
+                   align: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, start) of each source's block in the receive buffers of these columns, from one
+    Alltoall of the counts; the report counts the columns' bytes."""
     recv_counts = np.empty_like(send_counts)
     rt.comm.Alltoall(send_counts, recv_counts)
     report.count_exchanged(sum(row_bytes(c) for c in columns), send_counts, recv_counts,
                            rt.comm.Get_rank())
-    recv_displs = aligned_displacements(recv_counts, align or rt.transport.align_rows)
-    outs = None
-    if even_rows is not None and rt.backend.name == "gpu":
-        rows = chunked.buffer_rows(int(recv_displs[-1] + recv_counts[-1]), even_rows)
-        outs = [rt.xp.empty((rows,) + c.shape[1:], dtype=c.dtype) for c in columns]
-    received = rt.transport.alltoallv(columns, send_counts, recv_counts, send_displs, recv_displs,
-                                      outs)
-    return received, (recv_counts, recv_displs)
+    return recv_counts, aligned_displacements(recv_counts, align or rt.transport.align_rows)
+
+
+def transfer(rt: Runtime, columns: list, sent: tuple, blocks: tuple, outs: list | None) -> list:
+    """The rows of every column, sent as sent (counts, starts) and received as blocks (counts,
+    starts), into outs (None: new buffers, the transport's)."""
+    return rt.transport.alltoallv(columns, sent[0], blocks[0], sent[1], blocks[1], outs)
+
+
+def receive_buffers(rt: Runtime, columns: list, blocks: tuple, even_rows: int | None):
+    """With even_rows (GPUs), receive buffers for the blocks (counts, starts) of these columns
+    with rows for any shard of about that size (chunked.buffer_rows): the pool hands every such
+    sort the same memory, which the copy engines' peers keep mapped (a new buffer costs a new
+    allocation and new mappings: bench/RESULTS.md, run 155); all cut from one allocation, so a
+    peer maps one allocation however the columns are sent (words ahead of their rows, in
+    calls of their own: two allocations would have each call close the other's mapping,
+    exchange/ipc.py: KEEP). Else None."""
+    if even_rows is None or rt.backend.name != "gpu":
+        return None
+    rows = chunked.buffer_rows(int(blocks[1][-1] + blocks[0][-1]), even_rows)
+    sizes = [-(-rows * row_bytes(c) // ALIGN_BYTES) * ALIGN_BYTES for c in columns]
+    memory = rt.xp.empty(sum(sizes), dtype=np.uint8)
+    starts = np.cumsum([0] + sizes)
+    return [memory[a : a + rows * row_bytes(c)].view(c.dtype).reshape((rows,) + c.shape[1:])
+            for a, c in zip(starts, columns)]
 
 
 def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
@@ -252,9 +321,26 @@ def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
         out = local_sort(rt, columns, key_words, end_bit=end_bit, low=low, overwrite=True)
         first = 0 if last else len(columns[0]) - n
         return [c[first : first + n] for c in out]
+    return [take(c, received_order(rt, words, blocks)) for c in columns]
+
+
+def received_order(rt: Runtime, words: list, blocks, outside: tuple | None = None) -> object:
+    """The stable order of the received rows by their key words (most significant first), as
+    rows of the receive buffers: the blocks (rows, start), not the gaps between them. With
+    outside (_outside_key of the first word's range: the words are this rank's to change), the
+    gaps' first words are set to a key that sorts them to one end, where they are cut off: no
+    gathers of the blocks' rows (1.4 of 6.4 ms for 2^25 keys of two words, H200, run 162)."""
+    counts, starts = blocks
+    n = int(counts.sum())
+    if n == len(words[0]):  # no gaps
+        return stable_order(words, rt.backend.engine)
+    if outside is not None:
+        fill, _, _, last = outside
+        _fill_gaps(words[0], blocks, fill)
+        order = stable_order(words, rt.backend.engine)
+        return order[:n] if last else order[len(order) - n :]
     rows = rt.xp.concatenate([rt.xp.arange(a, a + k) for a, k in zip(starts, counts)])
-    order = rows[stable_order([w[rows] for w in words], rt.backend.engine)]
-    return [take(c, order) for c in columns]
+    return stable_order(words, rt.backend.engine, rows)
 
 
 def _fill_gaps(keys, blocks, value) -> None:

@@ -188,6 +188,21 @@ def test_gpu_records_where_the_first_rank_has_none():
     np.testing.assert_array_equal(got, everyone[order])
 
 
+def test_gpu_records_large_enough_for_the_copy_engines_sort_stably():
+    """Records whose exchange is large enough for every transport (the copy engines from 16 MiB
+    sent): their key words go ahead and are ordered while the records travel, into one take."""
+    import cupy
+
+    n = 400_000 + 30_000 * COMM.Get_rank()  # 40 MB a rank, uneven
+    records = np.random.default_rng(7 + COMM.Get_rank()).integers(0, 256, (n, 100), np.uint8)
+    records[:, :10] //= 128  # 1024 distinct keys: long runs of ties, kept in input order
+    out = distsort.sort_records(cupy.asarray(records), 10)
+    got = np.concatenate(COMM.allgather(cupy.asnumpy(out)))
+    everyone = np.concatenate(COMM.allgather(records))
+    order = np.lexsort([everyone[:, i] for i in range(9, -1, -1)])
+    np.testing.assert_array_equal(got, everyone[order])
+
+
 @pytest.mark.parametrize("key_size", [1, 2, 3, 8, 10, 13, 24])
 @pytest.mark.parametrize("descending", [False, True])
 def test_gpu_record_key_words_match_numpy(key_size, descending):
