@@ -298,8 +298,9 @@ def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
     largest key, and as many keys are dropped from the end of the result. Pairs (a key column
     and one more) are sorted in the receive buffers too, their gaps' keys just outside the range
     (_outside_key), so the gaps sort to one end and are cut off: a copy of both columns less.
-    Other rows (records, several columns) are ordered by the words of the received rows and
-    taken from the receive buffers once, with no packing copy before.
+    Other rows whose first column is their key (several columns) are ordered by the words of
+    the received rows and taken from the receive buffers once, with no packing copy before;
+    records, whose key words are no column, were ordered as they arrived (Grouped, Ordered).
     """
     counts, starts = blocks
     n, rank = int(counts.sum()), rt.comm.Get_rank()
