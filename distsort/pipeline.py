@@ -247,7 +247,8 @@ def exchange(rt: Runtime, columns: list, send_counts, send_displs, report: SortR
              align: int | None = None, even_rows: int | None = None):
     """All-to-all-v of every column: counts first, then the rows. Returns the received columns
     and (rows, start) of each source's block in them; blocks start at multiples of align rows
-    (default: the transport's preference; 1 packs them back to back); even_rows: transfer."""
+    (default: the transport's preference; 1 packs them back to back); even_rows: as for
+    receive_buffers."""
     blocks = receive_layout(rt, columns, send_counts, report, align)
     outs = receive_buffers(rt, columns, blocks, even_rows)
     return transfer(rt, columns, (send_counts, send_displs), blocks, outs), blocks
@@ -330,7 +331,7 @@ def received_order(rt: Runtime, words: list, blocks, outside: tuple | None = Non
     rows of the receive buffers: the blocks (rows, start), not the gaps between them. With
     outside (_outside_key of the first word's range: the words are this rank's to change), the
     gaps' first words are set to a key that sorts them to one end, where they are cut off: no
-    gathers of the blocks' rows (1.4 of 6.4 ms for 2^25 keys of two words, H200, run 162)."""
+    gathers of the blocks' rows (1.4 of 6.4 ms for 2^25 keys of two words, H200, run 163)."""
     counts, starts = blocks
     n = int(counts.sum())
     if n == len(words[0]):  # no gaps
