@@ -323,10 +323,11 @@ def finish(rt: Runtime, columns: list, key_words: KeyWords, blocks, splitters,
         out = local_sort(rt, columns, key_words, end_bit=end_bit, low=low, overwrite=True)
         first = 0 if last else len(columns[0]) - n
         return [c[first : first + n] for c in out]
-    return [take(c, received_order(rt, words, blocks)) for c in columns]
+    order = received_order(rt, words, blocks, outside)
+    return [take(c, order) for c in columns]
 
 
-def received_order(rt: Runtime, words: list, blocks, outside: tuple | None = None) -> object:
+def received_order(rt: Runtime, words: list, blocks, outside: tuple | None) -> object:
     """The stable order of the received rows by their key words (most significant first), as
     rows of the receive buffers: the blocks (rows, start), not the gaps between them. With
     outside (_outside_key of the first word's range: the words are this rank's to change), the
