@@ -45,6 +45,7 @@ from .backend import Backend, CopyLane
 from .errors import DistsortError, agree
 from .exchange import displacements, row_bytes
 from .exchange.mpi import MpiTransport
+from .inputs import on_gpu
 from .keys import NumericCodec, record_key_words
 from .memory import default_budget, host_empty, parse_size
 from .node import node_place
@@ -511,13 +512,13 @@ def plan(array, comm, backend: str | None, device_memory: int | str | None, valu
     Collective; every rank gets the same answer. The budget is device_memory if given, else a
     safe fraction of the free device memory (host memory on the CPU backend).
     """
-    on_gpu = type(array).__module__.startswith("cupy")
-    rt = get_runtime(comm, backend or ("gpu" if on_gpu else "cpu"))
+    gpu = on_gpu(array)
+    rt = get_runtime(comm, backend or ("gpu" if gpu else "cpu"))
     work = array.nbytes + (values.nbytes if values is not None else 0)
     budget = over_budget(rt, work + len(array) * extra_row_bytes, device_memory)
     if budget is None:
         return None
-    if on_gpu:
+    if gpu:
         import cupy
 
         return Job(rt, budget, cupy.asarray)
