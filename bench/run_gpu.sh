@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   digits envab trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   digits envab trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
 #   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
 #   more bench/dist_sort.py options for ab and envab (e.g. --per-rank 2^30); trace: the cases
@@ -47,6 +47,10 @@ for step in $steps; do
              [ "$p" -le "$gpus" ] || continue
              timeout 300 $mpi -n "$p" python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6
            done ;;
+    take) for b in 100 64 256; do  # rows taken in an order (TAKE_R: rows a lane, to compare)
+            timeout 120 python3 bench/take_rows.py --bytes $b --rows $((2**25 * 100 / b)) \
+              --rows-per-lane "${TAKE_R:-4,8}" --out "$OUT" 2>&1 | tail -30
+          done ;;
     bench4) timeout 200 $mpi -n 4 python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6 ;;
     unaligned4) timeout 100 $mpi -x DISTSORT_NCCL_ALIGN_ROWS=1 -n 4 python3 bench/dist_sort.py \
                   --cases u32-4x2^30 --no-baselines --out "$OUT/unaligned" 2>&1 | tail -3 ;;

@@ -27,7 +27,7 @@ def fake_cupy(monkeypatch):
 
 @pytest.mark.parametrize("loader, args, kernels", [
     ("distsort.keys:_module", (), {"encode_keys": 4, "decode_keys": 4, "record_word": 4}),
-    ("distsort.local.rows:_module", (), {"take_rows": 6}),
+    ("distsort.local.rows:_module", (), {"take_rows": 18}),
     # one key width and one bit count of the largest bucket number (4 buckets: 2 bits)
     ("distsort.local.partition:_module", ("unsigned int", 4),
      {"partition_count<unsigned int>": 1, "partition_scatter<unsigned int,2>": 1}),

@@ -241,6 +241,22 @@ def test_gpu_rows_are_taken_as_numpy_takes_them(shape, dtype, index):
     np.testing.assert_array_equal(cupy.asnumpy(take(strided, cupy.arange(5))), rows[::2][:5])
 
 
+@pytest.mark.parametrize("shape", [(100,), (64,), (40,), (9,), (300,)])
+def test_gpu_rows_beyond_the_grid_are_taken_by_its_later_steps(monkeypatch, shape):
+    """A grid of 3 blocks copies 5,003 rows in many steps: each step's order read during the
+    step before it."""
+    import cupy
+
+    from distsort.local import rows as rows_module
+
+    monkeypatch.setattr(rows_module, "MAX_BLOCKS", 3)
+    rng = np.random.default_rng(11)
+    rows = rng.integers(0, 250, (5_003,) + shape).astype("uint8" if shape != (9,) else "int32")
+    order = rng.integers(0, 5_003, 5_003)
+    got = rows_module.take(cupy.asarray(rows), cupy.asarray(order))
+    np.testing.assert_array_equal(cupy.asnumpy(got), rows[order])
+
+
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32",
                                    "int64", "uint64", "float16", "float32", "float64"])
 @pytest.mark.parametrize("descending", [False, True])

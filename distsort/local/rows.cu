@@ -1,18 +1,43 @@
 // Rows taken in an order (rows.py: take): dst[i] = src[order[i]], each row `words` words of W.
 //
 // Why a kernel: CuPy's indexing computes a source index for every element, so 100-byte records
-// moved as 4-byte words went at ~1.2 TB/s (5.4 ms for 2^25 of them on an H200). Here one warp
-// copies one row: its lanes read the row's words side by side (one coalesced read of the row,
-// one write), and there is no division per element. Rows of 32 bytes or more only: a narrower
-// row would leave most of the warp idle (rows.py keeps CuPy's indexing for those).
-template <typename I, typename W>
-__global__ void take_rows(const W* src, W* dst, const I* order, long long n, int words) {
-    const int lane = threadIdx.x & 31;
+// moved as 4-byte words went at ~1.2 TB/s (5.4 ms for 2^25 of them on an H200). Here a row's
+// words are read by 2^SHIFT lanes side by side (the least power of two >= words, 8 to 32: one
+// coalesced read of the row), so a warp reads 32 >> SHIFT rows an instruction, and each lane
+// loads its word of R such rows before it stores any: R loads in flight a lane. With one row a
+// warp and one load a lane, the copy waited on memory latency (~1.7 TB/s read and written, 4.0
+// ms for 2^25 records of 100 bytes); so did the order's read before the rows' (a dependent
+// load), hence the next step's order is read while this step's rows are copied. The lanes of a
+// step hold its rows' order, one a lane (R << (5 - SHIFT) <= 32 rows), handed round by shuffles.
+// No division per element. Rows of 32 bytes or more only (rows.py keeps CuPy's indexing for
+// narrower ones).
+// SHIFT is a template parameter: with run-time lane arithmetic 100-byte rows went ~12% slower.
+template <typename I, typename W, int R, int SHIFT>
+__global__ void take_rows(const W* __restrict__ src, W* __restrict__ dst,
+                          const I* __restrict__ order, long long n, int words)
+{
+    constexpr int per = 32 >> SHIFT, step = R * per;
+    static_assert(step <= 32, "a step's rows: one order index a lane");
+    const int lane = threadIdx.x & 31, sub = lane >> SHIFT, col = lane & ((1 << SHIFT) - 1);
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; i < n;
-         i += warps) {
-        const W* from = src + (long long)order[i] * words;
-        W* to = dst + i * words;
-        for (int j = lane; j < words; j += 32) to[j] = from[j];
+    long long i = ((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5) * step;
+    long long next = lane < step && i + lane < n ? (long long)order[i + lane] : 0;
+    for (; i < n; i += warps * step) {
+        const long long mine = next, later = i + warps * step + lane;
+        if (lane < step && later < n) next = (long long)order[later];
+        long long from[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) from[r] = __shfl_sync(0xffffffffu, mine, r * per + sub) * words;
+        const int rows = (int)min((long long)step, n - i);
+        W* out = dst + (i + sub) * words;
+        for (int j = col; j < words; j += 1 << SHIFT) {
+            W v[R];
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+                if (r * per + sub < rows) v[r] = __ldcs(src + from[r] + j);
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+                if (r * per + sub < rows) out[(long long)r * per * words + j] = v[r];
+        }
     }
 }

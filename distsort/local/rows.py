@@ -8,6 +8,8 @@ from ..cuda_source import CTYPES, load_module
 
 WORDS = (8, 4, 2)  # widths a row of several bytes moves in (the widest that divides it)
 KERNEL_ROW_BYTES = 32  # rows from this wide (of whole 4-byte words) go by rows.cu
+MAX_BLOCKS = 2**20  # rows.cu's grid: blocks of 8 warps loop over the rows beyond
+ROWS_PER_LANE = 8  # rows.cu's R (at most 8): loads in flight a lane (bench/take_rows.py)
 ORDERS = {np.dtype(np.int64): "long long", np.dtype(np.int32): "int",
           np.dtype(np.uint32): "unsigned int"}
 
@@ -15,8 +17,8 @@ ORDERS = {np.dtype(np.int64): "long long", np.dtype(np.int32): "int",
 def take(column, order):
     """column[order] (rows). CuPy indexes element by element: 2^25 records of 100 bytes took
     26.2 ms as bytes and 5.4 ms as 4-byte words on an H200 (bench/RESULTS.md, runs 154 and
-    156), so on the GPU wide rows go by a kernel of a warp a row (rows.cu) and narrower rows of
-    several elements as the widest words that divide them."""
+    156), so on the GPU wide rows go by a kernel that copies several rows a warp at once
+    (rows.cu) and narrower rows of several elements as the widest words that divide them."""
     if isinstance(column, np.ndarray) or column.ndim == 1 or not column.flags.c_contiguous:
         return column[order]
     row = column.itemsize * int(np.prod(column.shape[1:]))
@@ -38,12 +40,18 @@ def _take_rows(column, order, word: int, words: int):
     out = cupy.empty((len(order),) + column.shape[1:], dtype=column.dtype)
     n = len(order)
     if n:
-        kernel = _module().get_function(f"take_rows<{ORDERS[order.dtype]}, {CTYPES[word]}>")
-        kernel((min((n + 7) // 8, 2**20),), (256,),
+        shift = max(3, (min(words, 32) - 1).bit_length())  # lanes a row: 2^shift
+        kernel = _module().get_function(_name(ORDERS[order.dtype], CTYPES[word], shift))
+        step = ROWS_PER_LANE << (5 - shift)  # rows a warp copies at once
+        kernel((min(-(-n // (8 * step)), MAX_BLOCKS),), (256,),
                (column, out, cupy.ascontiguousarray(order), np.int64(n), np.int32(words)))
     return out
 
 
+def _name(index: str, word: str, shift: int) -> str:
+    return f"take_rows<{index}, {word}, {ROWS_PER_LANE}, {shift}>"
+
+
 def _module():
-    return load_module("local/rows.cu", tuple(f"take_rows<{i}, {CTYPES[w]}>"
-                                              for i in ORDERS.values() for w in (4, 8)))
+    return load_module("local/rows.cu", tuple(_name(i, CTYPES[w], s) for i in ORDERS.values()
+                                              for w in (4, 8) for s in (3, 4, 5)))
