@@ -243,8 +243,8 @@ def test_gpu_rows_are_taken_as_numpy_takes_them(shape, dtype, index):
 
 @pytest.mark.parametrize("shape", [(100,), (64,), (40,), (9,), (300,)])
 def test_gpu_rows_beyond_the_grid_are_taken_by_its_later_steps(monkeypatch, shape):
-    """A grid of 3 blocks copies 5,003 rows in many steps: each step's order read during the
-    step before it."""
+    """A grid of 3 blocks copies 5,003 rows in many steps (rows.cu's loop over the rows beyond
+    the grid)."""
     import cupy
 
     from distsort.local import rows as rows_module

@@ -6,11 +6,10 @@
 // coalesced read of the row), so a warp reads 32 >> SHIFT rows an instruction, and each lane
 // loads its word of R such rows before it stores any: R loads in flight a lane. With one row a
 // warp and one load a lane, the copy waited on memory latency (~1.7 TB/s read and written, 4.0
-// ms for 2^25 records of 100 bytes); so did the order's read before the rows' (a dependent
-// load), hence the next step's order is read while this step's rows are copied. The lanes of a
-// step hold its rows' order, one a lane (R << (5 - SHIFT) <= 32 rows), handed round by shuffles.
-// No division per element. Rows of 32 bytes or more only (rows.py keeps CuPy's indexing for
-// narrower ones).
+// ms for 2^25 records of 100 bytes; R = 8: 2.3-2.7 TB/s, bench/RESULTS.md runs 168-172). The
+// lanes of a step hold its rows' order, one a lane (R << (5 - SHIFT) <= 32 rows), handed round
+// by shuffles. No division per element. Rows of 32 bytes or more only (rows.py keeps CuPy's
+// indexing for narrower ones).
 // SHIFT is a template parameter: with run-time lane arithmetic 100-byte rows went ~12% slower.
 template <typename I, typename W, int R, int SHIFT>
 __global__ void take_rows(const W* __restrict__ src, W* __restrict__ dst,
@@ -20,11 +19,9 @@ __global__ void take_rows(const W* __restrict__ src, W* __restrict__ dst,
     static_assert(step <= 32, "a step's rows: one order index a lane");
     const int lane = threadIdx.x & 31, sub = lane >> SHIFT, col = lane & ((1 << SHIFT) - 1);
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    long long i = ((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5) * step;
-    long long next = lane < step && i + lane < n ? (long long)order[i + lane] : 0;
-    for (; i < n; i += warps * step) {
-        const long long mine = next, later = i + warps * step + lane;
-        if (lane < step && later < n) next = (long long)order[later];
+    for (long long i = ((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5) * step; i < n;
+         i += warps * step) {
+        const long long mine = lane < step && i + lane < n ? (long long)order[i + lane] : 0;
         long long from[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) from[r] = __shfl_sync(0xffffffffu, mine, r * per + sub) * words;
