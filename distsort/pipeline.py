@@ -138,12 +138,13 @@ class Grouped:
         """The exchange: (received columns, their blocks, [the sent columns], None); with key
         words ahead, (..., the order of the received rows), found while the rows travel."""
         sent = (self.send_counts, self.send_displs)
+        if not self.ahead:
+            received, blocks = exchange(rt, self.columns, *sent, report, even_rows=self.even_rows)
+            return received, blocks, [self.columns], None
         blocks = receive_layout(rt, self.ahead + self.columns, self.send_counts, report)
         outs = receive_buffers(rt, self.ahead + self.columns, blocks, self.even_rows)
         words_out, rows_out = (None, None) if outs is None else (outs[:len(self.ahead)],
                                                                  outs[len(self.ahead):])
-        if not self.ahead:
-            return transfer(rt, self.columns, sent, blocks, rows_out), blocks, [self.columns], None
         lane = rt.backend.transfer_lane()
         lane.follow()
         with lane:
