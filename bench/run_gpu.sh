@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   digits envab trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take landtests landpass (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   digits envab trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
 #   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
 #   more bench/dist_sort.py options for ab and envab (e.g. --per-rank 2^30); trace: the cases
@@ -18,7 +18,7 @@ export PYTHONPATH=$PWD:/tmp/site
 gpus=$(nvidia-smi -L | wc -l)
 mpi="mpirun --oversubscribe -x NCCL_NVLS_ENABLE -x PYTHONPATH -x PYTHONUNBUFFERED -x DISTSORT_ENGINE"
 mpi="$mpi -x DISTSORT_CHUNKS -x DISTSORT_LANDING -x DISTSORT_SEGMENTS -x DISTSORT_SEGMENT_CHUNKS"
-mpi="$mpi -x DISTSORT_DIGITS -x DISTSORT_TRANSPORT -x DISTSORT_IPC_MIN_BYTES -x DISTSORT_LANDING_SECOND"
+mpi="$mpi -x DISTSORT_DIGITS -x DISTSORT_TRANSPORT -x DISTSORT_IPC_MIN_BYTES"
 steps=${*:-tests mpitests quickstart bench}
 host_memory() {  # what the kernel would kill for: free memory, cgroup limit and OOM kills, locking
   grep -E "MemTotal|MemAvailable|Mlocked|AnonHugePages" /proc/meminfo | tr -s ' ' | paste -sd' '
@@ -47,12 +47,6 @@ for step in $steps; do
              [ "$p" -le "$gpus" ] || continue
              timeout 300 $mpi -n "$p" python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6
            done ;;
-    landtests) timeout 300 python3 -m pytest -q -x -m gpu -p no:cacheprovider \
-                 tests/test_landing_gpu.py tests/test_segments_gpu.py tests/test_radix_gpu.py 2>&1 \
-                 | tail -15 ;;
-    landpass) for p in 2 4; do  # a rank's landing sort, the second digit landed or not
-                timeout 200 python3 bench/landing_pass.py --ranks $p --out "$OUT" 2>&1 | tail -40
-              done ;;
     take) for b in 100 64 256; do  # rows taken in an order (TAKE_R: rows a lane, to compare)
             timeout 120 python3 bench/take_rows.py --bytes $b --rows $((2**25 * 100 / b)) \
               --rows-per-lane "${TAKE_R:-4,8}" --out "$OUT" 2>&1 | tail -30

@@ -260,7 +260,7 @@ def exchange(rt, columns: list, words: list, layout: Plan, report,
 
     def land(c: int) -> None:  # chunk c's block from every source (buffer order: source-major)
         for b in range(c, len(landing.counts), chunks):
-            landing.land(b, incoming, sending)
+            landing.land(b, incoming[0], sending[0])
 
     chunks = len(layout.sent)
     overlapped(chunks, scatter, send, land if landing is not None else None, report, lag=2)

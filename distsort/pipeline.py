@@ -33,9 +33,6 @@ LANDING = os.environ.get("DISTSORT_LANDING", "1") != "0"
 # The senders sort each block by its receiver's first radix digit (chunked.ByDigit), so the
 # landing sort runs one pass fewer; bench/RESULTS.md, run 85.
 DIGITS = os.environ.get("DISTSORT_DIGITS", "1") != "0"
-# Each block presorted by its first digit takes the pass of its second as it lands, so one pass
-# fewer runs after the last block (local/landing.py); bench/RESULTS.md, run 179.
-SECOND = os.environ.get("DISTSORT_LANDING_SECOND", "1") != "0"
 ALIGN_BYTES = 256  # where each column's receive buffer starts in their common allocation
 
 
@@ -244,7 +241,7 @@ def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
         return None
     presorted = (layout.bits, layout.digits.reshape(len(counts), -1)) if layout.bits else None
     return LandingSort(keys.dtype, counts, starts, layout.landing_starts(), low, top - low,
-                       presorted, columns[1].dtype if pairs else None, SECOND)
+                       presorted, columns[1].dtype if pairs else None)
 
 
 def exchange(rt: Runtime, columns: list, send_counts, send_displs, report: SortReport,

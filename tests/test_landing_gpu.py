@@ -9,8 +9,7 @@ import pytest
 from distsort.exchange import aligned_displacements
 from distsort.local import landing
 from distsort.local.landing import LandingSort
-from distsort.local.radix import _WORD, KEYS_ONLY, flag_words, onesweep_pieces, tile_keys
-from distsort.local.tiles import piece_rows
+from distsort.local.radix import tile_keys
 
 pytestmark = pytest.mark.gpu
 
@@ -25,13 +24,12 @@ def tile(dtype) -> int:
 
 
 def land_all(cp, blocks: list, dtype, low: int, span: int, rng, presorted: int = 0,
-             values=None, second: bool = False) -> np.ndarray:
+             values=None) -> np.ndarray:
     """Receive buffer with garbage in the gaps, first passes packed in reverse block order,
     blocks landed in a random order; returns the finished keys. presorted > 0: each block
     arrives stably sorted by the low `presorted` bits of key - low, as the senders leave it.
     values (a dtype, presorted only): each row's index in block order rides with its key, and
-    must come out in the keys' stable order. second: each presorted block takes the pass of
-    its second digit as it lands."""
+    must come out in the keys' stable order."""
     ids = np.split(np.arange(sum(map(len, blocks))), np.cumsum([len(b) for b in blocks])[:-1])
     want_ids = np.argsort(np.concatenate(blocks), kind="stable")
     digits = None
@@ -54,11 +52,9 @@ def land_all(cp, blocks: list, dtype, low: int, span: int, rng, presorted: int =
         for piece, at in zip(pieces, starts):
             bufs[-1][int(at) : int(at) + len(piece)] = cp.asarray(piece.astype(kind))
     reverse = np.cumsum(counts[::-1]) - counts[::-1]
-    sorter = LandingSort(dtype, counts, starts, reverse[::-1], low, span, digits, values, second)
-    if second:  # the mode is taken wherever two passes follow the senders' digit
-        assert sorter.second == (len(landing.plan_passes(presorted, span, True)[0]) >= 2)
+    sorter = LandingSort(dtype, counts, starts, reverse[::-1], low, span, digits, values)
     for b in rng.permutation(len(blocks)):
-        sorter.land(int(b), bufs, scratch)
+        sorter.land(int(b), bufs[0], scratch[0])
     if rng.integers(2):  # queued ahead, as the chunked exchange does, or by finish itself
         sorter.prepare()
     out = sorter.finish(bufs, scratch)
@@ -77,13 +73,10 @@ def block_sizes(dtype) -> list:
 @pytest.mark.parametrize("span_bits", [3, 9, 16, 20, 30, 32, 64])
 @pytest.mark.parametrize("presorted", [0, 4, 6, 7])
 @pytest.mark.parametrize("values", [None, np.uint32, np.float64])
-@pytest.mark.parametrize("second", [False, True])
-def test_random_keys_in_a_range(cp, dtype, span_bits, presorted, values, second):
+def test_random_keys_in_a_range(cp, dtype, span_bits, presorted, values):
     bits = 8 * np.dtype(dtype).itemsize
     if span_bits > bits:
         pytest.skip("range wider than the key")
-    if second and not presorted:
-        pytest.skip("the second digit lands on presorted blocks only")
     if span_bits < 9 and not presorted:
         pytest.skip("one pass: a landing sort needs two")
     if values and not presorted:
@@ -93,15 +86,15 @@ def test_random_keys_in_a_range(cp, dtype, span_bits, presorted, values, second)
     hi = 2**span_bits - 1
     blocks = [(low + rng.integers(0, hi, k, dtype=np.uint64, endpoint=True)).astype(dtype)
               for k in block_sizes(dtype)]
-    got = land_all(cp, blocks, dtype, low, hi, rng, presorted, values, second)
+    got = land_all(cp, blocks, dtype, low, hi, rng, presorted, values)
     np.testing.assert_array_equal(got, np.sort(np.concatenate(blocks)))
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
 @pytest.mark.parametrize("pattern", ["all-equal", "few-distinct", "sorted", "reverse",
                                      "one-value-per-block", "low-digit-constant"])
-@pytest.mark.parametrize("presorted,second", [(0, False), (6, False), (6, True)])
-def test_patterns(cp, dtype, pattern, presorted, second):
+@pytest.mark.parametrize("presorted", [0, 6])
+def test_patterns(cp, dtype, pattern, presorted):
     """Constant digits (passes skipped after the second), runs, and blocks that each hold one
     value (every first pass sees one digit)."""
     rng = np.random.default_rng(7)
@@ -119,8 +112,7 @@ def test_patterns(cp, dtype, pattern, presorted, second):
         keys = np.sort(rng.integers(0, top, n, dtype=dtype))
         keys = keys if pattern == "sorted" else keys[::-1].copy()
     blocks = np.split(keys, np.cumsum(sizes)[:-1])
-    got = land_all(cp, blocks, dtype, 0, int(np.iinfo(dtype).max), rng, presorted,
-                   second=second)
+    got = land_all(cp, blocks, dtype, 0, int(np.iinfo(dtype).max), rng, presorted)
     np.testing.assert_array_equal(got, np.sort(keys))
 
 
@@ -129,8 +121,7 @@ def test_patterns(cp, dtype, pattern, presorted, second):
                                             (6, 2**30 + 2**27 - 1), (0, 2**56 + 5)])
 @pytest.mark.parametrize("spread", ["even", "top"])
 @pytest.mark.parametrize("values", [None, np.float64])
-@pytest.mark.parametrize("second", [False, True])
-def test_clamped_last_pass(cp, dtype, presorted, span, spread, values, second):
+def test_clamped_last_pass(cp, dtype, presorted, span, spread, values):
     """A range a little wider than whole digits: the last pass clamped, the keys of its top
     digit sorted after it; keys spread evenly (a small suffix) or all near the top of the
     range (every key in the clamped digit)."""
@@ -139,9 +130,7 @@ def test_clamped_last_pass(cp, dtype, presorted, span, spread, values, second):
         pytest.skip("range wider than the key")
     if values and not presorted:
         pytest.skip("values ride on presorted blocks only")
-    if second and not presorted:
-        pytest.skip("the second digit lands on presorted blocks only")
-    assert landing.plan_passes(presorted, span, not presorted or second)[1]
+    assert landing.plan_passes(presorted, span, not presorted)[1]
     rng = np.random.default_rng([presorted, len(spread)])
     n = sum(block_sizes(dtype))
     if spread == "even":
@@ -150,7 +139,7 @@ def test_clamped_last_pass(cp, dtype, presorted, span, spread, values, second):
         offsets = np.uint64(span) - rng.integers(0, 2**20, n, dtype=np.uint64)
     keys = (offsets + np.uint64(low)).astype(dtype)
     blocks = np.split(keys, np.cumsum(block_sizes(dtype))[:-1])
-    got = land_all(cp, blocks, dtype, low, span, rng, presorted, values, second)
+    got = land_all(cp, blocks, dtype, low, span, rng, presorted, values)
     np.testing.assert_array_equal(got, np.sort(keys))
 
 
@@ -162,54 +151,8 @@ def test_values_ride_on_presorted_blocks_only(cp):
 def test_finish_before_every_block_landed_is_refused(cp):
     sorter = LandingSort(np.uint32, [5, 5], [0, 1024], [0, 5], 0, 2**32 - 1)
     keys = cp.arange(2048, dtype=cp.uint32)
-    sorter.land(0, [keys], [cp.empty(10, dtype=cp.uint32)])
+    sorter.land(0, keys, cp.empty(10, dtype=cp.uint32))
     with pytest.raises(RuntimeError, match="before every block landed"):
         sorter.prepare()
     with pytest.raises(RuntimeError, match="before every block landed"):
         sorter.finish([keys], [cp.empty(10, dtype=cp.uint32)])
-
-
-@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
-@pytest.mark.parametrize("values", [None, np.uint32, np.uint64])
-@pytest.mark.parametrize("sizes", ["small", "mixed", "one"])
-def test_pass_over_pieces_reads_them_as_one_array(cp, dtype, values, sizes):
-    """radix_onesweep_pieces: one stable digit pass over pieces that lie anywhere in the input
-    (in another order, with gaps), read one after another as one array, tiles spanning pieces:
-    empty pieces, pieces of one key, of a warp's stride and less, and of several tiles."""
-    rng = np.random.default_rng(len(sizes) + np.dtype(dtype).itemsize)
-    t = tile_keys(np.dtype(dtype).itemsize, "keys" if values is None else "pairs")
-    rows = {"small": rng.choice([0, 1, 2, 31, 33, 700], 3000),
-            "mixed": rng.choice([0, 1, 5, 100, t - 1, t + 1, 3 * t + 5, 20000], 200),
-            "one": np.array([5 * t + 3])}[sizes].astype(np.int64)
-    n = int(rows.sum())
-    place = rng.permutation(len(rows))  # where each piece lies in the input: shuffled, with gaps
-    gaps = rng.integers(0, 50, len(rows))
-    at = np.empty(len(rows), np.int64)
-    at[place] = np.cumsum(rows[place] + gaps[place]) - rows[place]
-    size = int((at + rows).max()) + 7
-    src = rng.integers(0, np.iinfo(dtype).max, size, dtype=dtype, endpoint=True)
-    whole = np.concatenate([src[a : a + r] for a, r in zip(at, rows)])
-    shift, low = 3, dtype(rng.integers(0, 1000))
-    digit = ((whole - low) >> dtype(shift)) & dtype(255)
-    order = np.argsort(digit, kind="stable")
-    counts = np.bincount(digit.astype(np.int64), minlength=256)
-    bases = cp.asarray((np.cumsum(counts) - counts).astype(np.uint32))
-    pieces = piece_rows(cp.asarray(rows), cp.asarray(at.astype(np.uint32)), n, t)
-    tiles = -(-n // t)
-    assert pieces[2].shape == (tiles, 4)
-    dst = cp.empty(n, dtype)
-    flags = cp.zeros(flag_words(tiles, n), dtype=cp.uint32)
-    kinds, srcs, dsts = KEYS_ONLY, (cp.asarray(src), cp.empty(1, cp.uint32)), (dst,)
-    if values is not None:
-        word = _WORD[np.dtype(values).itemsize]
-        kinds = (word, word, 1)
-        vals = rng.integers(0, 2**31, size).astype(values)
-        srcs, dsts = (srcs[0], cp.asarray(vals)), (dst, cp.empty(n, values))
-    else:
-        dsts = (dst, cp.empty(1, cp.uint32))
-    onesweep_pieces(srcs, dsts, kinds, (shift, 8), low,
-                    (bases, cp.zeros(1, cp.uint32), flags), pieces)
-    np.testing.assert_array_equal(cp.asnumpy(dst), whole[order])
-    if values is not None:
-        moved = np.concatenate([vals[a : a + r] for a, r in zip(at, rows)])
-        np.testing.assert_array_equal(cp.asnumpy(dsts[1]), moved[order])

@@ -36,27 +36,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import segments
 from .radix import (
     _WORD,
-    BLOCK,
     KEYS_ONLY,
     MAX_N,
     MIN_N,
     WIDE_ROWS,
     _dummy,
-    _sm_count,
     digit_counts,
     digit_passes,
     flag_words,
     onesweep,
-    onesweep_pieces,
     radix_sort,
     tile_keys,
     value_words,
 )
-from .tiles import piece_rows, piece_tiles, segment_heads
-from .upload import queued
+from .tiles import piece_tiles
 
 MIN_ROWS = MIN_N["narrow"]  # where our engine would sort a narrowed range (radix.py)
 TAIL_BINS = 32  # the last pass is clamped where its digit would reach 256 + at most this
@@ -99,7 +94,7 @@ class LandingSort:
     """
 
     def __init__(self, dtype, counts, starts, out_starts, low: int, span: int,
-                 presorted: tuple | None = None, values=None, second: bool = False):
+                 presorted: tuple | None = None, values=None):
         import cupy
 
         if values is not None and presorted is None:
@@ -109,10 +104,7 @@ class LandingSort:
         self.starts, self.out_starts = np.asarray(starts), np.asarray(out_starts)
         self.low = self.dtype.type(low)
         first_bits, self.first = presorted or (0, None)
-        self.second = (second and self.first is not None
-                       and len(plan_passes(first_bits, span, True)[0]) >= 2)
-        self.passes, self.clamped = plan_passes(first_bits, span,
-                                                self.first is None or self.second)
+        self.passes, self.clamped = plan_passes(first_bits, span, self.first is None)
         end_bit = sum(self.passes[-1])
         self.bits = (first_bits, end_bit, len(self.passes))  # (begin_bit, end_bit, passes)
         self.tile = tile_keys(self.dtype.itemsize, "keys" if values is None else "pairs")
@@ -125,24 +117,6 @@ class LandingSort:
         self.flags = cupy.empty(0, dtype=np.uint32)  # grown by the first pass that needs more
         self.landed = np.zeros(blocks, dtype=bool)
         self.ready = None  # prepare()'s bases, host counts (and copy event), run tiles
-        if self.second:
-            self._plan_second()
-
-    def _plan_second(self) -> None:
-        """The landing passes' tiles (every block's runs of its first digit, each run a segment
-        of its own: block b's are tiles block_tiles[b] to block_tiles[b + 1]), where each run's
-        keys go in the scratch, and the runs' counts of every later digit, to be counted."""
-        runs = self.first  # (blocks, 2^bits): block b's keys of each first digit, in order
-        before = np.cumsum(runs, axis=1) - runs
-        per = (-(-runs // self.tile)).sum(axis=1)
-        self.block_tiles = np.concatenate([[0], np.cumsum(per)]).astype(np.int64)
-        heads = segment_heads(runs.reshape(-1), np.arange(runs.size))
-        (rows, starts, heads, self.seg_starts), self.staging = queued(
-            runs.reshape(-1).astype(np.int64), (self.starts[:, None] + before).reshape(-1),
-            heads, (self.out_starts[:, None] + before).reshape(-1).astype(np.uint32))
-        self.descriptors = piece_tiles(rows, starts, self.tile, int(self.block_tiles[-1]), heads)
-        self.seg_counts = self.cp.zeros((len(self.passes), runs.size, 256), dtype=np.uint32)
-        self.seg_bases = self.cp.zeros((runs.size, 256), dtype=np.uint32)
 
     def _flags(self, tiles: int, rows: int):
         """The look-back flags of one pass, zeroed (on the current stream)."""
@@ -153,54 +127,23 @@ class LandingSort:
         flags.fill(0)
         return flags
 
-    def land(self, b: int, columns: list, scratch: list) -> None:
-        """Block b's digit counts, then (unless presorted) its first pass, or (second) the pass
-        of its second digit: columns (the receive buffers: keys, then values where they ride)
-        -> its region of scratch (as many buffers). On the current stream, which must see the
-        block in."""
-        keys, rows, dummy = columns[0], int(self.counts[b]), _dummy(columns[0].device.id)
+    def land(self, b: int, keys, scratch) -> None:
+        """Block b's digit counts, then (unless presorted) its first pass: keys (the receive
+        buffer) -> its region of scratch. On the current stream, which must see the block in."""
+        rows, dummy = int(self.counts[b]), _dummy(keys.device.id)
         self.landed[b] = True
         if rows == 0:
-            return
-        if self.second:
-            self._land_second(b, columns, scratch)
             return
         block = keys[int(self.starts[b]) : int(self.starts[b]) + rows]
         digit_counts(block, self.low, self.bits, self.hist[b], self.block_bases[b])
         if self.first is not None:  # sorted by the sender: no pass runs before the last block
             return
-        out = scratch[0][int(self.out_starts[b]) : int(self.out_starts[b]) + rows]
+        out = scratch[int(self.out_starts[b]) : int(self.out_starts[b]) + rows]
         tiles = -(-rows // self.tile)
         pass_args = (self.block_bases[b, :256], self.counters[b : b + 1],
                      self._flags(tiles, rows))
         onesweep((block, dummy), (out, dummy), KEYS_ONLY, self.passes[0], self.low, pass_args,
                  rows >= WIDE_ROWS, tiles)
-
-    def _land_second(self, b: int, columns: list, scratch: list) -> None:
-        """Block b's runs of each first digit, each sorted on its own by the second digit (a
-        segmented pass) into the block's region of the scratch, after one read of them that
-        counts every later digit in each run."""
-        keys, digits = columns[0], self.first.shape[1]
-        first, last = int(self.block_tiles[b]), int(self.block_tiles[b + 1])
-        tiles, runs = last - first, slice(b * digits, (b + 1) * digits)
-        tiled = tuple(d[first:last] for d in self.descriptors)
-        word, dev = _WORD[self.dtype.itemsize], keys.device.id
-        count = segments._kernel(word, dev, f"segment_histogram<{word},{len(self.passes)}>")
-        count((max(1, min(tiles, 8 * _sm_count(dev))),), (BLOCK,),
-              (keys, self.low, np.int32(self.bits[0]), np.int32(self.bits[1]), np.uint32(tiles),
-               np.int32(self.seg_bases.shape[0])) + tiled + (self.seg_counts,))
-        scan = segments._kernel(word, dev, "segment_scan")
-        scan((digits, 1), (BLOCK,), (self.seg_counts[0, runs], self.seg_starts[runs],
-                                     self.seg_bases[runs]))
-        rows = int(self.counts[b])
-        pass_args = (self.seg_bases, self.counters[b : b + 1], self._flags(tiles, rows))
-        onesweep(self._rows(columns), self._rows(scratch), self.kinds, self.passes[0], self.low,
-                 pass_args, rows >= WIDE_ROWS, tiles, tiled)
-
-    def _rows(self, columns: list) -> tuple:
-        """(keys, value words) of these buffers, as the passes take them."""
-        return columns[0], value_words(columns[1]) if len(columns) > 1 else _dummy(
-            columns[0].device.id)
 
     def prepare(self) -> None:
         """Queue what the passes after the last block need (every pass's bases, the tile
@@ -215,14 +158,11 @@ class LandingSort:
             raise RuntimeError("LandingSort: passes queued before every block landed")
         cp, n, blocks = self.cp, int(self.counts.sum()), len(self.counts)
         hist = self.hist.reshape(blocks, len(self.passes), 256).astype(np.int64)
-        total = self.seg_counts.sum(axis=1, dtype=np.int64) if self.second else hist.sum(axis=0)
+        total = hist.sum(axis=0)
         bases = (cp.cumsum(total, axis=1) - total).astype(np.uint32)
         counts = cupyx.empty_pinned(total.shape, np.int64)  # read by finish() as passes run
         total.get(out=counts, blocking=False)
         read = cp.cuda.get_current_stream().record()
-        if self.second:  # the blocks' runs of two digits are in the scratch
-            self.ready = (bases, (counts, read)) + self._run_pieces(n)
-            return
         if self.first is None:  # pass 0 ran as the blocks landed: its runs are in the scratch
             runs, run_starts = hist[:, 0, :], self.out_starts
         else:  # the blocks are the runs of their first digit, in the receive buffer (with gaps)
@@ -238,12 +178,12 @@ class LandingSort:
         bases, (counts, read), descriptors, tiles = self.ready
         n = int(self.counts.sum())
         pair = ([s[:n] for s in scratch], [c[:n] for c in columns])  # the later passes' buffers
-        if self.first is None or self.second:  # pass 0's runs are in the scratch
+        if self.first is None:  # pass 0's runs are in the scratch
             done, source = 1, pair[0]
         else:  # the runs are the blocks in the receive buffer
             done, source = 0, columns
             pair = pair[::-1]
-        self._pass(source, pair[1], done, bases, tiles, descriptors, self.second)
+        self._pass(source, pair[1], done, bases, tiles, descriptors)
         read.synchronize()  # the digit counts, copied before that pass: read while it runs
         later = [p for p in range(done + 1, len(self.passes)) if counts[p].max() < n]
         for i, p in enumerate(later, start=1):
@@ -272,31 +212,14 @@ class LandingSort:
         if vals is not None and out_vals.data.ptr != vals.data.ptr:
             vals[...] = out_vals
 
-    def _pass(self, src: list, dst: list, p: int, bases, tiles: int, descriptors=(),
-              pieces: bool = False) -> None:
+    def _pass(self, src: list, dst: list, p: int, bases, tiles: int, descriptors=()) -> None:
         """Digit pass p: src -> dst (all of it: the n rows of every column), through
-        descriptors where given: tile descriptors, or (pieces) PieceRows' tables."""
-        n, blocks = dst[0].size, len(self.counts)
+        descriptors where given."""
+        n, blocks, dummy = dst[0].size, len(self.counts), _dummy(dst[0].device.id)
         pass_args = (bases[p], self.counters[blocks + p : blocks + p + 1], self._flags(tiles, n))
-        src, dst = self._rows(src), self._rows(dst)
-        if pieces:
-            onesweep_pieces(src, dst, self.kinds, self.passes[p], self.low, pass_args,
-                            descriptors)
-        else:
-            onesweep(src, dst, self.kinds, self.passes[p], self.low, pass_args, n >= WIDE_ROWS,
-                     tiles, descriptors)
-
-    def _run_pieces(self, n: int) -> tuple:
-        """PieceRows' tables (radix.cu) of the pass over every block's runs of two digits in the
-        scratch, second digit major, then the first, blocks in order (the order of one pass of
-        each over them all), and how many tiles it takes."""
-        blocks, digits = len(self.counts), self.first.shape[1]
-
-        def ordered(a):  # (blocks, first digit, second digit) -> second-major order
-            return a.reshape(blocks, digits, 256).transpose(2, 1, 0).reshape(-1)
-
-        pieces = piece_rows(ordered(self.seg_counts[0]), ordered(self.seg_bases), n, self.tile)
-        return pieces, -(-n // self.tile)
+        src, dst = [(c[0], value_words(c[1]) if len(c) > 1 else dummy) for c in (src, dst)]
+        onesweep(src, dst, self.kinds, self.passes[p], self.low, pass_args, n >= WIDE_ROWS,
+                 tiles, descriptors)
 
     def _run_tiles(self, runs, run_starts, n: int) -> tuple:
         """Tile descriptors (device uint32 start, rows) and how many tiles to launch for the

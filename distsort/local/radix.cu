@@ -335,8 +335,7 @@ template <typename K, int ITEMS> struct RadixDigit {
     {
         return min(digit_of(REBASED ? kept : kept - low, shift, mask), 255u);
     }
-    template <typename S>
-    __device__ __forceinline__ void prepare(const K (&)[ITEMS], S&, u32, u32) {}
+    __device__ __forceinline__ void prepare(const K (&)[ITEMS], u64, u32, u32) {}
     __device__ __forceinline__ u32 item(const K (&k)[ITEMS], int i) const { return of(k[i]); }
     __device__ __forceinline__ u32 staged(K kept, const unsigned char*, u32) const
     {
@@ -344,77 +343,12 @@ template <typename K, int ITEMS> struct RadixDigit {
     }
 };
 
-// Where a tile's rows are read (the onesweep pass's sources). FlatRows: row j of the tile is row
-// base + j of the input (consecutive tiles, and the tile descriptors' pieces).
-struct FlatRows {
-    u64 base;
-    __device__ __forceinline__ void rewind() {}
-    __device__ __forceinline__ u64 at(u32 j) const { return base + j; }
-    __device__ __forceinline__ bool holds(u32) const { return true; }
-};
-
-// PieceRows: the input is read as pieces one after another, as if they were one array (piece p
-// holds its rows [vstart[p], vstart[p + 1]) and row v of them lies at row v + delta[p] of the
-// input, modulo 2^32); the tile is its rows [vbase, vbase + TILE), which may span several pieces.
-// Each thread walks the pieces forward from the tile's first as its items' rows rise (`at` must
-// be called with rising rows after `rewind`): a piece change costs two cached loads, and pieces
-// larger than a warp's stride change seldom. So tiles need not stop where a piece ends, and a
-// pass over many small pieces runs full tiles (tiles cut at each piece were ~1.4x slower at
-// ~11 k-key pieces, bench/RESULTS.md run 116).
-struct PieceRows {
-    const u32* __restrict__ vstart;  // pieces + 1 entries, the last the rows of all pieces
-    const u32* __restrict__ delta;
-    u32 vbase;
-    uint4 first;  // the tile's first piece: (p, vstart[p + 1], delta[p]), one load, not three
-    u32 piece, next, shift;
-    __device__ __forceinline__ void rewind()
-    {
-        piece = first.x;
-        next = first.y;
-        shift = first.z;
-    }
-    __device__ __forceinline__ u64 at(u32 j)
-    {
-        const u32 v = vbase + j;
-        while (v >= next) {
-            ++piece;
-            next = __ldg(vstart + piece + 1);
-            shift = __ldg(delta + piece);
-        }
-        return (u64)(u32)(v + shift);
-    }
-    // whether row j lies in the piece of the last row asked for (so do the rows in between)
-    __device__ __forceinline__ bool holds(u32 j) const { return vbase + j < next; }
-};
-
-// A thread's ITEMS rows first, first + 32, ... of the tile (those below tile_n) from `in`: where
-// they lie in one piece (always for FlatRows), from one address at immediate offsets, as the
-// plain pass does; else row by row, walking the pieces (a pass that walked every row ran ~30%
-// slower than the plain pass, bench/RESULTS.md run 180).
-template <bool FULL, int ITEMS, typename T, typename S>
-__device__ __forceinline__ void load_items(const T* __restrict__ in, S& src, u32 first, u32 tile_n,
-                                           T (&out)[ITEMS])
-{
-    if (!FULL && first >= tile_n) return;
-    src.rewind();
-    const u64 at = src.at(first);
-    if (src.holds(first + 32 * (ITEMS - 1))) {
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i)
-            if (FULL || first + 32 * i < tile_n) out[i] = in[at + 32 * i];
-    } else {
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i)
-            if (FULL || first + 32 * i < tile_n) out[i] = in[src.at(first + 32 * i)];
-    }
-}
-
 // The work on one tile; FULL tiles (all but the last) skip every bounds check. `head`: the tile
 // is the first of its segment (of the array where there are no segments): its prefix is 0.
-template <bool FULL, typename K, typename VI, typename VO, int VMODE, typename D, typename S>
+template <bool FULL, typename K, typename VI, typename VO, int VMODE, typename D>
 __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* __restrict__ keys_out,
                                               const VI* __restrict__ vals_in, VO* __restrict__ vals_out,
-                                              u32 tile, bool head, S src, u32 tile_n,
+                                              u32 tile, bool head, u64 tile_base, u32 tile_n,
                                               D& dig, const u32* __restrict__ bases, void* flags,
                                               int wide, OnesweepSmem<K, VO, VMODE>& sm)
 {
@@ -427,10 +361,10 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
     unsigned char* stage = reinterpret_cast<unsigned char*>(sm.whist);  // after the ranking
 
     K k[ITEMS];
-    load_items<FULL>(keys_in, src, first, tile_n, k);
 #pragma unroll
-    for (int i = 0; i < ITEMS; ++i) k[i] = dig.load(k[i]);
-    dig.prepare(k, src, first, tile_n);
+    for (int i = 0; i < ITEMS; ++i)
+        if (FULL || first + 32 * i < tile_n) k[i] = dig.load(keys_in[tile_base + first + 32 * i]);
+    dig.prepare(k, tile_base, first, tile_n);
 
     if constexpr (RADIX_EARLY_COUNTS) {  // successors' look-backs need not wait for our ranking
 #pragma unroll
@@ -491,15 +425,12 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
     }
     VO v[VMODE != 0 ? ITEMS : 1];
     if constexpr (VMODE == 1) {
-        VI raw[ITEMS];
-        load_items<FULL>(vals_in, src, first, tile_n, raw);
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i) v[i] = (VO)raw[i];
-    } else if constexpr (VMODE == 2) {
-        src.rewind();
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
-            if (FULL || first + 32 * i < tile_n) v[i] = (VO)src.at(first + 32 * i);
+            if (FULL || first + 32 * i < tile_n) v[i] = (VO)vals_in[tile_base + first + 32 * i];
+    } else if constexpr (VMODE == 2) {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) v[i] = (VO)(tile_base + first + 32 * i);
     }
 
     const u32 prefix = head ? 0u : look_back(flags, wide, tile, tid);
@@ -550,12 +481,11 @@ __device__ __forceinline__ void onesweep_next(const K* keys_in, K* keys_out, con
     const u64 left = tile_start ? (u64)tile_rows[tile] : n - base;
     const u32 seg = tile_seg ? tile_seg[tile] : (tile == 0 ? SEG_HEAD : 0u);
     bases += (u64)(seg & ~SEG_HEAD) * RADIX;
-    FlatRows src{base};
     if (left >= (u64)TILE)
-        onesweep_tile<true>(keys_in, keys_out, vals_in, vals_out, tile, seg & SEG_HEAD, src,
+        onesweep_tile<true>(keys_in, keys_out, vals_in, vals_out, tile, seg & SEG_HEAD, base,
                             (u32)TILE, dig, bases, flags, wide, sm);
     else
-        onesweep_tile<false>(keys_in, keys_out, vals_in, vals_out, tile, seg & SEG_HEAD, src,
+        onesweep_tile<false>(keys_in, keys_out, vals_in, vals_out, tile, seg & SEG_HEAD, base,
                              (u32)left, dig, bases, flags, wide, sm);
 }
 
@@ -600,36 +530,4 @@ __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) 
     RadixDigit<K, Items<K, VMODE>::value> dig{low, shift, (1u << bits) - 1u};
     onesweep_next(keys_in, keys_out, vals_in, vals_out, n, dig, bases, tile_counter, flags, wide,
                   tile_start, tile_rows, tile_seg, sm);
-}
-
-// Why: the same pass over pieces that lie apart, read in order as one array of n rows (PieceRows:
-// vstart, delta), cut into full tiles whatever the pieces' sizes; tile_first[t] is (p, vstart[p +
-// 1], delta[p], 0) of the piece p that holds tile t's first row (tiles.py: piece_rows). The
-// landing sort's pass over every block's runs of two digits (landing.py: ~200 k pieces of ~5 k
-// keys) thus runs full tiles.
-template <typename K, typename VI, typename VO, int VMODE>
-__global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) ? 2 : 3)
-    radix_onesweep_pieces(const K* __restrict__ keys_in, K* __restrict__ keys_out,
-                          const VI* __restrict__ vals_in, VO* __restrict__ vals_out, u32 n,
-                          K low, int shift, int bits, const u32* __restrict__ bases,
-                          u32* tile_counter, void* flags, int wide,
-                          const u32* __restrict__ vstart, const u32* __restrict__ delta,
-                          const uint4* __restrict__ tile_first)
-{
-    __shared__ OnesweepSmem<K, VO, VMODE> sm;
-    constexpr int TILE = BLOCK * Items<K, VMODE>::value;
-    RadixDigit<K, Items<K, VMODE>::value> dig{low, shift, (1u << bits) - 1u};
-    if (threadIdx.x == 0) sm.tile = atomicAdd(tile_counter, 1u);
-#pragma unroll
-    for (int w = 0; w < WARPS; ++w) sm.whist[w][threadIdx.x] = 0;
-    sm.counts[threadIdx.x] = 0;
-    __syncthreads();
-    const u32 tile = sm.tile, base = tile * (u32)TILE;
-    PieceRows src{vstart, delta, base, tile_first[tile]};
-    if (n - base >= (u32)TILE)
-        onesweep_tile<true>(keys_in, keys_out, vals_in, vals_out, tile, tile == 0, src, (u32)TILE,
-                            dig, bases, flags, wide, sm);
-    else
-        onesweep_tile<false>(keys_in, keys_out, vals_in, vals_out, tile, tile == 0, src,
-                             n - base, dig, bases, flags, wide, sm);
 }

@@ -87,10 +87,6 @@ _VALUE_KINDS = (
     ("u32", "i64", 1),
 )
 
-# onesweep_pieces: a pass over pieces read as one array moves keys, or pairs of 4 or 8 bytes
-PIECES = "radix_onesweep_pieces"
-_PIECE_KINDS = (KEYS_ONLY, ("u32", "u32", 1), ("u64", "u64", 1))
-
 
 def _cupy():
     import cupy
@@ -102,8 +98,8 @@ def _histogram_name(key_bytes: int, passes: int) -> str:
     return f"radix_histogram<{_WORD[key_bytes]},{passes}>"
 
 
-def _onesweep_name(key: str, vin: str, vout: str, mode: int, kernel="radix_onesweep") -> str:
-    return f"{kernel}<{key},{vin},{vout},{mode}>"
+def _onesweep_name(key: str, vin: str, vout: str, mode: int) -> str:
+    return f"radix_onesweep<{key},{vin},{vout},{mode}>"
 
 
 @functools.cache
@@ -111,7 +107,6 @@ def _module():
     """Compile radix.cu once per process (CuPy also caches the binary on disk)."""
     names = ["radix_scan"] + [_histogram_name(kb, p) for kb in (4, 8) for p in range(1, kb + 1)]
     names += [_onesweep_name(k, *v) for k in ("u32", "u64") for v in _VALUE_KINDS]
-    names += [_onesweep_name(k, *v, kernel=PIECES) for k in ("u32", "u64") for v in _PIECE_KINDS]
     return module_with(None, tuple(names))
 
 
@@ -288,19 +283,6 @@ def onesweep(src, dst, kinds, shift_bits, low, pass_args, wide: bool, tiles: int
     tail += tuple(descriptors) + (NULL,) * (3 - len(descriptors))
     tail += (NULL if skip is None else skip,)
     kernel((tiles,), (BLOCK,), src[:1] + dst[:1] + src[1:] + dst[1:] + scalars + tail)
-
-
-def onesweep_pieces(src, dst, kinds, shift_bits, low, pass_args, pieces: tuple) -> None:
-    """One onesweep pass that reads pieces of src (keys, values) one after another as one array
-    of dst's rows, in full tiles that may span pieces (radix.cu: radix_onesweep_pieces); pieces
-    are the tables of tiles.piece_rows, pass_args as for onesweep, its flags for the tiles of
-    dst's rows."""
-    n, tile = dst[0].size, tile_keys(src[0].dtype.itemsize, "keys" if kinds[2] == 0 else "pairs")
-    name = _onesweep_name(_WORD[src[0].dtype.itemsize], *kinds, kernel=PIECES)
-    kernel = _kernel(src[0].device.id, name)
-    scalars = (np.uint32(n), low, np.int32(shift_bits[0]), np.int32(shift_bits[1]))
-    tail = tuple(pass_args) + (np.int32(n >= WIDE_ROWS),) + tuple(pieces)
-    kernel((-(-n // tile),), (BLOCK,), src[:1] + dst[:1] + src[1:] + dst[1:] + scalars + tail)
 
 
 def _scratch(cp, keys, scratch):

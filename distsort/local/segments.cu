@@ -102,16 +102,15 @@ template <typename K, int ITEMS> struct BucketDigit {
     u32 pack[(ITEMS + 3) / 4];
     __device__ __forceinline__ K load(K raw) const { return raw; }
     __device__ __forceinline__ K store(K kept) const { return kept; }
-    template <typename S>
-    __device__ __forceinline__ void prepare(const K (&)[ITEMS], S& src, u32 first, u32 tile_n)
+    __device__ __forceinline__ void prepare(const K (&)[ITEMS], u64 tile_base, u32 first,
+                                            u32 tile_n)
     {
-        src.rewind();
 #pragma unroll
         for (int i = 0; i < (ITEMS + 3) / 4; ++i) pack[i] = 0;
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
             if (first + 32 * i < tile_n)
-                pack[i / 4] |= (u32)__ldcs(buckets + src.at(first + 32 * i)) << (8 * (i % 4));
+                pack[i / 4] |= (u32)__ldcs(buckets + tile_base + first + 32 * i) << (8 * (i % 4));
     }
     __device__ __forceinline__ u32 item(const K (&)[ITEMS], int i) const
     {
@@ -215,29 +214,21 @@ __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(V) > sizeof(K)) ?
 // the first segmented pass's (tile_start, tile_rows, tile_seg: segment order); each block takes a
 // run of consecutive tiles, so it meets few segments, counts in shared memory (COPIES of each
 // counter against bank conflicts) and adds its counts to counts[pass][segment][digit] where the
-// segment changes. Digits of key - low from begin_bit on, as in radix_histogram (the last
-// pass's clamped to 255): the landing sort's pass of each block's second digit counts its
-// runs of the first (landing.py).
+// segment changes. Digits of key - low, as in radix_histogram.
 template <typename K, int PASSES>
 __global__ void __launch_bounds__(BLOCK)
-    segment_histogram(const K* __restrict__ keys, K low, int begin_bit, int end_bit, u32 tiles,
-                      int segs, const u32* __restrict__ tile_start,
-                      const u32* __restrict__ tile_rows, const u32* __restrict__ tile_seg,
-                      u32* __restrict__ counts)
+    segment_histogram(const K* __restrict__ keys, K low, int end_bit, u32 tiles, int segs,
+                      const u32* __restrict__ tile_start, const u32* __restrict__ tile_rows,
+                      const u32* __restrict__ tile_seg, u32* __restrict__ counts)
 {
     constexpr int COPIES = sizeof(K) == 4 ? 8 : 4, U = 4;  // U keys loaded before any is counted
     __shared__ u32 hist[PASSES * RADIX * COPIES];
     const u32 per = (tiles + gridDim.x - 1) / gridDim.x;
     const u32 t0 = blockIdx.x * per, t1 = min(tiles, t0 + per);
     const int copy = threadIdx.x % COPIES;
-    int shift[PASSES];
     u32 mask[PASSES];
 #pragma unroll
-    for (int p = 0; p < PASSES; ++p) {
-        shift[p] = begin_bit + 8 * p;
-        const int bits = end_bit - shift[p] < 8 || p == PASSES - 1 ? end_bit - shift[p] : 8;
-        mask[p] = bits >= 32 ? 0xffffffffu : (1u << bits) - 1u;
-    }
+    for (int p = 0; p < PASSES; ++p) mask[p] = end_bit - 8 * p >= 8 ? 0xffu : (1u << (end_bit - 8 * p)) - 1u;
     for (int i = threadIdx.x; i < PASSES * RADIX * COPIES; i += BLOCK) hist[i] = 0;
     __syncthreads();
     for (u32 t = t0; t < t1; ++t) {
@@ -252,9 +243,8 @@ __global__ void __launch_bounds__(BLOCK)
                 if (i + u * BLOCK >= rows) break;
 #pragma unroll
                 for (int p = 0; p < PASSES; ++p) {
-                    const u32 d = digit_of((K)(k[u] - low), shift[p], mask[p]);
-                    const u32 bin = p == PASSES - 1 ? min(d, 255u) : d;
-                    atomicAdd(&hist[(p * RADIX + bin) * COPIES + copy], 1u);
+                    const u32 d = digit_of((K)(k[u] - low), 8 * p, mask[p]);
+                    atomicAdd(&hist[(p * RADIX + d) * COPIES + copy], 1u);
                 }
             }
         }

@@ -187,7 +187,7 @@ class SegmentSort:
         word, dev = _WORD[self.dtype.itemsize], keys.device.id
         hist = _kernel(word, dev, f"segment_histogram<{word},{len(self.passes)}>")
         grid = max(1, min(self.tiles[0], 8 * _sm_count(dev)))
-        hist((grid,), (BLOCK,), (keys, self.low, np.int32(0), np.int32(self.end_bit),
+        hist((grid,), (BLOCK,), (keys, self.low, np.int32(self.end_bit),
                                  np.uint32(self.tiles[0]), np.int32(self.segs), *self.first,
                                  self.counts))
         scan = _kernel(word, dev, "segment_scan")

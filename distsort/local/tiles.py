@@ -50,20 +50,3 @@ def segment_heads(rows: np.ndarray, segs: np.ndarray) -> np.ndarray:
         first[1:] = segs[nonempty[1:]] != segs[nonempty[:-1]]
         head[nonempty[first]] = True
     return (segs | np.where(head, SEG_HEAD, 0)).astype(np.uint32)
-
-
-def piece_rows(rows, starts, n: int, tile: int) -> tuple:
-    """radix.cu's PieceRows tables of pieces read one after another as one array in full tiles
-    (device uint32: vstart, delta, tile_first), for pieces of rows (device, in read order, n in
-    all: known to the host, which so need not wait for the device) starting at starts (device
-    uint32, rows of the pass's input)."""
-    import cupy
-
-    vstart = cupy.zeros(rows.size + 1, dtype=np.uint32)
-    cupy.cumsum(rows, out=vstart[1:])
-    delta = cupy.asarray(starts, dtype=np.uint32) - vstart[:-1]  # modulo 2^32
-    tile_first = cupy.zeros((-(-n // tile), 4), dtype=np.uint32)
-    first = cupy.arange(len(tile_first), dtype=np.uint32) * np.uint32(tile)
-    piece = cupy.searchsorted(vstart[1:], first, side="right")  # the piece of each tile's row 0
-    tile_first[:, 0], tile_first[:, 1], tile_first[:, 2] = piece, vstart[piece + 1], delta[piece]
-    return vstart, delta, tile_first
