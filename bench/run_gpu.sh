@@ -124,6 +124,14 @@ for step in $steps; do
     segmpi) timeout 300 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
               --with-mpi tests/test_gpu.py -k "segmented_exchange or landing" 2>&1 \
               | grep -aE "passed|failed|Error|error|assert" | tail -10 ;;
+    scatterab) for round in 1 2; do  # radix.cu/segments.cu switches (SCATTER_AB: "A=0,B=1 A=1,B=1")
+                 for setting in ${SCATTER_AB:-BUCKET_WINDOW=0 BUCKET_WINDOW=1}; do
+                   echo "$setting"
+                   timeout 200 python3 -c "import sys; sys.path[:0] = ['.', 'bench']
+import distsort.local.radix as r; r.DEFINES.update(dict(kv.split('=') for kv in '$setting'.split(',')))
+import segments; print(segments.sender(1 << 30, 5, ${SCATTER_RANKS:-4}))" 2>&1 | tail -2
+                 done
+               done ;;
     segments) for r in 2 4; do
                 timeout 200 python3 bench/segments.py --ranks $r 2>&1 | tail -2
               done ;;

@@ -335,7 +335,7 @@ template <typename K, int ITEMS> struct RadixDigit {
     {
         return min(digit_of(REBASED ? kept : kept - low, shift, mask), 255u);
     }
-    __device__ __forceinline__ void prepare(const K (&)[ITEMS], u64, u32, u32) {}
+    __device__ __forceinline__ void prepare(const K (&)[ITEMS], u64, u32, u32, unsigned char*) {}
     __device__ __forceinline__ u32 item(const K (&k)[ITEMS], int i) const { return of(k[i]); }
     __device__ __forceinline__ u32 staged(K kept, const unsigned char*, u32) const
     {
@@ -364,7 +364,7 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i)
         if (FULL || first + 32 * i < tile_n) k[i] = dig.load(keys_in[tile_base + first + 32 * i]);
-    dig.prepare(k, tile_base, first, tile_n);
+    dig.prepare(k, tile_base, first, tile_n, sm.buf);  // buf is free until the ranking
 
     if constexpr (RADIX_EARLY_COUNTS) {  // successors' look-backs need not wait for our ranking
 #pragma unroll

@@ -95,7 +95,8 @@ class BucketPartition:
         head = min(n, -self.keys.data.ptr % 16 // width)
         per = 16 // width
         shift = -head % per
-        self.buckets = cp.empty(n + shift, dtype=np.uint8)[shift:]
+        # and 16 bytes to spare on either side: the scatter reads them in aligned 16-byte vectors
+        self.buckets = cp.empty(n + shift + 32, dtype=np.uint8)[16 + shift : 16 + shift + n]
         if n:
             grid = min(4 * _sm_count(self.keys.device.id), -(-n // COUNT_BLOCK))
             self._fn("bucket_counts")((grid,), (COUNT_BLOCK,), (self.keys, np.uint32(n),
