@@ -35,7 +35,7 @@ from distsort.report import SortReport  # noqa: E402
 
 COMM = MPI.COMM_WORLD
 STEPS = [  # (module or class, attribute, label)
-    (api, "_outputs", "outputs"), (external, "plan", "budget"), (api, "_prepare", "prepare"),
+    (api, "begin", "agree"), (external, "plan", "budget"), (api, "_prepare", "prepare"),
     (pipeline, "local_sample", "sample"), (pipeline, "choose_splitters", "splitters"),
     (splitters, "stable_order", "order"),
     (pipeline, "partition", "route"), (chunked, "plan", "plan"),
