@@ -12,7 +12,10 @@ Layouts, every block starting at a multiple of the transport's align_rows:
 - received: source-major, then chunk (source s's chunk c at recv_starts[s, c]): the rows lie in
   global input order, which keeps the finish's stable sort stable across ranks.
 The send buffer holds at least as many rows as the receive buffer, so the finish can take it as
-its scratch.
+its scratch. With ByDigit, the scatters of chunks 1 and up write the rank's own block straight
+into its receive buffer, and the transfers skip it: at P=2 a copy of half of each chunk less in
+memory beside the scatters (bench/RESULTS.md, run 188). Chunk 0's scatter runs before the
+receive layout is agreed, so its own block is still copied.
 
 With a landing sort (plain keys on our radix engine, local/landing.py), the finish starts during
 the exchange: once chunk c is in, the first radix pass of every block of chunk c runs on the
@@ -111,10 +114,10 @@ class ByDestination:
         """Rows per destination (device, (ranks, 1))."""
         return self.tile_counts.reshape(self.launch.buckets, -1).sum(axis=1)[:, None]
 
-    def scatter(self, table, starts, out, others: list) -> None:
+    def scatter(self, table, starts, out, others: list, own=None) -> None:
         """Every row's key word into out, destination j's block from starts[j] (table and
         starts on the host or the device), and every other column (others: (column's rows,
-        its send buffer)) where its key went."""
+        its send buffer)) where its key went (own: None, as this partition sends every block)."""
         dest = self.launch.scatter(self.tile_counts, table.sum(axis=1), starts, out, bool(others))
         for column, sent in others:
             sent[dest] = column
@@ -137,16 +140,20 @@ class ByDigit:
         """Rows per destination and digit (device, (ranks, 2^bits))."""
         return self.counts[: self.ranks * self.digits].reshape(self.ranks, self.digits)
 
-    def scatter(self, table, starts, out, others: list) -> None:
+    def scatter(self, table, starts, out, others: list, own=None) -> None:
         """Every key into out, destination j's block from starts[j], in digit order (table and
         starts on the host or the device), and its value alike (others: [] or [(the values,
-        their send buffer)], of 4 or 8 bytes)."""
+        their send buffer)], of 4 or 8 bytes). own: (rank j, its receive buffers): rank j's
+        block goes there instead, from starts[j] (the sender's own block, with no copy)."""
         if len(others) > 1:
             raise ValueError("ByDigit moves one column of values at most")
         xp = self.part.cp.get_array_module(table)
         bases = xp.zeros(segments.BUCKETS, dtype=np.int64)
         bases[: table.size] = (starts[:, None] + table.cumsum(axis=1) - table).reshape(-1)
-        self.part.scatter(bases, out, others[0] if others else ())
+        if own is not None:
+            rank, buffers = own
+            own = (rank * self.digits, self.digits, buffers[0], buffers[1] if others else None)
+        self.part.scatter(bases, out, others[0] if others else (), own)
 
 
 @dataclass
@@ -249,14 +256,25 @@ def exchange(rt, columns: list, words: list, layout: Plan, report,
     incoming = [cupy.empty(o.shape, o.dtype)[: layout.recv_rows] for o in outgoing[-len(columns):]]
     sending = outgoing[1 - int(keyed):]  # the buffers of the columns (not of loose key words)
 
+    me = rt.comm.Get_rank()
+    direct = layout.bits > 0  # ByDigit: see the module on the own block
+
     def scatter(c: int) -> None:
         if 0 < c < len(layout.bounds):
-            _scatter(layout.parts[c], layout.bounds[c], layout.tables[c],
-                     layout.send_starts[c], columns, outgoing, keyed)
+            starts, own = layout.send_starts[c], None
+            if direct:
+                starts = starts.copy()
+                starts[me], own = layout.recv_starts[me, c], (me, incoming)
+            _scatter(layout.parts[c], layout.bounds[c], layout.tables[c], starts, columns,
+                     outgoing, keyed, own)
 
     def send(c: int) -> None:
-        rt.transport.alltoallv(sending, layout.sent[c], layout.received[:, c],
-                               layout.send_starts[c], layout.recv_starts[:, c], incoming)
+        sent, received = layout.sent[c], layout.received[:, c]
+        if direct and c > 0:  # the own block is in place
+            sent, received = sent.copy(), received.copy()
+            sent[me] = received[me] = 0
+        rt.transport.alltoallv(sending, sent, received, layout.send_starts[c],
+                               layout.recv_starts[:, c], incoming)
 
     def land(c: int) -> None:  # chunk c's block from every source (buffer order: source-major)
         for b in range(c, len(landing.counts), chunks):
@@ -310,12 +328,13 @@ def overlapped(chunks: int, prepare, send, land, report, lag: int = 1) -> None:
 
 
 def _scatter(part, bounds: tuple, table, starts, columns: list, outgoing: list,
-             keyed: bool) -> None:
+             keyed: bool, own=None) -> None:
     """One chunk's key words into their blocks of the send buffers (outgoing: the loose key
-    words' first where they are not a column), and the other columns alike."""
+    words' first where they are not a column), and the other columns alike; own: as for
+    ByDigit.scatter."""
     lo, hi = bounds
     others = [(column[lo:hi], out) for column, out in zip(columns[int(keyed):], outgoing[1:])]
-    part.scatter(table, starts, outgoing[0], others)
+    part.scatter(table, starts, outgoing[0], others, own)
 
 
 @functools.cache

@@ -341,6 +341,7 @@ template <typename K, int ITEMS> struct RadixDigit {
     {
         return of(kept);
     }
+    template <typename T> __device__ __forceinline__ T* to(T* out, int, u32) const { return out; }
 };
 
 // The work on one tile; FULL tiles (all but the last) skip every bounds check. `head`: the tile
@@ -444,8 +445,9 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
         const u32 idx = j * BLOCK + tid;
         if (FULL || idx < tile_n) {
             const K key = s_keys[idx];
-            const u32 o = sm.off[dig.staged(key, stage, idx)] + idx;
-            keys_out[o] = dig.store(key);
+            const u32 d = dig.staged(key, stage, idx);
+            const u32 o = sm.off[d] + idx;
+            dig.to(keys_out, 0, d)[o] = dig.store(key);
             if constexpr (VMODE != 0) od[j] = o;
         }
     }
@@ -457,7 +459,9 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
         __syncthreads();
 #pragma unroll
         for (int j = 0; j < ITEMS; ++j)
-            if (FULL || j * BLOCK + tid < tile_n) vals_out[od[j]] = s_vals[j * BLOCK + tid];
+            if (FULL || j * BLOCK + tid < tile_n)
+                dig.to(vals_out, 1, D::STAGED ? (u32)stage[j * BLOCK + tid] : 0u)[od[j]] =
+                    s_vals[j * BLOCK + tid];
     }
 }
 

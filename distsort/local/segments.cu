@@ -103,6 +103,9 @@ template <typename K> struct Buckets {
 template <typename K, int ITEMS> struct BucketDigit {
     static constexpr bool STAGED = true;
     const unsigned char* __restrict__ buckets;
+    void* own_keys;  // buckets [own_first, + own_count) go here (their bases count from it)
+    void* own_vals;
+    u32 own_first, own_count;
     u32 pack[(ITEMS + 3) / 4];
     __device__ __forceinline__ K load(K raw) const { return raw; }
     __device__ __forceinline__ K store(K kept) const { return kept; }
@@ -130,6 +133,10 @@ template <typename K, int ITEMS> struct BucketDigit {
     __device__ __forceinline__ u32 staged(K, const unsigned char* stage, u32 idx) const
     {
         return stage[idx];
+    }
+    template <typename T> __device__ __forceinline__ T* to(T* out, int column, u32 d) const
+    {
+        return d - own_first < own_count ? static_cast<T*>(column ? own_vals : own_keys) : out;
     }
 };
 
@@ -208,15 +215,19 @@ __global__ void __launch_bounds__(COUNT_BLOCK)
 // VMODE 1: key-value pairs, chunked.ByDigit) read once (with its bucket byte) and written once, at
 // bases[bucket] (the sender's layout: any place per bucket) plus its rank among the bucket's keys
 // before it. Consecutive tiles of the shard, of the onesweep pass's size for the VMODE.
+// Buckets [own_first, own_first + own_count) (the sender's own destination, chunked.py) go to
+// own_keys (own_vals) instead, their bases counted from there: the sender's own block lands in
+// its receive buffer with no copy from the send buffer after.
 template <typename K, typename V, int VMODE>
 __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(V) > sizeof(K)) ? 2 : 3)
     bucket_scatter(const K* __restrict__ keys_in, K* __restrict__ keys_out,
                    const V* __restrict__ vals_in, V* __restrict__ vals_out, u64 n,
                    const unsigned char* __restrict__ buckets, const u32* __restrict__ bases,
-                   u32* tile_counter, void* flags, int wide)
+                   u32* tile_counter, void* flags, int wide, K* own_keys, V* own_vals,
+                   u32 own_first, u32 own_count)
 {
     __shared__ OnesweepSmem<K, V, VMODE> sm;
-    BucketDigit<K, Items<K, VMODE>::value> dig{buckets};
+    BucketDigit<K, Items<K, VMODE>::value> dig{buckets, own_keys, own_vals, own_first, own_count};
     onesweep_next(keys_in, keys_out, vals_in, vals_out, n, dig, bases, tile_counter, flags, wide,
                   (const u32*)nullptr, (const u32*)nullptr, (const u32*)nullptr, sm);
 }

@@ -104,10 +104,12 @@ class BucketPartition:
                                       + (counts, self.buckets))
         return counts
 
-    def scatter(self, bases: np.ndarray, out, values: tuple = ()) -> None:
+    def scatter(self, bases: np.ndarray, out, values: tuple = (), own: tuple | None = None
+                ) -> None:
         """Every key into out, stably, bucket b's keys from out[bases[b]] on (after counts();
         frees the buckets); values: (values in, values out) of 4 or 8 bytes, which go where
-        their keys go, or () for keys alone."""
+        their keys go, or () for keys alone. own: (first bucket, buckets, keys out, values out
+        or None): those buckets go there instead (their bases count from there)."""
         if self.buckets is None:
             raise RuntimeError("BucketPartition.scatter before counts")
         n, buckets, self.buckets = self.keys.size, self.buckets, None
@@ -120,9 +122,11 @@ class BucketPartition:
         flags = self.cp.zeros(flag_words(tiles, n), dtype=np.uint32)
         counter = self.cp.zeros(1, dtype=np.uint32)
         kernel = _kernel(self.word, self.keys.device.id, name)
+        first, count, own_keys, own_vals = own or (0, 0, dummy, None)
+        own_vals = dummy if own_vals is None else value_words(own_vals)
         kernel((tiles,), (BLOCK,), (self.keys, out) + vals + (
             np.uint64(n), buckets, self.cp.asarray(bases.astype(np.uint32)), counter, flags,
-            np.int32(n >= WIDE_ROWS)))
+            np.int32(n >= WIDE_ROWS), own_keys, own_vals, np.uint32(first), np.uint32(count)))
 
 
 class SegmentSort:
