@@ -4,7 +4,8 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   digits envab trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   digits envab trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take
+#   scatterab (SCATTER_AB, SCATTER_RANKS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
 #   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
 #   more bench/dist_sort.py options for ab and envab (e.g. --per-rank 2^30); trace: the cases
@@ -124,8 +125,9 @@ for step in $steps; do
     segmpi) timeout 300 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
               --with-mpi tests/test_gpu.py -k "segmented_exchange or landing" 2>&1 \
               | grep -aE "passed|failed|Error|error|assert" | tail -10 ;;
-    scatterab) for round in 1 2; do  # radix.cu/segments.cu switches (SCATTER_AB: "A=0,B=1 A=1,B=1")
-                 for setting in ${SCATTER_AB:-BUCKET_WINDOW=0 BUCKET_WINDOW=1}; do
+    scatterab) for round in 1 2; do  # bench/segments.py's sender (count, scatter, radix pass)
+                 # under radix.cu/segments.cu defines (SCATTER_AB: "A=0,B=1 A=1,B=1"), alternated
+                 for setting in ${SCATTER_AB:-RADIX_LOOKBACK_WINDOW=4 RADIX_LOOKBACK_WINDOW=2}; do
                    echo "$setting"
                    timeout 200 python3 -c "import sys; sys.path[:0] = ['.', 'bench']
 import distsort.local.radix as r; r.DEFINES.update(dict(kv.split('=') for kv in '$setting'.split(',')))
