@@ -22,6 +22,7 @@ from . import external
 from .errors import DistsortError, agree
 from .inputs import Call, as_array, begin, keys_check, on_gpu
 from .keys import NumericCodec, record_key_words
+from .payload import check_payload, restored, stored
 from .pipeline import distributed_sort
 from .report import SortReport
 from .runtime import Runtime, get_runtime
@@ -49,22 +50,28 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
 def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: bool = False,
                backend: str | None = None, report: SortReport | None = None,
                device_memory: int | str | None = None, out: tuple | None = None):
-    """Sort keys and permute values (1-D of any dtype, or 2-D rows) alike; return both shards.
+    """Sort keys and permute values (1-D of any fixed-size dtype, or 2-D rows) alike; return
+    both shards. Values of dtypes CuPy lacks (datetime64, strings, structured) come back as
+    NumPy arrays (payload.py).
 
     out: a (keys, values) pair of NumPy arrays for the shards (see the module doc)."""
     keys, values = as_array(keys), as_array(values)
 
     def rows_match() -> None:
-        if values is None or len(values) != len(keys):
+        if values is None or getattr(values, "ndim", 0) < 1 or len(values) != len(keys):
             raise DistsortError(f"values must have one row per key: got {_len(values)} values "
                                 f"for {len(keys)} keys")
+        check_payload(values.dtype)
 
     like = [(keys.dtype, ())] + ([] if values is None else [(values.dtype, values.shape[1:])])
     outs = begin(comm, backend, Call({"keys": keys, "values": values},
                                      {"descending": descending, "stable": stable},
                                      [keys_check(keys), rows_match], out, like, device_memory))
-    return _sort_numeric(keys, values, comm, descending, stable, backend, report, device_memory,
-                         outs)
+    if outs is not None:
+        outs[1] = stored(outs[1])  # a view of the caller's array, if the values travel as bytes
+    keys_out, values_out = _sort_numeric(keys, stored(values), comm, descending, stable, backend,
+                                         report, device_memory, outs)
+    return keys_out, restored(values_out, values)
 
 
 def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = None,
@@ -201,4 +208,6 @@ def _listed(out) -> list | None:
 
 
 def _len(values) -> str:
-    return "no" if values is None else str(len(values))
+    if values is None:
+        return "no"
+    return str(len(values)) if getattr(values, "ndim", 0) >= 1 else "a scalar as"

@@ -118,8 +118,9 @@ def _sort_parser(p: argparse.ArgumentParser) -> None:
                    help="write the global permutation (int64) instead of the keys")
     p.add_argument("--values", help="file permuted along with the keys (.npy, or raw with "
                    "--values-dtype / --values-record-size)")
-    p.add_argument("--values-dtype")
-    p.add_argument("--values-record-size", type=int)
+    p.add_argument("--values-dtype", help="dtype of a raw values file: any fixed-size NumPy "
+                   "dtype (int64, datetime64[ns], S16, ...)")
+    p.add_argument("--values-record-size", type=int, help="bytes per row of a raw values file")
     p.add_argument("--values-output", help="where the permuted values go "
                    "(default: OUTPUT with .values before its suffix)")
     p.add_argument("--verify", action="store_true",

@@ -102,7 +102,7 @@ def _output_format(args, fmt: FileFormat) -> FileFormat:
 def _open_values(args, count: int):
     if not args.values:
         return None
-    fmt = detect_format(args.values, args.values_dtype, args.values_record_size)
+    fmt = detect_format(args.values, args.values_dtype, args.values_record_size, payload=True)
     values = open_input(args.values, fmt)
     if values.count != count:
         raise DistsortError(

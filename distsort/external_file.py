@@ -23,6 +23,7 @@ from .external import (
     show_progress,
 )
 from .io import FileFormat, InputFile, ShardWriter, rank_range
+from .payload import restored, stored
 from .report import SortReport
 from .runtime import get_runtime
 
@@ -49,6 +50,8 @@ def sort_file(args, comm, fmt: FileFormat, source: InputFile, values: InputFile 
             writers.append(ShardWriter(path, out_fmt, source.count, comm))
 
         def write(row: int, columns: list) -> None:
+            if values is not None:  # back to the values' dtype where they travelled as bytes
+                columns = [columns[0], restored(columns[1], values.like)]
             for writer, column in zip(writers, columns):
                 writer.write(row, column)
             if check:
@@ -75,7 +78,7 @@ def file_source(rt, args, fmt: FileFormat, source: InputFile, values: InputFile 
             columns.append(values.read(start + lo, start + hi))
         if check:
             check.read(columns)
-        return columns
+        return columns[:1] + [stored(c) for c in columns[1:]]
 
     count = stop - start
     if fmt.kind == "records":

@@ -112,6 +112,25 @@ def test_values_stable_and_argsort(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), order)
 
 
+def test_values_files_of_any_dtype(tmp_path):
+    """Values files are a payload: datetime64 in .npy, byte strings raw (--values-dtype)."""
+    keys = mixed_keys("int32")
+    order = np.argsort(keys, kind="stable")
+    stamps = np.arange(len(keys)).astype("datetime64[ms]")
+    np.save(tmp_path / "k.npy", keys)
+    np.save(tmp_path / "t.npy", stamps)
+    names = np.char.encode(np.char.zfill(np.arange(len(keys)).astype(str), 7))
+    names.tofile(tmp_path / "n.raw")
+    run = distsort("sort", "k.npy", "-o", "s.npy", "--values", "t.npy", "--stable", "--verify",
+                   cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "s.values.npy"), stamps[order])
+    run = distsort("sort", "k.npy", "-o", "s.npy", "--values", "n.raw", "--values-dtype", "S7",
+                   "--values-output", "n.out", "--stable", "--verify", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "n.out", dtype="S7"), names[order])
+
+
 def test_default_job_sorts_and_validates():
     run = distsort("--count", "200000")
     assert run.returncode == 0, run.stderr

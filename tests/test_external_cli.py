@@ -39,6 +39,12 @@ def test_values_stable_argsort_and_records_out_of_core(tmp_path):
     order = np.argsort(keys, kind="stable")
     np.testing.assert_array_equal(np.load(tmp_path / "s.values.npy"), order)
     assert np.load(tmp_path / "s.npy").tobytes() == keys[order].tobytes()
+    stamps = np.arange(len(keys)).astype("datetime64[us]")  # a payload of any dtype
+    np.save(tmp_path / "t.npy", stamps)
+    run = distsort("sort", "k.npy", "-o", "s.npy", "--values", "t.npy", "--stable", "--verify",
+                   *budget, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "s.values.npy"), stamps[order])
     run = distsort("sort", "k.npy", "-o", "p.npy", "--argsort", "--descending", *budget,
                    ranks=3, cwd=tmp_path)
     assert run.returncode == 0, run.stderr

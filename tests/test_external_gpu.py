@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_gpu import tie_heavy
+from test_payload import odd_values
 
 import distsort
 from distsort import external
@@ -71,6 +72,17 @@ def test_gpu_pairs_stable_and_argsort_out_of_core(layouts, dist):
     perm = distsort.argsort(cupy.asarray(x), device_memory=BUDGET)
     np.testing.assert_array_equal(everything(perm), order)
     assert max(COMM.allgather(len(keys))) <= 1.05 * N
+    assert ran_out_of_core(layouts)
+
+
+@pytest.mark.parametrize("kind", ["datetime", "record"])
+def test_gpu_pairs_with_values_of_any_dtype_out_of_core(layouts, kind):
+    x, positions = tie_heavy("fewdistinct", N)
+    values = odd_values(kind, N, int(positions[0]))
+    _, got = distsort.sort_pairs(x, values, stable=True, backend="gpu", device_memory=BUDGET)
+    order = np.argsort(np.concatenate(COMM.allgather(x)), kind="stable")
+    want = np.concatenate(COMM.allgather(values))[order]
+    np.testing.assert_array_equal(np.concatenate(COMM.allgather(got)), want)
     assert ran_out_of_core(layouts)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_payload import odd_values
 from test_sort_mpi import (
     assert_balanced,
     everything,
@@ -92,6 +93,16 @@ def test_pairs_with_record_values(layouts):
     np.testing.assert_array_equal(values[:, :2].copy().view(np.uint16).ravel(), keys)
     order = np.argsort(everything(x), kind="stable")
     np.testing.assert_array_equal(everything(values), everything(rows)[order])
+    assert_many_runs(layouts)
+
+
+@pytest.mark.parametrize("kind", ["datetime", "bytes", "record"])
+def test_pairs_with_values_of_any_dtype(layouts, kind):
+    x = local_data("fewdistinct", "int32", 2000, seed=15)
+    values = odd_values(kind, len(x), COMM.exscan(len(x)) or 0)
+    _, got = distsort.sort_pairs(x, values, stable=True, device_memory=tight(x, values))
+    order = np.argsort(everything(x), kind="stable")
+    np.testing.assert_array_equal(everything(got), everything(values)[order])
     assert_many_runs(layouts)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_payload import odd_values
 
 import distsort
 from distsort.report import SortReport
@@ -156,6 +157,31 @@ def test_gpu_pairs_finish_with_our_radix_pairs(kdtype, vdtype):
     if vdtype == "int64":
         perm = distsort.argsort(cupy.asarray(x))
         np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(perm))), order)
+
+
+@pytest.mark.parametrize("kind", ["datetime", "bytes", "str", "record"])
+@pytest.mark.parametrize("on_device", [False, True])
+def test_gpu_pairs_with_values_of_any_dtype(kind, on_device):
+    """Values CuPy cannot hold travel as their bytes (payload.py) and come back as NumPy arrays
+    of their dtype; 8-byte ones (datetime64) ride on the radix pair passes, past MIN_N."""
+    import cupy
+
+    from distsort.local.radix import MIN_N
+
+    rank = COMM.Get_rank()
+    n = MIN_N["pairs"] + 2**16 + 977 * rank
+    x = np.random.default_rng([rank, 12]).integers(0, 5000, n).astype(np.uint32)
+    start, total = COMM.exscan(n) or 0, COMM.allreduce(n)
+    values = odd_values(kind, n, start)
+    if kind == "str":
+        values = values.astype(f"<U{len(str(total))}")
+    keys, got = distsort.sort_pairs(cupy.asarray(x) if on_device else x, values, stable=True,
+                                    backend="gpu")
+    assert isinstance(got, np.ndarray) and got.dtype == values.dtype.newbyteorder("=")
+    assert isinstance(keys, cupy.ndarray if on_device else np.ndarray)
+    order = np.argsort(np.concatenate(COMM.allgather(x)), kind="stable")
+    want = np.concatenate(COMM.allgather(values))[order]
+    np.testing.assert_array_equal(np.concatenate(COMM.allgather(got)), want)
 
 
 @pytest.mark.parametrize("size,key_size", [(100, 10), (12, 5), (7, 7), (16, 16), (3, 1)])

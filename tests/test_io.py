@@ -393,3 +393,27 @@ def test_offsets_beyond_4_gib(tmp_path, monkeypatch):
     assert src.count == total
     np.testing.assert_array_equal(src.read(far - 1, far + 11), np.r_[0, piece, 0])
     assert src.read(total - 1, total)[0] == piece[0]
+
+
+def test_values_files_take_any_fixed_size_dtype(tmp_path):
+    """A values file is a payload (--values): datetime64, strings and records too, not objects;
+    its errors name --values-dtype."""
+    stamps = tmp_path / "t.npy"
+    np.save(stamps, np.arange(5).astype("datetime64[s]"))
+    with pytest.raises(DistsortError, match="cannot sort keys of dtype datetime64"):
+        detect_format(stamps)
+    fmt = detect_format(stamps, payload=True)
+    assert fmt.dtype == np.dtype("datetime64[s]") and fmt.payload
+    assert open_input(stamps, fmt).read(1, 3).tolist() == np.arange(1, 3).astype("M8[s]").tolist()
+    assert output_format(tmp_path / "o.npy", like=fmt).payload
+    raw = tmp_path / "n.raw"
+    raw.write_bytes(b"abcdefg" * 2)
+    assert detect_format(raw, "S7", payload=True).dtype == np.dtype("S7")
+    with pytest.raises(DistsortError, match="--values-dtype"):
+        detect_format(raw, "S8", payload=True)  # 14 bytes: not whole elements
+    with pytest.raises(DistsortError, match="unknown --values-dtype 'bogus'"):
+        detect_format(raw, "bogus", payload=True)
+    objects = tmp_path / "o.npy"
+    np.save(objects, np.array(["a", 1], dtype=object), allow_pickle=True)
+    with pytest.raises(DistsortError, match="Python objects"):
+        detect_format(objects, payload=True)

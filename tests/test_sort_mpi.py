@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_payload import odd_values
 
 import distsort
 from distsort.exchange.mpi import MpiTransport
@@ -189,6 +190,34 @@ def test_pairs_with_record_values():
     np.testing.assert_array_equal(values[:, :2].copy().view(np.uint16).ravel(), keys)
     order = np.argsort(everything(x), kind="stable")
     np.testing.assert_array_equal(everything(values), everything(rows)[order])
+
+
+@pytest.mark.parametrize("kind", ["datetime", "bytes", "str", "record"])
+def test_pairs_with_values_of_any_dtype(kind):
+    x = local_data("fewdistinct", "int32", 1200 + 31 * COMM.Get_rank(), seed=14)
+    start, total = COMM.exscan(len(x)) or 0, COMM.allreduce(len(x))
+    values = odd_values(kind, len(x), start)
+    if kind == "str":  # every rank must pass one dtype: the widest any rank needs
+        values = values.astype(f"<U{len(str(total))}")
+    keys, got = distsort.sort_pairs(x, values, stable=True)
+    native = values.dtype.newbyteorder("=")  # the record's big-endian field comes back native
+    assert got.dtype == native
+    order = np.argsort(everything(x), kind="stable")
+    np.testing.assert_array_equal(everything(got), everything(values)[order])
+    out = (np.empty(distsort.shard_capacity(total, COMM.Get_size()), x.dtype),
+           np.empty(distsort.shard_capacity(total, COMM.Get_size()), native))
+    keys2, got2 = distsort.sort_pairs(x, values, stable=True, out=out)
+    assert np.shares_memory(got2, out[1]) and got2.dtype == native
+    assert got2.tobytes() == got.tobytes() and keys2.tobytes() == keys.tobytes()
+
+
+def test_object_values_are_one_clear_error():
+    x = np.arange(10, dtype=np.int32)
+    values = np.array([str(i) for i in x], dtype=object)
+    with pytest.raises(distsort.DistsortError) as raised:  # one rank says why, all raise
+        distsort.sort_pairs(x, values)
+    said = COMM.allgather("Python objects" in str(raised.value))
+    assert said[0] and sum(said) == 1
 
 
 @pytest.mark.parametrize("key_size", [1, 4, 10, 13])

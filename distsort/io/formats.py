@@ -2,6 +2,9 @@
 
 - npy: a NumPy ``.npy`` file holding a 1-D array of a sortable dtype (the dtype and byte order come
   from the header; the data follow the header).
+
+A values file (``--values``, permuted along with the keys) is a payload: any fixed-size dtype
+(datetime64, strings, structured records too; payload.py), not only sortable ones.
 - raw: headerless binary of one dtype, given by ``--dtype`` (byte order as written, e.g. ``>u4``).
 - records: headerless fixed-size byte records (``--record-size``), ordered by their first
   ``--key-size`` bytes compared as unsigned bytes (memcmp), e.g. the Sort Benchmark's gensort files.
@@ -21,6 +24,7 @@ import numpy.lib.format as npformat
 
 from ..errors import DistsortError
 from ..keys import check_sortable
+from ..payload import check_payload
 
 NPY_MAGIC = b"\x93NUMPY"
 KINDS = ("npy", "raw", "records")
@@ -35,6 +39,7 @@ class FileFormat:
     dtype: np.dtype | None = None
     record_size: int | None = None
     key_size: int | None = None
+    payload: bool = False  # values carried with the keys: any fixed-size dtype
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -46,15 +51,16 @@ class FileFormat:
         else:
             if self.dtype is None or self.record_size is not None or self.key_size is not None:
                 raise ValueError(f"a {self.kind} format takes a dtype and no record sizes")
-            object.__setattr__(self, "dtype", check_sortable(np.dtype(self.dtype)))
+            check = check_payload if self.payload else check_sortable
+            object.__setattr__(self, "dtype", check(np.dtype(self.dtype)))
 
     @classmethod
-    def npy(cls, dtype) -> FileFormat:
-        return cls("npy", dtype=np.dtype(dtype))
+    def npy(cls, dtype, payload: bool = False) -> FileFormat:
+        return cls("npy", dtype=np.dtype(dtype), payload=payload)
 
     @classmethod
-    def raw(cls, dtype) -> FileFormat:
-        return cls("raw", dtype=np.dtype(dtype))
+    def raw(cls, dtype, payload: bool = False) -> FileFormat:
+        return cls("raw", dtype=np.dtype(dtype), payload=payload)
 
     @classmethod
     def records(cls, record_size: int, key_size: int) -> FileFormat:
@@ -88,17 +94,19 @@ def check_record_sizes(record_size, key_size) -> None:
         )
 
 
-def parse_dtype(text, option: str = "--dtype") -> np.dtype:
-    """A dtype name or object -> a sortable np.dtype, or a DistsortError naming the option."""
+def parse_dtype(text, option: str = "--dtype", payload: bool = False) -> np.dtype:
+    """A dtype name or object -> a sortable np.dtype (payload: any the sort can carry), or a
+    DistsortError naming the option."""
     try:
         dtype = np.dtype(text)
     except (TypeError, ValueError, SyntaxError):
+        kinds = ("a NumPy dtype such as int64, datetime64[ns], S16" if payload else
+                 "a NumPy integer or float type such as uint32, int64, float32")
         raise DistsortError(
-            f"unknown {option} {text!r}: give a NumPy integer or float type such as uint32, int64, "
-            "float32 (prefix '>' for big-endian, e.g. '>u4')"
+            f"unknown {option} {text!r}: give {kinds} (prefix '>' for big-endian, e.g. '>u4')"
         ) from None
     try:
-        return check_sortable(dtype)
+        return check_payload(dtype) if payload else check_sortable(dtype)
     except DistsortError as exc:
         raise DistsortError(f"{option} {text!r}: {exc}") from None
 
@@ -112,8 +120,9 @@ class NpyLayout:
     offset: int
 
 
-def npy_layout(path) -> NpyLayout:
-    """Read and check the header of an .npy file meant to hold a 1-D array of sortable keys."""
+def npy_layout(path, payload: bool = False) -> NpyLayout:
+    """Read and check the header of an .npy file meant to hold a 1-D array of sortable keys (or,
+    payload, of values of any fixed-size dtype)."""
     with _open_input(path) as f:
         head = f.read(12)
         if not head.startswith(NPY_MAGIC):
@@ -123,7 +132,7 @@ def npy_layout(path) -> NpyLayout:
             )
         header = _read_npy_header(path, f, head)
         size = os.fstat(f.fileno()).st_size
-    return _checked_layout(path, header, _header_end(head), size)
+    return _checked_layout(path, header, _header_end(head), size, payload)
 
 
 def _header_end(head: bytes) -> int:
@@ -154,7 +163,7 @@ def _read_npy_header(path, f, head: bytes) -> dict:
         ) from None
 
 
-def _checked_layout(path, header: dict, offset: int, size: int) -> NpyLayout:
+def _checked_layout(path, header: dict, offset: int, size: int, payload: bool) -> NpyLayout:
     shape = header["shape"]
     if not isinstance(shape, tuple) or len(shape) != 1:
         order = " (Fortran order)" if header["fortran_order"] else ""
@@ -164,7 +173,7 @@ def _checked_layout(path, header: dict, offset: int, size: int) -> NpyLayout:
         )
     dtype = header["descr"]
     try:
-        check_sortable(dtype)
+        check_payload(dtype) if payload else check_sortable(dtype)
     except DistsortError as exc:
         raise DistsortError(f"{path}: {exc}") from None
     count = int(shape[0])
@@ -212,19 +221,21 @@ def _records_format(record_size, key_size) -> FileFormat:
     return FileFormat.records(int(record_size), int(key_size))
 
 
-def detect_format(path, dtype=None, record_size=None, key_size=None) -> FileFormat:
+def detect_format(path, dtype=None, record_size=None, key_size=None,
+                  payload: bool = False) -> FileFormat:
     """The format of an existing input file, from its name/header and the command-line options.
 
     `.npy` (by suffix or NPY magic) -> npy, dtype from the header (--dtype, if given, must agree);
     --dtype -> raw; --record-size (and --key-size, default the whole record) -> records.
+    payload: a values file (--values-dtype), of any fixed-size dtype.
     """
     _check_options(dtype, record_size, key_size)
     if is_npy(path):
-        fmt = _npy_format(path, dtype, record_size)
+        fmt = _npy_format(path, dtype, record_size, payload)
     elif record_size is not None:
         fmt = _records_format(record_size, key_size)
     elif dtype is not None:
-        fmt = FileFormat.raw(parse_dtype(dtype))
+        fmt = FileFormat.raw(parse_dtype(dtype, _dtype_option(payload), payload), payload)
     else:
         raise DistsortError(
             f"cannot tell the format of {path}: it is not an .npy file; give --dtype for raw "
@@ -235,19 +246,23 @@ def detect_format(path, dtype=None, record_size=None, key_size=None) -> FileForm
     return fmt
 
 
-def _npy_format(path, dtype, record_size) -> FileFormat:
+def _dtype_option(payload: bool) -> str:
+    return "--values-dtype" if payload else "--dtype"
+
+
+def _npy_format(path, dtype, record_size, payload: bool) -> FileFormat:
     if record_size is not None:
         raise DistsortError(
             f"{path} is an .npy file; --record-size/--key-size are for raw record files: "
             "leave them out"
         )
-    layout = npy_layout(path)
-    if dtype is not None and parse_dtype(dtype) != layout.dtype:
+    layout, option = npy_layout(path, payload), _dtype_option(payload)
+    if dtype is not None and parse_dtype(dtype, option, payload) != layout.dtype:
         raise DistsortError(
-            f"--dtype {dtype} does not match {path}, whose header says {layout.dtype}: "
-            "leave out --dtype for .npy files"
+            f"{option} {dtype} does not match {path}, whose header says {layout.dtype}: "
+            f"leave out {option} for .npy files"
         )
-    return FileFormat.npy(layout.dtype)
+    return FileFormat.npy(layout.dtype, payload)
 
 
 def check_size(path, fmt: FileFormat) -> int:
@@ -256,7 +271,7 @@ def check_size(path, fmt: FileFormat) -> int:
         size = os.fstat(f.fileno()).st_size
     if size % fmt.itemsize:
         unit, option = ("record size", "--record-size") if fmt.kind == "records" else (
-            f"size of {fmt.dtype}", "--dtype")
+            f"size of {fmt.dtype}", _dtype_option(fmt.payload))
         raise DistsortError(
             f"{path} holds {size} bytes, not a multiple of the {unit} ({fmt.itemsize} bytes): "
             f"check {option}, or whether the file is truncated"
@@ -287,4 +302,4 @@ def output_format(path, like: FileFormat | None = None, dtype=None, record_size=
                 "choose an output name that does not end in .npy"
             )
         return like
-    return FileFormat("npy" if wants_npy else "raw", dtype=like.dtype)
+    return FileFormat("npy" if wants_npy else "raw", dtype=like.dtype, payload=like.payload)

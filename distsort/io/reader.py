@@ -41,6 +41,11 @@ class InputFile:
         data = buf.view(self.fmt.dtype)
         return data if data.dtype.isnative else data.astype(self.fmt.native_dtype)
 
+    @property
+    def like(self) -> np.ndarray:
+        """No elements, of the arrays read's dtype and row shape."""
+        return self.read(0, 0)
+
     def read_shard(self, rank: int, size: int) -> np.ndarray:
         """This rank's balanced share of the file (see rank_range)."""
         return self.read(*rank_range(self.count, rank, size))
@@ -71,7 +76,7 @@ class InputFile:
 def open_input(path, fmt: FileFormat) -> InputFile:
     """Open a global input file of a known format (see detect_format), checking its size."""
     if fmt.kind == "npy":
-        layout = npy_layout(path)
+        layout = npy_layout(path, fmt.payload)
         if layout.dtype != fmt.dtype:
             raise DistsortError(f"{path} holds {layout.dtype}, not {fmt.dtype} as expected")
         return InputFile(path, fmt, layout.count, layout.offset)

@@ -1,0 +1,71 @@
+"""Values of any fixed-size dtype as arrays every backend moves, and back (payload.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distsort.errors import DistsortError
+from distsort.payload import HELD, check_payload, restored, stored
+
+
+def odd_values(kind: str, n: int, start: int) -> np.ndarray:
+    """Values of a dtype CuPy lacks, each naming its global input position start + i."""
+    i = np.arange(start, start + n)
+    if kind == "datetime":
+        return i.astype("datetime64[ns]")
+    if kind == "bytes":
+        return np.char.encode(np.char.zfill(i.astype(str), 9))  # S9: 9-byte rows
+    if kind == "str":
+        return np.char.zfill(i.astype(str), 3)  # <U3 and longer where i has more digits
+    rows = np.zeros(n, dtype=[("pos", ">i8"), ("tag", "S3")])
+    rows["pos"], rows["tag"] = i, b"abc"
+    return rows
+
+
+ODD = [  # kinds CuPy does not hold: they travel as their bytes
+    np.arange(7).astype("datetime64[ns]"),
+    np.array([1, -2, 3], dtype="timedelta64[ms]"),
+    np.array([b"ab", b"c", b""], dtype="S2"),
+    np.array(["x", "yz", "uvw"], dtype="<U3"),
+    np.array(["x", "yz"], dtype=">U2"),
+    np.array([(1, b"q", 2.5), (-3, b"r", 0.5)], dtype=[("a", ">i4"), ("b", "S1"), ("c", "<f8")]),
+    np.zeros(4, dtype="V3"),
+    np.array([["a", "b"], ["c", "d"], ["e", "f"]], dtype="S1"),  # rows of two
+    np.arange(6).astype("datetime64[D]").reshape(3, 2),
+    np.array(["abcdefghij"] * 3, dtype="S10"),
+]
+
+
+@pytest.mark.parametrize("values", ODD, ids=lambda v: f"{v.dtype}{v.shape}")
+def test_odd_values_travel_as_bytes_and_come_back(values):
+    moved = stored(values)
+    assert moved.dtype.kind == "u" and len(moved) == len(values)
+    width = values.dtype.itemsize * int(np.prod(values.shape[1:]))
+    assert moved.ndim == (1 if width in (1, 2, 4, 8) else 2)
+    back = restored(moved[::-1].copy(), values)  # a permutation of the rows, as a sort makes
+    assert back.dtype == values.dtype.newbyteorder("=") and back.shape == values.shape
+    np.testing.assert_array_equal(back, values[::-1])
+
+
+def test_held_kinds_pass_through():
+    for values in (np.arange(3, dtype=np.int16), np.ones(2, bool), np.ones((2, 3), np.float32),
+                   np.ones(2, np.complex64)):
+        assert values.dtype.kind in HELD
+        assert stored(values) is values and restored(values, values) is values
+    assert stored(None) is None
+
+
+def test_a_non_contiguous_view_is_copied_once():
+    rows = np.arange(20).astype("datetime64[s]")[::2]
+    np.testing.assert_array_equal(restored(stored(rows), rows), rows)
+
+
+def test_objects_and_empty_elements_are_refused():
+    with pytest.raises(DistsortError, match="Python objects"):
+        check_payload(np.dtype(object))
+    with pytest.raises(DistsortError, match="Python objects"):
+        check_payload(np.dtype([("a", "i4"), ("o", "O")]))
+    with pytest.raises(DistsortError, match="no bytes"):
+        check_payload(np.dtype("V0"))
+    assert check_payload("datetime64[us]") == np.dtype("datetime64[us]")
