@@ -50,12 +50,12 @@ def sort_file(args, comm, fmt: FileFormat, source: InputFile, values: InputFile 
             writers.append(ShardWriter(path, out_fmt, source.count, comm))
 
         def write(row: int, columns: list) -> None:
+            if check:  # the bytes as they travelled: the checksum reads bytes alike
+                check.wrote(columns, rt.xp)
             if values is not None:  # back to the values' dtype where they travelled as bytes
                 columns = [columns[0], restored(columns[1], values.like)]
             for writer, column in zip(writers, columns):
                 writer.write(row, column)
-            if check:
-                check.wrote(columns, rt.xp)
 
         piecewise = file_source(rt, args, fmt, source, values, start, stop, check)
         external_sort(rt, piecewise, budget, report, write=write)

@@ -86,6 +86,40 @@ def test_gpu_pairs_with_values_of_any_dtype_out_of_core(layouts, kind):
     assert ran_out_of_core(layouts)
 
 
+@pytest.mark.parametrize("budget", [[], ["--device-memory", BUDGET]])
+def test_gpu_sort_file_with_values_of_any_dtype(tmp_path_factory, layouts, budget):
+    """`sort IN -o OUT --values V --verify` on GPUs, in memory and out of core, with datetime64
+    values (which CuPy cannot hold) and strings."""
+    from distsort.cli import main
+
+    where = tmp_path_factory.getbasetemp() / "files"  # one folder for every rank: rank 0's
+    where = COMM.bcast(str(where) if COMM.Get_rank() == 0 else None)
+    x, positions = tie_heavy("fewdistinct", N)
+    total = COMM.allreduce(N)
+    every = np.concatenate(COMM.allgather(x))
+    order = np.argsort(every, kind="stable")
+    stamps = np.arange(total).astype("datetime64[ns]")
+    names = np.char.encode(np.char.zfill(np.arange(total).astype(str), 8))
+    if COMM.Get_rank() == 0:
+        import os
+
+        os.makedirs(where, exist_ok=True)
+        np.save(f"{where}/k.npy", every)
+        np.save(f"{where}/t.npy", stamps)
+        names.tofile(f"{where}/n.raw")
+    COMM.Barrier()
+    for vals, dtype, out, want in (("t.npy", [], "t.out.npy", stamps[order]),
+                                   ("n.raw", ["--values-dtype", "S8"], "n.out", names[order])):
+        code = main(["sort", f"{where}/k.npy", "-o", f"{where}/s.npy", "--values",
+                     f"{where}/{vals}", *dtype, "--values-output", f"{where}/{out}", "--stable",
+                     "--verify", "--backend", "gpu", "--quiet", *budget])
+        assert code == 0
+        got = (np.load(f"{where}/{out}") if out.endswith(".npy")
+               else np.fromfile(f"{where}/{out}", dtype="S8"))
+        np.testing.assert_array_equal(got, want)
+    assert bool(budget) == ran_out_of_core(layouts)
+
+
 def test_gpu_records_out_of_core(layouts):
     import cupy
 
