@@ -13,7 +13,7 @@ from distsort.io.guard import TempGuard
 # A writer process: guards the file, then ends as told (the guard holds its stderr until done,
 # so subprocess.run returns only after the watcher has acted).
 WRITER = """
-import os, signal, sys
+import os, signal, sys, time
 from distsort.io.guard import TempGuard
 guard = TempGuard(sys.argv[1])
 assert guard.watching
@@ -21,6 +21,8 @@ if sys.argv[2] == "release":
     guard.release()
 else:
     os.kill(os.getpid(), getattr(signal, sys.argv[2]))
+    while True:  # SIGINT's KeyboardInterrupt is raised between bytecodes: never end before it
+        time.sleep(0.01)
 """
 
 
