@@ -2,12 +2,12 @@
 
 - npy: a NumPy ``.npy`` file holding a 1-D array of a sortable dtype (the dtype and byte order come
   from the header; the data follow the header).
-
-A values file (``--values``, permuted along with the keys) is a payload: any fixed-size dtype
-(datetime64, strings, structured records too; payload.py), not only sortable ones.
 - raw: headerless binary of one dtype, given by ``--dtype`` (byte order as written, e.g. ``>u4``).
 - records: headerless fixed-size byte records (``--record-size``), ordered by their first
   ``--key-size`` bytes compared as unsigned bytes (memcmp), e.g. the Sort Benchmark's gensort files.
+
+A values file (``--values``, permuted along with the keys) is a payload: any fixed-size dtype
+(datetime64, strings, structured records too; payload.py), not only sortable ones.
 
 Every problem a user can cause (missing file, wrong options, a file that does not match them) is a
 DistsortError whose message names the file or option and says what to do.
