@@ -20,8 +20,11 @@ assert guard.watching
 if sys.argv[2] == "release":
     guard.release()
 else:
+    # Python's own SIGINT handler, whatever was inherited: a shell runs background jobs with
+    # SIGINT ignored, and Python keeps an ignored SIGINT ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     os.kill(os.getpid(), getattr(signal, sys.argv[2]))
-    while True:  # SIGINT's KeyboardInterrupt is raised between bytecodes: never end before it
+    for _ in range(1000):  # its KeyboardInterrupt comes between bytecodes: wait for it
         time.sleep(0.01)
 """
 
