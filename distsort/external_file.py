@@ -44,6 +44,7 @@ def sort_file(args, comm, fmt: FileFormat, source: InputFile, values: InputFile 
     report.rank, report.backend, report.engine = comm.Get_rank(), rt.backend.name, \
         rt.backend.engine.name
     check = StreamCheck(args.descending, fmt.key_size) if args.verify else None
+    like = None if values is None else np.empty(0, values.fmt.native_dtype)  # 1-D or uint8 rows
     writers = []
     try:
         for path, out_fmt in paths:
@@ -53,7 +54,7 @@ def sort_file(args, comm, fmt: FileFormat, source: InputFile, values: InputFile 
             if check:  # the bytes as they travelled: the checksum reads bytes alike
                 check.wrote(columns, rt.xp)
             if values is not None:  # back to the values' dtype where they travelled as bytes
-                columns = [columns[0], restored(columns[1], values.like)]
+                columns = [columns[0], restored(columns[1], like)]
             for writer, column in zip(writers, columns):
                 writer.write(row, column)
 

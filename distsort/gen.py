@@ -37,13 +37,12 @@ from .errors import DistsortError, agree
 from .io.formats import FileFormat, output_format, parse_dtype
 from .io.reader import rank_range
 from .io.writer import ShardWriter
-from .keys import NumericCodec
+from .keys import UNSIGNED, NumericCodec
 
 DISTRIBUTIONS = ("uniform", "normal", "zipf", "equal", "fewdistinct", "sorted", "reverse",
                  "gensort", "specials")
 ZIPF_A = 1.2
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _CHUNK = 1 << 18  # elements generated at a time on the CPU (cache-sized temporaries)
 _GPU_CHUNK = 1 << 24
 
@@ -80,7 +79,7 @@ def _to_float(x, dtype: np.dtype, xp):
 def _uniform(dtype, seed, idx, xp, stream: int = 0):
     bits = random_bits(seed, stream, idx, xp)
     if dtype.kind in "iu":
-        word = _WORDS[dtype.itemsize]
+        word = UNSIGNED[dtype.itemsize]
         return (bits >> np.uint64(64 - 8 * dtype.itemsize)).astype(word).view(dtype)
     exponent = random_bits(seed, stream + 1, idx, xp) % np.uint64(17)
     scale = xp.exp2(exponent.astype(np.float64) - 8.0)
@@ -131,7 +130,7 @@ def _ramp(dtype, idx, total, xp):
         codes = _to_int(x, np.dtype(np.uint64), xp)
     else:
         codes = idx
-    codes = xp.minimum(codes, np.uint64(top)).astype(_WORDS[dtype.itemsize])
+    codes = xp.minimum(codes, np.uint64(top)).astype(UNSIGNED[dtype.itemsize])
     return NumericCodec(dtype).decode(codes, xp)
 
 

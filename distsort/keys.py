@@ -22,13 +22,13 @@ import numpy as np
 from .cuda_source import CTYPES, load_module
 from .errors import DistsortError
 
-_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # by width in bytes
 
 
 def check_sortable(dtype: np.dtype, what: str = "keys") -> np.dtype:
     """Return dtype if distsort can sort it as numbers, else raise a clear DistsortError."""
     dtype = np.dtype(dtype)
-    if dtype.kind not in "iuf" or dtype.itemsize not in _UNSIGNED:
+    if dtype.kind not in "iuf" or dtype.itemsize not in UNSIGNED:
         raise DistsortError(
             f"cannot sort {what} of dtype {dtype}: distsort sorts 8-64 bit integers and "
             "float16/32/64 (use --record-size/--key-size for byte records)"
@@ -42,7 +42,7 @@ class NumericCodec:
     def __init__(self, dtype: np.dtype, descending: bool = False, canonical: bool = False):
         self.dtype = check_sortable(dtype)
         self.native = self.dtype.newbyteorder("=")
-        self.word = np.dtype(_UNSIGNED[self.dtype.itemsize])
+        self.word = np.dtype(UNSIGNED[self.dtype.itemsize])
         self.bits = 8 * self.dtype.itemsize
         self.descending = descending
         self.is_float = self.dtype.kind == "f"
@@ -145,7 +145,7 @@ def record_key_words(records, key_size: int, xp, descending: bool = False) -> li
     for start in range(0, key_size, 8):
         size = min(8, key_size - start)
         width = 1 if size == 1 else 2 if size == 2 else 4 if size <= 4 else 8
-        word_type = _UNSIGNED[width]
+        word_type = UNSIGNED[width]
         if xp is not np:  # one kernel a word (keys.cu)
             words.append(_record_word_on_gpu(records, word_type, start, size, descending))
             continue

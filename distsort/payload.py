@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import DistsortError
+from .keys import UNSIGNED
 
 HELD = "biufc"  # dtype kinds that CuPy holds, and that every path moves as they are
-_WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def check_payload(dtype, what: str = "values") -> np.dtype:
@@ -40,7 +40,7 @@ def stored(values):
     values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("="))
     width = values.dtype.itemsize * int(np.prod(values.shape[1:], dtype=np.int64))
     rows = values.view(np.uint8).reshape(len(values), width)
-    return rows.view(_WORD[width]).reshape(-1) if width in _WORD else rows
+    return rows.view(UNSIGNED[width]).reshape(-1) if width in UNSIGNED else rows
 
 
 def restored(array, like):

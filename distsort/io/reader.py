@@ -41,11 +41,6 @@ class InputFile:
         data = buf.view(self.fmt.dtype)
         return data if data.dtype.isnative else data.astype(self.fmt.native_dtype)
 
-    @property
-    def like(self) -> np.ndarray:
-        """No elements, of the arrays read's dtype and row shape."""
-        return self.read(0, 0)
-
     def read_shard(self, rank: int, size: int) -> np.ndarray:
         """This rank's balanced share of the file (see rank_range)."""
         return self.read(*rank_range(self.count, rank, size))
