@@ -14,6 +14,8 @@ import sys
 import numpy as np
 import pytest
 
+from distsort.io.writer import TEMP_MARK
+
 RANKS = 4
 DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
           "float16", "float32", "float64", ">i4", ">f8"]
@@ -226,19 +228,31 @@ def test_bench_reports_every_size(tmp_path):
 
 
 def test_ctrl_c_on_mpiexec_stops_every_rank_cleanly(tmp_path):
+    """Ctrl-C while a temporary output exists: rank 0 stops answering once it has written its
+    piece (an injected hang: the job lives until it is interrupted) and says so on stderr; the
+    interrupt is sent only when that line has come, whatever the machine's speed."""
+    import queue
     import signal
-    import time
+    import threading
 
-    np.save(tmp_path / "in.npy", np.random.default_rng(0).integers(0, 2**31, 2**25))
-    env = dict(os.environ, DISTSORT_BACKEND="cpu", PYTHONPATH=os.getcwd())
+    np.save(tmp_path / "in.npy", np.random.default_rng(0).integers(0, 2**31, 2**20))
+    env = dict(os.environ, DISTSORT_BACKEND="cpu", PYTHONPATH=os.getcwd(),
+               DISTSORT_FAULT="written:0:hang")
     cmd = [mpiexec(), "-n", "4", sys.executable, "-m", "distsort", "sort", "in.npy", "-o",
            "out.npy", "--verify"]
     job = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
-    time.sleep(3)  # the ranks are reading or sorting 256 MiB by now
-    assert job.poll() is None, "the job ended before it could be interrupted"
-    job.send_signal(signal.SIGINT)
-    _, err = job.communicate(timeout=30)  # stops within 30 s: no rank left waiting
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in job.stderr], daemon=True).start()
+    try:
+        while "injected fault" not in lines.get(timeout=120):
+            pass
+        assert any(TEMP_MARK in n for n in os.listdir(tmp_path)), "no temporary output yet"
+        job.send_signal(signal.SIGINT)
+        job.wait(timeout=60)  # stops: no rank left waiting
+    finally:
+        job.kill()
+    err = "".join(lines.queue)
     assert job.returncode != 0
     assert "Traceback" not in err
     assert sorted(os.listdir(tmp_path)) == ["in.npy"]
