@@ -37,10 +37,10 @@ for step in $steps; do
     tests) timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py \
              tests/test_gen.py tests/test_check.py tests/test_radix_gpu.py \
              tests/test_landing_gpu.py tests/test_segments_gpu.py tests/test_external_gpu.py \
-             tests/test_oom_gpu.py 2>&1 \
+             tests/test_oom_gpu.py tests/test_byte_order.py 2>&1 \
              | tail -25 ;;
     mpitests) timeout 300 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
-                --with-mpi tests/test_gpu.py tests/test_external_gpu.py 2>&1 | grep -av "^$" \
+                --with-mpi tests/test_gpu.py tests/test_external_gpu.py tests/test_byte_order.py 2>&1 | grep -av "^$" \
                 | grep -aE "passed|failed|Error|error|assert" | tail -30 ;;
     quickstart) DISTSORT_RANKS=$gpus timeout 200 bash launch/quickstart.sh --report "$OUT/job.json" \
                   2>&1 | grep -v "^-\|^$" | tail -20 ;;

@@ -2,9 +2,13 @@
 
 The shards, concatenated in rank order, are the whole data set sorted. Arrays come back as the
 kind that came in (NumPy in, NumPy out; CuPy in, CuPy out; lists and other array-likes as
-NumPy), in the input's dtype. Every call is collective over `comm` (default MPI.COMM_WORLD), and
-every rank must call alike: the same dtypes (an empty piece too), options and backend, else
-every rank raises DistsortError (inputs.py).
+NumPy). Keys come back in the dtype the rank passed, its byte order included (as numpy.sort
+gives them); values in native byte order. Pieces may come in either byte order, mixed across
+ranks: every array is brought to native order before anything crosses a rank.
+
+Every call is collective over `comm` (default MPI.COMM_WORLD), and every rank must call alike:
+the same dtypes (an empty piece too), options and backend, else every rank raises
+DistsortError (inputs.py).
 
 `out=` (host inputs) writes the shard into the caller's NumPy arrays instead of new ones, so a
 large output can be allocated (pinned, first-touched, reused) before and apart from the sort:
@@ -20,7 +24,7 @@ from mpi4py import MPI
 
 from . import external
 from .errors import DistsortError, agree
-from .inputs import Call, as_array, begin, keys_check, on_gpu
+from .inputs import Call, as_array, begin, keys_check, native, on_gpu
 from .keys import NumericCodec, record_key_words
 from .payload import check_payload, restored, stored
 from .pipeline import distributed_sort
@@ -42,9 +46,9 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
     outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending, "stable": stable},
                                      [keys_check(keys)], _listed(out), [(keys.dtype, ())],
                                      device_memory))
-    keys_out, _ = _sort_numeric(keys, None, comm, descending, stable, backend, report,
+    keys_out, _ = _sort_numeric(native(keys), None, comm, descending, stable, backend, report,
                                 device_memory, outs)
-    return keys_out
+    return _as_given(keys_out, keys.dtype, outs)
 
 
 def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: bool = False,
@@ -69,9 +73,9 @@ def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: boo
                                      [keys_check(keys), rows_match], out, like, device_memory))
     if outs is not None:
         outs[1] = stored(outs[1])  # a view of the caller's array, if the values travel as bytes
-    keys_out, values_out = _sort_numeric(keys, stored(values), comm, descending, stable, backend,
-                                         report, device_memory, outs)
-    return keys_out, restored(values_out, values)
+    keys_out, values_out = _sort_numeric(native(keys), stored(native(values)), comm, descending,
+                                         stable, backend, report, device_memory, outs)
+    return _as_given(keys_out, keys.dtype, outs), restored(values_out, values)
 
 
 def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = None,
@@ -84,6 +88,7 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
     outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending},
                                      [keys_check(keys)], _listed(out), [(np.int64, ())],
                                      device_memory))
+    keys = native(keys)
     job = external.plan(keys, comm, backend, device_memory, extra_row_bytes=8)
     if job:
         return external.argsort(job, keys, descending, _report(report, job.rt), outs)
@@ -135,15 +140,12 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
         report = _report(report, job.rt)
         return external.sort_numeric(job, keys, values, descending, stable, report, outs)
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
-    dtype = np.dtype(keys.dtype)
-    codec = NumericCodec(dtype, descending, canonical=stable)
+    codec = NumericCodec(keys.dtype, descending, canonical=stable)
     columns, carried = _encoded(rt, codec, dev_keys)
     if values is not None:
         columns.append(rt.xp.asarray(values))
     out = distributed_sort(rt, columns, lambda c: [c[0]], _report(report, rt))
     keys_out = to_caller(out[1] if carried else codec.decode(out[0], rt.xp))
-    if isinstance(keys_out, np.ndarray):  # back to the caller's byte order
-        keys_out = keys_out.astype(dtype, copy=False)
     values_out = to_caller(out[-1]) if values is not None else None
     if outs is not None:
         keys_out, *rest = _into(rt.comm, outs, [keys_out, values_out][: len(outs)])
@@ -172,14 +174,20 @@ def _prepare(array, comm, backend: str | None) -> tuple[Runtime, object, object]
     if rt.backend.name == "gpu":
         import cupy
 
-        if not gpu:  # CuPy holds native byte order only
-            array = np.asarray(array).astype(np.asarray(array).dtype.newbyteorder("="), copy=False)
         return rt, cupy.asarray(array), (lambda a: a) if gpu else cupy.asnumpy
     if gpu:
         import cupy
 
         return rt, array.get(), cupy.asarray
     return rt, np.asarray(array), np.asarray
+
+
+def _as_given(keys, dtype: np.dtype, outs: list | None):
+    """Keys in the byte order the caller passed them (NumPy results not in the caller's out=,
+    which is native)."""
+    if outs is not None or not isinstance(keys, np.ndarray):
+        return keys
+    return keys.astype(dtype, copy=False)
 
 
 def _offset(comm, n: int) -> int:

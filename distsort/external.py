@@ -588,8 +588,7 @@ def sort_numeric(job: Job, keys, values, descending: bool, stable: bool,
     source = numeric_source(job.rt, len(keys), _slices(columns), keys.dtype, descending, stable)
     result = external_sort(job.rt, source, job.budget, report, out=out)
     if out is None:
-        result[0] = job.to_caller(result[0].astype(keys.dtype, copy=False))
-        result[1:] = [job.to_caller(c) for c in result[1:]]
+        result = [job.to_caller(c) for c in result]
     return result[0], result[1] if values is not None else None
 
 

@@ -43,6 +43,17 @@ def as_array(x):
     return np.asarray(x)
 
 
+def native(x):
+    """x in native byte order: a copy only where it is not (CuPy arrays always are).
+
+    Ranks may pass pieces of either byte order, and the sort moves bytes between them (keys
+    carried beside their codes, values); every byte that crosses a rank must mean the same on
+    both sides, so every entry point brings its arrays to one order before anything else."""
+    if not isinstance(x, np.ndarray) or x.dtype.isnative:
+        return x
+    return x.astype(x.dtype.newbyteorder("="))
+
+
 def on_gpu(x) -> bool:
     return type(x).__module__.startswith("cupy")
 
