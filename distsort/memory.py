@@ -136,7 +136,7 @@ def host_empty(shape: tuple, dtype, pinned: bool) -> np.ndarray:
     except (cupy.cuda.runtime.CUDARuntimeError, MemoryError, OSError) as exc:
         raise DistsortError(f"page-locking {nbytes / 1e9:.2f} GB of host memory failed "
                             f"({exc}); see ulimit -l and the container's memory limit") from None
-    return raw.view(dtype)[:count].reshape(shape)
+    return raw[: count * dtype.itemsize].view(dtype).reshape(shape)  # no rows: 1 byte made
 
 
 class Registered:
