@@ -188,3 +188,9 @@ def launch_env(
         if local_rank is not None and devices:
             updates["DISTSORT_DEVICE"] = str(device_for_rank(local_rank, len(devices)))
     return updates
+
+
+def bus_id(props: Mapping) -> str:
+    """A GPU's PCI address from its CUDA device properties, e.g. '0000:1b:00.0': the same in
+    every process, whatever index CUDA_VISIBLE_DEVICES gives the GPU there."""
+    return f"{props['pciDomainID']:04x}:{props['pciBusID']:02x}:{props['pciDeviceID']:02x}.0"

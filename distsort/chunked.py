@@ -216,7 +216,11 @@ def plan(rt, columns: list, words: list, place: tuple[int, int], splitters: np.n
     import cupyx
 
     (offset, total), keys, p = place, words[0], len(splitters) + 1
-    bounds = chunk_bounds(len(keys), DIGIT_CHUNKS if bits else CHUNKS, MIN_CHUNK)
+    # Ranks that share a GPU take one chunk: a chunk's transfers overlap the next one's
+    # partition only where the kernels of the two can run at once, and the processes on one
+    # GPU take turns on it (bench/RESULTS.md, session 24).
+    chunks = 1 if rt.shared_devices else DIGIT_CHUNKS if bits else CHUNKS
+    bounds = chunk_bounds(len(keys), chunks, MIN_CHUNK)
     if bits:
         parts = [ByDigit(keys[lo:hi], offset + lo, splitters, lows, bits) for lo, hi in bounds]
     else:

@@ -48,7 +48,6 @@ from .exchange.mpi import MpiTransport
 from .inputs import on_gpu
 from .keys import NumericCodec, record_key_words
 from .memory import default_budget, host_empty, parse_size
-from .node import node_place
 from .pipeline import exchange, local_sort, plain_keys
 from .report import HostClock, SortReport
 from .runtime import Runtime, get_runtime
@@ -533,12 +532,11 @@ def over_budget(rt: Runtime, shard_bytes: int, device_memory: int | str | None) 
 
 
 def _budget(rt: Runtime, device_memory) -> int:
-    """device_memory (parsed by the entry point's checks: inputs.py), else the default; the
-    node's ranks are counted on every rank alike (a collective), whichever it takes."""
-    node_ranks = node_place(rt.comm)[1] if rt.backend.name == "cpu" else 1
+    """device_memory (parsed by the entry point's checks: inputs.py), else the default: a share
+    of the device's (or the host's) memory for each of the ranks that share it."""
     if device_memory is not None:
         return parse_size(device_memory)
-    return default_budget(rt.backend.name, node_ranks)
+    return default_budget(rt.backend.name, rt.sharers)
 
 
 def numeric_source(rt: Runtime, count: int, read, dtype, descending: bool,

@@ -28,19 +28,25 @@ ENV_PREFIXES = ("DISTSORT_", "NCCL_", "UCX_", "OMPI_MCA_", "MPIR_CVAR_", "CUDA_V
 def collect_info(comm=None) -> dict[str, Any]:
     """Everything `info` reports, as a JSON-ready dict. Collective over comm (default
     COMM_WORLD): every rank must call it; every rank gets the per-rank table."""
+    from mpi4py import MPI
+
+    comm = comm if comm is not None else MPI.COMM_WORLD
     gpus = gpu_info()
     mpi = mpi_info(comm)
     backend = backend_info(comm, gpus)
+    ranks = rank_table(comm, len(gpus["devices"]))
+    mine = ranks[comm.Get_rank()]["gpu"]
+    device = gpus["devices"][mine]["bus_id"] if isinstance(mine, int) else None
     return {
         "distsort": _distsort_version(),
         "python": platform.python_version(),
         "packages": package_versions(),
         "backend": backend,
-        "transport": transport_info(comm, backend["selected"]),
+        "transport": transport_info(comm, backend["selected"], device),
         "gpus": gpus,
         "nccl": nccl_info(),
         "mpi": mpi,
-        "ranks": rank_table(comm, len(gpus["devices"])),
+        "ranks": ranks,
         "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
     }
 
@@ -110,6 +116,7 @@ def _device(runtime, index: int) -> dict[str, Any]:
         "name": name.decode() if isinstance(name, bytes) else str(name),
         "memory_bytes": int(props["totalGlobalMem"]),
         "compute_capability": f"{props['major']}.{props['minor']}",
+        "bus_id": binding.bus_id(props),
     }
 
 
@@ -145,30 +152,23 @@ def backend_info(comm, gpus: Mapping[str, Any]) -> dict[str, Any]:
     return {"available": available, "requested": requested, "selected": selected}
 
 
-def transport_info(comm, backend: str) -> str:
-    """How a sort's exchange would move the rows between the ranks (runtime.gpu_transport):
-    MPI between CPUs; on GPUs the copy engines or NCCL, by DISTSORT_TRANSPORT, the rank count
-    and whether the ranks share one node. Collective."""
+def transport_info(comm, backend: str, device: str | None = None) -> str:
+    """How a sort's exchange would move the rows between the ranks: MPI between CPUs; on GPUs
+    what exchange/choice.py picks (device: the PCI address of this rank's GPU). Collective."""
     from mpi4py import MPI
 
-    from .node import one_node
-    from .runtime import transport_name
+    from .exchange import choice
+    from .node import placement
 
     comm = comm if comm is not None else MPI.COMM_WORLD
-    shared = one_node(comm)
+    where = placement(comm, device)  # collective: before any branch
     if backend != "gpu":
         return "MPI (host buffers)" if backend == "cpu" else "none: no backend"
     setting = os.environ.get("DISTSORT_TRANSPORT", "auto")
     try:
-        name = transport_name(setting, comm.Get_size())
-    except Exception as exc:  # an unknown setting: the sort would say the same
+        return choice.describe(choice.choose(setting, where), setting, where)
+    except Exception as exc:  # the sort would stop with the same message
         return f"none: {exc}"
-    if name == "nccl":
-        return f"NCCL (DISTSORT_TRANSPORT={setting})"
-    if not shared:
-        return f"NCCL: the ranks span nodes (DISTSORT_TRANSPORT={setting})"
-    return (f"the GPUs' copy engines through CUDA IPC, NCCL where IPC fails and for small "
-            f"exchanges (DISTSORT_TRANSPORT={setting})")
 
 
 def mpi_info(comm=None) -> dict[str, Any]:

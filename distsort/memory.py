@@ -45,17 +45,21 @@ def parse_size(text: int | str) -> int:
     return value
 
 
-def default_budget(backend: str, ranks_on_node: int = 1) -> int:
-    """A safe fraction of the free GPU memory, or of the host's available memory per rank."""
+def default_budget(backend: str, sharers: int = 1) -> int:
+    """A safe fraction of the memory this rank may take: on GPUs the free memory (its own
+    pool's free blocks included), and no more than its share of the device where `sharers`
+    ranks share it (each measures at its own moment, while the others allocate); on CPUs the
+    host's available memory, split between the node's `sharers` ranks."""
     if backend == "gpu":
         import cupy
 
         pool = cupy.get_default_memory_pool()
-        free = cupy.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
+        free, total = cupy.cuda.runtime.memGetInfo()
+        free = min(free + pool.free_bytes(), total // max(sharers, 1))
         if pool.get_limit():  # set_limit or CUPY_GPU_MEMORY_LIMIT: above it CuPy runs out
             free = min(free, pool.get_limit() - pool.used_bytes())
         return int(GPU_FRACTION * free)
-    return int(HOST_FRACTION * available_host_memory() / max(ranks_on_node, 1))
+    return int(HOST_FRACTION * available_host_memory() / max(sharers, 1))
 
 
 def available_host_memory() -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from mpi4py import MPI
 
+from .exchange.choice import Placement
+
 
 def node_place(comm) -> tuple[int, int]:
     """(this rank's index among the ranks of comm on its node, how many they are). Collective."""
@@ -17,3 +19,15 @@ def node_place(comm) -> tuple[int, int]:
 def one_node(comm) -> bool:
     """Do all ranks of comm share one node? The same answer on every rank. Collective."""
     return node_place(comm)[1] == comm.Get_size()
+
+
+def placement(comm, device: str | None = None) -> Placement:
+    """Every rank's node, as (the lowest rank of comm on it, its host name), and device (e.g.
+    its GPU's PCI bus id; None on CPUs, where a node's ranks share its memory). Collective."""
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        first = node.bcast((comm.Get_rank(), MPI.Get_processor_name()), root=0)
+    finally:
+        node.Free()
+    rows = comm.allgather((first, device))
+    return Placement(tuple(r[0] for r in rows), tuple(r[1] for r in rows))

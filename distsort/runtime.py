@@ -1,8 +1,10 @@
 """The MPI world a sort runs in: backend choice, rank-to-GPU binding, and the transport.
 
 A rank binds to its GPU (local rank modulo the devices it can see) before anything touches CUDA,
-so every rank of a node gets its own device. The NCCL communicator for an MPI communicator is
-built once and cached: building one costs far more than an exchange.
+so the ranks of a node spread over its devices; where there are more ranks than GPUs, several
+ranks share one (exchange/choice.py picks a transport that works for them, and they split its
+memory budget). The transport for an MPI communicator is built once and cached: building one
+costs far more than an exchange.
 """
 
 from __future__ import annotations
@@ -13,18 +15,13 @@ from dataclasses import dataclass
 from mpi4py import MPI
 
 from .backend import Backend, GpuBackend, gpu_count
-from .binding import device_for_rank, device_from_env
+from .binding import bus_id, device_for_rank, device_from_env
 from .errors import DistsortError, agree
-from .exchange import Transport
+from .exchange import Transport, choice
 from .gpu_safety import require_safe_cupy
-from .node import node_place
+from .node import node_place, placement
 
 BACKENDS = ("auto", "cpu", "gpu")
-TRANSPORTS = ("auto", "ipc", "nccl")  # between GPUs ($DISTSORT_TRANSPORT)
-# 'auto' takes the copy engines up to this many ranks, NCCL above: the copies won on 2 H200s
-# (u32 4x2^30: 57.6 against 61.2 ms, bench/RESULTS.md run 125) and lost on 4 (37.9-38.6 against
-# 32.9-33.0 ms, run 144); 3 ranks are unmeasured.
-AUTO_IPC_RANKS = 2
 
 
 @dataclass
@@ -32,6 +29,18 @@ class Runtime:
     comm: MPI.Comm
     backend: Backend
     transport: Transport
+    placement: choice.Placement | None = None  # every rank's node and device
+
+    @property
+    def sharers(self) -> int:
+        """Ranks on this rank's device (on CPUs, its node): they split its memory."""
+        return len(self.placement.sharing(self.comm.Get_rank())) if self.placement else 1
+
+    @property
+    def shared_devices(self) -> bool:
+        """Do any ranks share a GPU? The same answer on every rank."""
+        return bool(self.placement and self.placement.device[0] is not None
+                    and self.placement.shared_devices())
 
     @property
     def xp(self):
@@ -103,32 +112,45 @@ def _build(comm, name: str, engine: str | None) -> Runtime:
     if name == "cpu":
         from .exchange.mpi import MpiTransport
 
-        return Runtime(comm, Backend(engine), MpiTransport(comm))
-    bind_gpu(comm)
-    return Runtime(comm, GpuBackend(engine), gpu_transport(comm))
+        return Runtime(comm, Backend(engine), MpiTransport(comm), placement(comm))
+    where = placement(comm, device_id(bind_gpu(comm)))
+    return Runtime(comm, GpuBackend(engine), gpu_transport(comm, where), where)
 
 
-def gpu_transport(comm) -> Transport:
-    """$DISTSORT_TRANSPORT: 'ipc': the copy engines, through CUDA IPC, where every rank can map
-    every other's memory, else NCCL; 'nccl'; or 'auto' (default): 'ipc' up to AUTO_IPC_RANKS
-    ranks, 'nccl' above. Collective."""
+def device_id(device: int) -> str:
+    """The GPU's PCI address: the same for ranks that see it under different indices."""
+    import cupy
+
+    return bus_id(cupy.cuda.runtime.getDeviceProperties(device))
+
+
+def gpu_transport(comm, where: choice.Placement) -> Transport:
+    """What exchange/choice.py picks for these ranks and $DISTSORT_TRANSPORT, built. Collective;
+    DistsortError on every rank where the setting cannot work or NCCL fails to start."""
     from .exchange import ipc
+    from .exchange.staged import StagedTransport
+
+    setting = os.environ.get("DISTSORT_TRANSPORT", "auto")
+    name = agree(comm, lambda: choice.choose(setting, where))
+    if name == choice.HOST:
+        return StagedTransport(comm)
+    if name == choice.IPC_HOST:
+        return ipc.connect(comm, StagedTransport(comm))
+    nccl = nccl_transport(comm)
+    return ipc.connect(comm, nccl) if name == choice.IPC else nccl
+
+
+def nccl_transport(comm) -> Transport:
+    """NCCL's communicator for comm; its failure to start is one DistsortError on every rank."""
     from .exchange.nccl import NcclTransport
 
-    name = transport_name(os.environ.get("DISTSORT_TRANSPORT", "auto"), comm.Get_size())
-    nccl = NcclTransport(comm)
-    return ipc.connect(comm, nccl) if name == "ipc" else nccl
+    def start():
+        try:
+            return NcclTransport(comm)
+        except Exception as exc:  # cupy.cuda.nccl.NcclError and the CUDA errors under it
+            raise DistsortError(f"NCCL could not connect the ranks' GPUs: {exc}") from None
 
-
-def transport_name(setting: str, ranks: int) -> str:
-    """'ipc' or 'nccl': what $DISTSORT_TRANSPORT's value asks for on `ranks` ranks ('ipc' falls
-    back to NCCL where the ranks cannot map each other's memory: ipc.connect)."""
-    if setting not in TRANSPORTS:
-        raise DistsortError(f"DISTSORT_TRANSPORT={setting!r}: choose one of "
-                            f"{', '.join(TRANSPORTS)}")
-    if setting == "auto":
-        return "ipc" if ranks <= AUTO_IPC_RANKS else "nccl"
-    return setting
+    return agree(comm, start)
 
 
 def bind_gpu(comm=None) -> int:

@@ -130,12 +130,14 @@ def test_the_cli_prints_one_line_for_an_oom_and_aborts_the_job(monkeypatch, caps
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
-def fake_cupy(free: int, cached: int, limit: int, used: int) -> types.ModuleType:
+def fake_cupy(free: int, cached: int, limit: int, used: int,
+              total: int = 80 << 30) -> types.ModuleType:
     pool = types.SimpleNamespace(free_bytes=lambda: cached, get_limit=lambda: limit,
                                  used_bytes=lambda: used)
     cupy = types.ModuleType("cupy")
     cupy.get_default_memory_pool = lambda: pool
-    cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(memGetInfo=lambda: (free, 0)))
+    info = types.SimpleNamespace(memGetInfo=lambda: (free, total))
+    cupy.cuda = types.SimpleNamespace(runtime=info)
     return cupy
 
 
@@ -146,3 +148,13 @@ def fake_cupy(free: int, cached: int, limit: int, used: int) -> types.ModuleType
 def test_the_default_gpu_budget_stays_under_a_pool_limit(monkeypatch, limit, budget):
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy(56 << 30, 4 << 30, limit, 100 << 20))
     assert memory.default_budget("gpu") == int(budget)
+
+
+@pytest.mark.parametrize("sharers, budget", [
+    (1, 0.7 * (60 << 30)),  # alone on the GPU: what is free
+    (2, 0.7 * (40 << 30)),  # half of the 80 GiB device, below what is free
+    (4, 0.7 * (20 << 30)),
+])
+def test_ranks_that_share_a_gpu_split_its_budget(monkeypatch, sharers, budget):
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(56 << 30, 4 << 30, 0, 0))
+    assert memory.default_budget("gpu", sharers) == int(budget)

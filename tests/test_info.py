@@ -40,7 +40,7 @@ class FakeRuntime:
 
     def getDeviceProperties(self, index: int) -> dict:  # noqa: N802
         return {"name": b"NVIDIA H100 80GB HBM3", "totalGlobalMem": 80 * 2**30, "major": 9,
-                "minor": 0}
+                "minor": 0, "pciDomainID": 0, "pciBusID": 0x1B + index, "pciDeviceID": 0}
 
 
 def fake_cupy(runtime: FakeRuntime) -> types.SimpleNamespace:
@@ -73,7 +73,9 @@ def test_gpu_info_lists_devices():
         "name": "NVIDIA H100 80GB HBM3",
         "memory_bytes": 80 * 2**30,
         "compute_capability": "9.0",
+        "bus_id": "0000:1b:00.0",
     }
+    assert gpus["devices"][1]["bus_id"] == "0000:1c:00.0"
     lines = info._gpu_lines(gpus)
     assert lines[0].startswith("GPUs        2") and "80.0 GiB" in lines[1]
 

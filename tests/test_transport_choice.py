@@ -1,5 +1,6 @@
-"""Which transport the GPU runtime takes between ranks ($DISTSORT_TRANSPORT; runtime.py), with the
-transports faked: NCCL, or the copy engines where every rank can map every other's memory."""
+"""Which transport moves rows between GPUs (exchange/choice.py), for every placement of ranks on
+nodes and devices and every $DISTSORT_TRANSPORT; and the runtime builds what it names (with the
+transports faked: no GPU here)."""
 
 from __future__ import annotations
 
@@ -7,37 +8,87 @@ import pytest
 
 from distsort import runtime
 from distsort.errors import DistsortError
-from distsort.exchange import ipc, nccl
+from distsort.exchange import choice, ipc, nccl, staged
+from distsort.exchange.choice import HOST, IPC, IPC_HOST, NCCL, Placement
+
+
+def place(devices: str, nodes: str | None = None) -> Placement:
+    """'0123' (one GPU a rank), '0000' (four ranks on GPU 0); nodes likewise ('0011')."""
+    nodes = nodes or "0" * len(devices)
+    return Placement(tuple((int(n), f"host{n}") for n in nodes),
+                     tuple(f"0000:{int(d):02x}:00.0" for d in devices))
+
+
+@pytest.mark.parametrize("setting, devices, nodes, want", [
+    ("auto", "0", None, IPC), ("auto", "01", None, IPC), ("auto", "012", None, NCCL),
+    ("auto", "0123", None, NCCL), ("ipc", "0123", None, IPC), ("nccl", "01", None, NCCL),
+    ("ipc", "01", "01", NCCL),  # across nodes the copy engines cannot reach: NCCL
+    ("auto", "00", None, IPC_HOST), ("auto", "0000", None, IPC_HOST),
+    ("ipc", "0000", None, IPC_HOST), ("auto", "010", None, IPC_HOST),  # 3 ranks on 2 GPUs
+    ("auto", "0000", "0011", HOST),  # shared GPUs on two nodes: through host memory
+])
+def test_nccl_only_where_every_rank_has_its_own_gpu(setting, devices, nodes, want):
+    assert choice.choose(setting, place(devices, nodes)) == want
+
+
+def test_the_same_gpu_on_two_nodes_is_not_shared():
+    assert choice.choose("auto", place("00", "01")) == NCCL
+
+
+def test_nccl_asked_for_on_a_shared_gpu_names_the_ranks_and_the_gpu():
+    with pytest.raises(DistsortError) as error:
+        choice.choose("nccl", place("010"))
+    assert "ranks 0, 2 share GPU 0000:00:00.0 on host host0" in str(error.value)
+    assert "Unset DISTSORT_TRANSPORT" in str(error.value)
+
+
+def test_an_unknown_transport_is_named_in_the_error():
+    with pytest.raises(DistsortError, match="'tcp': choose one of auto, ipc, nccl"):
+        choice.choose("tcp", place("01"))
+
+
+def test_sharing_counts_the_ranks_that_split_a_device():
+    where = place("0100", "0001")
+    assert [len(where.sharing(r)) for r in range(4)] == [2, 1, 2, 1]
+    assert where.shared_devices() == [[0, 2]]
+
+
+def test_info_line_says_what_and_why():
+    line = choice.describe(IPC_HOST, "auto", place("00"))
+    assert line.startswith("device copies through CUDA IPC")
+    assert "ranks 0, 1 share GPU 0000:00:00.0" in line and "DISTSORT_TRANSPORT=auto" in line
 
 
 class Comm:
-    def __init__(self, size: int):
-        self.size = size
-
-    def Get_size(self) -> int:
-        return self.size
+    def allgather(self, x):
+        return [x]
 
 
-@pytest.fixture
-def fake_transports(monkeypatch):
-    monkeypatch.setattr(nccl, "NcclTransport", lambda comm: "nccl")
-    monkeypatch.setattr(ipc, "connect", lambda comm, small: "ipc")
-
-
-@pytest.mark.parametrize("setting, ranks, want", [
-    (None, 2, "ipc"), (None, 3, "nccl"), (None, 4, "nccl"), ("auto", 2, "ipc"),
-    ("auto", 8, "nccl"), ("ipc", 4, "ipc"), ("nccl", 2, "nccl"),
+@pytest.mark.parametrize("devices, nodes, built", [
+    ("01", None, "ipc over nccl"), ("0123", None, "nccl"), ("0000", None, "ipc over host"),
+    ("0000", "0011", "host"),
 ])
-def test_copy_engines_by_default_on_two_ranks_only(monkeypatch, fake_transports, setting, ranks,
-                                                   want):
-    if setting is None:
-        monkeypatch.delenv("DISTSORT_TRANSPORT", raising=False)
-    else:
-        monkeypatch.setenv("DISTSORT_TRANSPORT", setting)
-    assert runtime.gpu_transport(Comm(ranks)) == want
+def test_the_runtime_builds_the_choice(monkeypatch, devices, nodes, built):
+    monkeypatch.delenv("DISTSORT_TRANSPORT", raising=False)
+    monkeypatch.setattr(nccl, "NcclTransport", lambda comm: "nccl")
+    monkeypatch.setattr(staged, "StagedTransport", lambda comm: "host")
+    monkeypatch.setattr(ipc, "connect", lambda comm, small: f"ipc over {small}")
+    assert runtime.gpu_transport(Comm(), place(devices, nodes)) == built
 
 
-def test_an_unknown_transport_is_named_in_the_error(monkeypatch, fake_transports):
-    monkeypatch.setenv("DISTSORT_TRANSPORT", "tcp")
-    with pytest.raises(DistsortError, match="'tcp': choose one of auto, ipc, nccl"):
-        runtime.gpu_transport(Comm(2))
+class Ranked:
+    def __init__(self, rank: int):
+        self.rank = rank
+
+    def Get_rank(self) -> int:  # noqa: N802 (MPI's name)
+        return self.rank
+
+
+@pytest.mark.parametrize("where, rank, sharers, shared", [
+    (place("0100"), 0, 3, True), (place("0100"), 1, 1, True), (place("0123"), 2, 1, False),
+    (Placement(((0, "h"),) * 3, (None,) * 3), 1, 3, False),  # CPUs: the node's ranks
+    (None, 0, 1, False),
+])
+def test_ranks_that_share_a_device_split_its_budget(where, rank, sharers, shared):
+    rt = runtime.Runtime(Ranked(rank), None, None, where)
+    assert rt.sharers == sharers and rt.shared_devices == shared

@@ -32,7 +32,9 @@ it (CUDA calls freeing it first undefined). Three things bound it:
 - release() (distsort.release) closes every mapping on every rank before any rank goes on to
   free its pool.
 Used only where every rank can map every other's memory (one node; checked once at start,
-else NCCL), and by default on 2 ranks only: on 4 H200s the copies lost to NCCL (runtime.py).
+else `small`): by default on 2 ranks with a GPU each (on 4 H200s the copies lost to NCCL), and
+between ranks that share GPUs, which NCCL refuses (exchange/choice.py). Ranks on one GPU map
+each other's allocations on it like those of a peer GPU.
 """
 
 from __future__ import annotations
@@ -45,7 +47,6 @@ from collections import OrderedDict
 import numpy as np
 from mpi4py import MPI
 
-from ..node import one_node
 from . import as_bytes, call_layout, displacements, row_bytes
 
 D2D = 3  # cudaMemcpyDeviceToDevice
@@ -259,10 +260,8 @@ class IpcTransport:
 
 
 def connect(comm, small):
-    """The copy-engine transport where every rank can reach every other's memory, else
-    `small` (NCCL) itself; collective."""
-    if not one_node(comm):
-        return small
+    """The copy-engine transport where every rank (all on one node: exchange/choice.py) can
+    reach every other's memory, else `small` itself; collective."""
     try:
         return IpcTransport(comm, small)
     except RuntimeError:  # raised on every rank alike

@@ -1,0 +1,91 @@
+"""Which transport moves the rows between a communicator's GPUs: the one home of that choice.
+
+The runtime builds what it names and `info` prints what it says, so both always agree.
+
+- NCCL needs a device of its own for every rank of a communicator (it refuses two ranks on one
+  GPU), so where any ranks share a GPU it is never used.
+- The copy engines through CUDA IPC (exchange/ipc.py) need every rank to map every other's
+  memory: one node, and peer access where ranks are on different GPUs (checked when built).
+  Ranks that share a GPU map each other's memory on that GPU, so they exchange this way; their
+  small exchanges (and everything, where IPC fails) go through host memory and MPI (staged.py).
+- With a GPU for every rank: the copy engines up to AUTO_IPC_RANKS ranks on one node (they won
+  on 2 H200s and lost to NCCL on 4: bench/RESULTS.md), NCCL above and across nodes.
+$DISTSORT_TRANSPORT ('auto', 'ipc', 'nccl') asks for one; asking for NCCL where ranks share a
+GPU is an error that names them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import DistsortError
+
+SETTINGS = ("auto", "ipc", "nccl")
+AUTO_IPC_RANKS = 2
+
+NCCL, IPC, IPC_HOST, HOST = "nccl", "ipc", "ipc+host", "host"
+DESCRIBED = {
+    NCCL: "NCCL",
+    IPC: "the GPUs' copy engines through CUDA IPC (NCCL where IPC fails and for small exchanges)",
+    IPC_HOST: "device copies through CUDA IPC between ranks that share GPUs (host memory and "
+              "MPI where IPC fails and for small exchanges)",
+    HOST: "host memory and MPI (device to host, MPI all-to-all, host to device)",
+}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a communicator's ranks run: rank r's node (node[r]: the lowest rank on it, and its
+    host name) and device (device[r]: its GPU, None on CPUs); the same on every rank."""
+
+    node: tuple
+    device: tuple
+
+    @property
+    def one_node(self) -> bool:
+        return len(set(self.node)) == 1
+
+    def sharing(self, rank: int) -> list[int]:
+        """The ranks (rank included) on rank's node and device: those that split its memory."""
+        here = (self.node[rank], self.device[rank])
+        return [q for q in range(len(self.node)) if (self.node[q], self.device[q]) == here]
+
+    def shared_devices(self) -> list[list[int]]:
+        """Groups of two or more ranks that share one device, lowest rank first."""
+        groups: dict[tuple, list[int]] = {}
+        for q, key in enumerate(zip(self.node, self.device)):
+            groups.setdefault(key, []).append(q)
+        return [g for g in groups.values() if len(g) > 1]
+
+
+def choose(setting: str, placement: Placement) -> str:
+    """NCCL, IPC, IPC_HOST or HOST for these ranks (see the module doc); DistsortError where
+    the setting is unknown or asks for NCCL on ranks that share a GPU."""
+    if setting not in SETTINGS:
+        raise DistsortError(f"DISTSORT_TRANSPORT={setting!r}: choose one of {', '.join(SETTINGS)}")
+    shared = placement.shared_devices()
+    if shared:
+        if setting == NCCL:
+            raise DistsortError(f"DISTSORT_TRANSPORT=nccl: {describe_sharing(placement, shared)}; "
+                                "NCCL needs a GPU for every rank. Unset DISTSORT_TRANSPORT (ranks "
+                                "that share a GPU exchange by device copies) or start one rank "
+                                "per GPU")
+        return IPC_HOST if placement.one_node else HOST
+    if setting == "auto":
+        setting = IPC if len(placement.node) <= AUTO_IPC_RANKS else NCCL
+    return IPC if setting == IPC and placement.one_node else NCCL
+
+
+def describe_sharing(placement: Placement, shared: list[list[int]]) -> str:
+    """'ranks 0, 1 share GPU 0000:1B:00.0 on host gpu7; ...'"""
+    return "; ".join(f"ranks {', '.join(map(str, g))} share GPU {placement.device[g[0]]} on "
+                     f"host {placement.node[g[0]][1]}" for g in shared)
+
+
+def describe(name: str, setting: str, placement: Placement) -> str:
+    """One line for `info`: what moves the rows, and why."""
+    shared = placement.shared_devices()
+    why = [describe_sharing(placement, shared)] if shared else []
+    if name == NCCL and setting == IPC and not placement.one_node:
+        why.append("the ranks span nodes")
+    return f"{DESCRIBED[name]} ({'; '.join(why + [f'DISTSORT_TRANSPORT={setting}'])})"
