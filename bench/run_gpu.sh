@@ -2,7 +2,7 @@
 # One device call: GPU tests on 1 GPU and on every GPU under MPI, the default job, and the
 # distributed benchmark at P = 1, 2, 4 (as many GPUs as the machine has). Logs go to $OUT.
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
-#   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart bench bench4 unaligned4
+#   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
 #   digits envab trace ab nccl4 tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take
 #   scatterab (SCATTER_AB, SCATTER_RANKS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
@@ -39,11 +39,29 @@ for step in $steps; do
              tests/test_landing_gpu.py tests/test_segments_gpu.py tests/test_external_gpu.py \
              tests/test_oom_gpu.py tests/test_byte_order.py 2>&1 \
              | tail -25 ;;
-    mpitests) timeout 300 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
-                --with-mpi tests/test_gpu.py tests/test_external_gpu.py tests/test_byte_order.py 2>&1 | grep -av "^$" \
-                | grep -aE "passed|failed|Error|error|assert" | tail -30 ;;
-    quickstart) DISTSORT_RANKS=$gpus timeout 200 bash launch/quickstart.sh --report "$OUT/job.json" \
+    mpitests) counts=$gpus; [ "$gpus" -lt 4 ] && counts="2 3 4"  # fewer GPUs: ranks share them
+              for n in $counts; do
+                echo "-- $n ranks on $gpus GPU(s)"
+                timeout 300 $mpi -n "$n" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
+                  --with-mpi tests/test_gpu.py tests/test_external_gpu.py tests/test_byte_order.py \
+                  2>&1 | grep -av "^$" | grep -aE "passed|failed|Error|error|assert" | tail -30
+              done ;;
+    quickstart) timeout 200 bash launch/quickstart.sh --report "$OUT/job.json" \
                   2>&1 | grep -v "^-\|^$" | tail -20 ;;
+    shared) # ranks that share the GPUs: the default job on 4, a file job on 3, and 4 ranks'
+            # 4x2^28 against one rank's 2^30 (bench/dist_sort.py, in this one run)
+            /usr/bin/time -f "wall %e s" timeout 200 $mpi -n 4 python3 -m distsort 2>&1 | tail -7
+            dir=$(mktemp -d)
+            timeout 100 $mpi -n 3 python3 -m distsort gen "$dir/in.npy" --count 2^28 2>&1 | tail -1
+            /usr/bin/time -f "wall %e s" timeout 200 $mpi -n 3 python3 -m distsort sort \
+              "$dir/in.npy" -o "$dir/out.npy" --verify 2>&1 | tail -6
+            rm -rf "$dir"
+            for p in 1 4 1 4; do
+              timeout 200 $mpi -n $p python3 bench/dist_sort.py --cases u32-4x2^28 --total 2^30 \
+                --reps 5 --no-baselines --out "$OUT/shared_p$p" 2>&1 | tail -2
+            done
+            timeout 100 $mpi -n 1 python3 bench/dist_sort.py --cases u32-4x2^28 --total 2^30 \
+              --reps 5 --out "$OUT/shared_base" 2>&1 | tail -1 ;;
     bench) for p in 1 2 4 8; do
              [ "$p" -le "$gpus" ] || continue
              timeout 300 $mpi -n "$p" python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Run the main job: 4 MPI ranks sort the default data set (on GPUs if every rank has one, else CPUs),
-# validate it and print a summary. Arguments go to `python -m distsort` (e.g. --count 2^30).
+# Run the main job: MPI ranks sort the default data set (on GPUs where there are any, else CPUs),
+# validate it and print a summary. One rank per visible GPU, 4 on CPUs, unless DISTSORT_RANKS
+# says how many (ranks may outnumber GPUs: they share them). Arguments go to
+# `python -m distsort` (e.g. --count 2^30).
 #
 # Where an MPI stack is already importable (mpi4py and NumPy; CuPy on GPU machines) it is used as
 # it is, with nothing installed, so it works offline; elsewhere it makes .venv on first use with
@@ -26,4 +28,13 @@ if "$mpirun" --version 2>&1 | grep -q "Open MPI"; then
   [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
 fi
 export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"
-exec "$mpirun" "${flags[@]}" -n "${DISTSORT_RANKS:-4}" "$python" -m distsort "$@"
+gpus=$("$python" -c "import cupy; print(cupy.cuda.runtime.getDeviceCount())" 2>/dev/null) || gpus=0
+if [ -n "${DISTSORT_RANKS:-}" ]; then
+  ranks=$DISTSORT_RANKS why="DISTSORT_RANKS=$ranks"
+elif [ "$gpus" -gt 0 ]; then
+  ranks=$gpus why="one per visible GPU; DISTSORT_RANKS=N to choose"
+else
+  ranks=4 why="no GPU visible: on the CPUs; DISTSORT_RANKS=N to choose"
+fi
+echo "quickstart: $ranks rank(s) ($why), $gpus GPU(s)"
+exec "$mpirun" "${flags[@]}" -n "$ranks" "$python" -m distsort "$@"
