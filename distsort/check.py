@@ -20,6 +20,7 @@ from .errors import DistsortError, agree
 from .io.formats import FileFormat, detect_format, is_npy
 from .io.reader import open_input, rank_range
 from .keys import NumericCodec, record_key_words
+from .payload import stored
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -189,13 +190,25 @@ def verify(comm, local_in, local_out, *, descending: bool = False, key_size: int
     """Collective: is the concatenation of the ranks' local_out the sorted local_in's?
 
     Arrays are 1-D numbers or (n, record_size) uint8 records (ordered by their first key_size
-    bytes, default all); NumPy or CuPy as given by xp. For key-value sorts, values_in/values_out
-    (one row per key) enter the checksum paired with their keys. Every rank gets the same Verdict.
+    bytes, default all), host or device arrays; the work runs on xp's device (CuPy: host arrays
+    go up piece by piece). For key-value sorts, values_in/values_out (one row per key, any
+    dtype) enter the checksum paired with their keys. Every rank gets the same Verdict.
     """
     mine = _Summary()
-    mine.add_input(local_in, xp, values_in)
-    mine.add_output(local_out, xp, descending, key_size, values_out)
+    for keys, values in pieces(local_in, values_in, xp):
+        mine.add_input(keys, xp, values)
+    for keys, values in pieces(local_out, values_out, xp):
+        mine.add_output(keys, xp, descending, key_size, values)
     return _combine(comm, mine)
+
+
+def pieces(keys, values, xp, rows: int = 4 * _CHUNK):
+    """(keys, values) in pieces of `rows`, on xp's device; values of dtypes the device cannot
+    hold as their bytes (payload.stored: the checksum reads the same words)."""
+    values = stored(values)
+    for lo in range(0, max(len(keys), 1), rows):
+        part = None if values is None else xp.asarray(values[lo : lo + rows])
+        yield xp.asarray(keys[lo : lo + rows]), part
 
 
 def _output_options(output_path, fmt: FileFormat) -> FileFormat:
@@ -215,9 +228,10 @@ def _mismatch(output_path, out: FileFormat, fmt: FileFormat) -> DistsortError:
 
 
 def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
-              descending: bool = False, chunk: int = 1 << 24) -> Verdict:
+              descending: bool = False, chunk: int = 1 << 24, xp=np) -> Verdict:
     """Collective (`python -m distsort check IN OUT`): each rank reads an even share of both files
-    (in pieces of `chunk` elements) and the shares are checked together as by verify."""
+    (in pieces of `chunk` elements) and the shares are checked together as by verify, on xp's
+    device."""
     def open_both():
         in_fmt = fmt or detect_format(input_path)
         out_fmt = _output_options(output_path, in_fmt)
@@ -229,9 +243,9 @@ def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
     def summarize() -> _Summary:
         mine = _Summary()
         for piece in src.chunks(*rank_range(src.count, rank, size), chunk):
-            mine.add_input(piece, np)
+            mine.add_input(xp.asarray(piece), xp)
         for piece in dst.chunks(*rank_range(dst.count, rank, size), chunk):
-            mine.add_output(piece, np, descending, src.fmt.key_size)
+            mine.add_output(xp.asarray(piece), xp, descending, src.fmt.key_size)
         return mine
 
     return _combine(comm, agree(comm, summarize))

@@ -162,6 +162,8 @@ def _check_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("output")
     _format_options(p)
     p.add_argument("--descending", action="store_true")
+    p.add_argument("--backend", choices=["auto", "cpu", "gpu"], default=None,
+                   help="where to check (default: GPUs when every rank has one)")
     p.set_defaults(func=commands.check)
 
 

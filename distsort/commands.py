@@ -130,8 +130,9 @@ def _verify(args, fmt: FileFormat, comm, local, local_values, outputs) -> None:
     pairs = {}
     if local_values is not None:
         pairs = dict(values_in=local_values, values_out=outputs[1])
+    xp = get_runtime(comm, args.backend or "auto").xp  # the sort's device, already chosen
     verdict = verify(comm, local, outputs[0], descending=args.descending, key_size=fmt.key_size,
-                     **pairs)
+                     xp=xp, **pairs)
     if not verdict.ok:
         def fail():
             raise DistsortError(f"--verify failed, nothing written: {verdict.message}")
@@ -190,7 +191,8 @@ def check(args, comm) -> int:
     if args.dtype or args.record_size:
         fmt = agree(comm, lambda: detect_format(args.input, args.dtype, args.record_size,
                                                 args.key_size))
-    verdict = run_check(comm, args.input, args.output, fmt, descending=args.descending)
+    xp = agree(comm, lambda: get_runtime(comm, args.backend)).xp  # a GPU where every rank has one
+    verdict = run_check(comm, args.input, args.output, fmt, descending=args.descending, xp=xp)
     if comm.Get_rank() == 0:
         print(f"distsort check: {verdict.message}", flush=True)
     return 0 if verdict.ok else 1

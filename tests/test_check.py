@@ -252,3 +252,27 @@ def test_gpu_checksum_and_verify_agree_with_the_cpu(dtype):
     assert verdict.ok, verdict.message
     out[[0, -1]] = out[[-1, 0]]
     assert not verify(COMM, cupy.asarray(data), cupy.asarray(out), xp=cupy).order_ok
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("values_dtype", [None, "i8", "M8[ns]", "S5"])
+def test_gpu_verify_of_host_arrays_in_pieces_agrees_with_the_cpu(monkeypatch, values_dtype):
+    """Host arrays checked on the GPU piece by piece (as --verify and check do): the same
+    checksums and verdicts as on the CPU, a disorder across two pieces found; values of dtypes
+    CuPy lacks go as their bytes."""
+    cupy = pytest.importorskip("cupy")
+    from distsort import check
+
+    monkeypatch.setattr(check, "_CHUNK", 256)  # pieces of 1024 rows
+    data = np.random.default_rng(5).permutation(5000).astype(np.float64) - 2500.5
+    order = np.argsort(data, kind="stable")
+    values = None if values_dtype is None else np.arange(5000).astype(values_dtype)
+    pairs = {} if values is None else dict(values_in=values, values_out=values[order])
+    on_gpu = verify(COMM, data, data[order], xp=cupy, **pairs)
+    on_cpu = verify(COMM, data, data[order], **pairs)
+    assert on_gpu.ok and (on_gpu.checksum_in, on_gpu.checksum_out) == (on_cpu.checksum_in,
+                                                                      on_cpu.checksum_out)
+    swapped = data[order]
+    swapped[[1023, 1024]] = swapped[[1024, 1023]]  # the last of one piece, the first of the next
+    says = verify(COMM, data, swapped, xp=cupy).message
+    assert "out of order" in says and says == verify(COMM, data, swapped).message
