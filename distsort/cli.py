@@ -31,6 +31,7 @@ EXAMPLES = """examples:
   mpirun -n 4 python -m distsort sort big.npy -o out.npy --device-memory 8GiB   # out of core
   mpirun -n 4 python -m distsort bench --count 2^30 --plot bench.png
   python -m distsort info --json
+  python -m distsort compile                                  # once per machine or image (GPUs)
 """
 
 
@@ -81,6 +82,9 @@ def parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print the details as JSON")
     info.set_defaults(func=commands.info)
     _bench_parser(command("bench", "throughput against size, with a plot"))
+    build = command("compile", "compile the CUDA kernels into distsort's kernel cache, so that "
+                               "no job compiles them (once per machine or container image)")
+    build.set_defaults(func=commands.compile_kernels)
     return top
 
 

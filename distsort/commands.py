@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import numpy as np
+from mpi4py import MPI
 
 from . import api, external, external_file
 from .check import run_check, verify
@@ -196,6 +198,23 @@ def check(args, comm) -> int:
     if comm.Get_rank() == 0:
         print(f"distsort check: {verdict.message}", flush=True)
     return 0 if verdict.ok else 1
+
+
+def compile_kernels(args, comm) -> int:
+    """`compile`: every CUDA kernel a sort may use, into the kernel cache (cuda_source.py)."""
+    from . import keys, splitters
+    from .cuda_source import kernel_cache
+    from .local import partition, radix, rows, segments, tiles
+    from .runtime import bind_gpu
+
+    bind_gpu(comm)  # the kernels are built for this GPU's architecture
+    start = time.perf_counter()
+    for module in (keys, splitters, partition, radix, rows, segments, tiles):
+        module.compile_all()
+    seconds = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
+    if comm.Get_rank() == 0:
+        print(f"distsort: the CUDA kernels are compiled in {kernel_cache()} ({seconds:.1f} s)")
+    return 0
 
 
 def info(args, comm) -> int:

@@ -131,6 +131,11 @@ _KERNELS = tuple(f"{kernel}<{c}>" for kernel in ("encode_keys", "decode_keys", "
                  for c in CTYPES.values())
 
 
+def compile_all() -> None:
+    """Compile every instance a sort may use (python -m distsort compile)."""
+    _module()
+
+
 def _module():
     return load_module("keys.cu", _KERNELS)
 

@@ -91,11 +91,21 @@ def uniforms(base: int, count: int) -> np.ndarray:
     return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
+def compile_all() -> None:
+    """Compile every instance a sort may use (python -m distsort compile)."""
+    for ctype in CTYPES.values():
+        load_module("sample.cu", (_sample_name(ctype),))
+
+
+def _sample_name(ctype: str) -> str:
+    return f"sample_rows<{ctype}>"
+
+
 def _device_draw(keys, n: int, take: int, base: int, offset: int):
     """stratified() and device_rows() for one key word, in one kernel (sample.cu)."""
     import cupy
 
-    name = f"sample_rows<{CTYPES[keys.dtype.itemsize]}>"
+    name = _sample_name(CTYPES[keys.dtype.itemsize])
     kernel = load_module("sample.cu", (name,)).get_function(name)
     rows = cupy.empty((take, 2), dtype=np.uint64)
     args = (keys, np.uint64(n), np.uint64(take), np.uint64(base), np.uint64(offset), rows)

@@ -37,4 +37,6 @@ else
   ranks=4 why="no GPU visible: on the CPUs; DISTSORT_RANKS=N to choose"
 fi
 echo "quickstart: $ranks rank(s) ($why), $gpus GPU(s)"
+# the CUDA kernels, compiled once into distsort's kernel cache (quick where they are there)
+[ "$gpus" -gt 0 ] && "$python" -m distsort compile
 exec "$mpirun" "${flags[@]}" -n "$ranks" "$python" -m distsort "$@"

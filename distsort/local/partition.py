@@ -19,6 +19,14 @@ def _names(ctype: str, buckets: int) -> dict[str, str]:
     return {"count": f"partition_count<{ctype}>", "scatter": f"partition_scatter<{ctype},{bits}>"}
 
 
+def compile_all() -> None:
+    """Compile every instance a sort may use (python -m distsort compile): every key width,
+    every bucket count's bits."""
+    for ctype in CTYPES.values():
+        for bits in range(1, MAX_BUCKETS.bit_length()):
+            _module(ctype, 1 << bits)
+
+
 def _module(ctype: str, buckets: int):
     """Both kernels for keys of ctype and this many buckets, compiled when first asked for."""
     return load_module("local/partition.cu", tuple(_names(ctype, buckets).values()))

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..cuda_source import compiled
 from .rows import take
 
 if TYPE_CHECKING:
@@ -102,9 +103,14 @@ def _onesweep_name(key: str, vin: str, vout: str, mode: int) -> str:
     return f"radix_onesweep<{key},{vin},{vout},{mode}>"
 
 
+def compile_all() -> None:
+    """Compile every instance a sort may use (python -m distsort compile)."""
+    _module()
+
+
 @functools.cache
 def _module():
-    """Compile radix.cu once per process (CuPy also caches the binary on disk)."""
+    """Compile radix.cu once per process (and once per machine: cuda_source.py)."""
     names = ["radix_scan"] + [_histogram_name(kb, p) for kb in (4, 8) for p in range(1, kb + 1)]
     names += [_onesweep_name(k, *v) for k in ("u32", "u64") for v in _VALUE_KINDS]
     return module_with(None, tuple(names))
@@ -118,7 +124,7 @@ def module_with(filename: str | None, names: tuple[str, ...]):
     defines = {"ITEMS32": ITEMS[4], "ITEMS64": ITEMS[8], "ITEMS32_KEYS": KEY_ITEMS[4],
                "ITEMS64_KEYS": KEY_ITEMS[8], **DEFINES}
     options = tuple(f"-D{k}={v}" for k, v in defines.items())  # NVRTC's default is C++17
-    return _cupy().RawModule(code=source, options=options, name_expressions=list(names))
+    return compiled(source, options, names)
 
 
 @functools.cache

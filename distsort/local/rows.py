@@ -52,6 +52,11 @@ def _name(index: str, word: str, shift: int) -> str:
     return f"take_rows<{index}, {word}, {ROWS_PER_LANE}, {shift}>"
 
 
+def compile_all() -> None:
+    """Compile every instance a sort may use (python -m distsort compile)."""
+    _module()
+
+
 def _module():
     return load_module("local/rows.cu", tuple(_name(i, CTYPES[w], s) for i in ORDERS.values()
                                               for w in (4, 8) for s in (3, 4, 5)))

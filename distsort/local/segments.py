@@ -40,6 +40,12 @@ def bucket_bits(ranks: int) -> int:
     return 8 - (ranks - 1).bit_length()
 
 
+def compile_all() -> None:
+    """Compile every instance a sort may use (python -m distsort compile)."""
+    for word in ("u32", "u64"):
+        _module(word)
+
+
 @functools.cache
 def _module(word: str):
     """segments.cu's kernels for keys of one width, compiled after radix.cu when first used."""

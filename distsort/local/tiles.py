@@ -32,7 +32,7 @@ def piece_tiles(rows, starts, tile: int, bound: int, segs=None) -> tuple:
         seg = cupy.asarray(segs, dtype=np.uint32)
         out += (cupy.zeros(bound, dtype=np.uint32),)  # past the last piece: segment 0
     if len(rows):
-        kernel = load_module("local/tiles.cu", ("piece_tiles",)).get_function("piece_tiles")
+        kernel = _module().get_function("piece_tiles")
         kernel((len(rows),), (128,), (rows, cupy.asarray(starts, dtype=np.int64), first_tile,
                                       seg, np.int32(tile), tile_start, tile_rows,
                                       out[2] if len(out) > 2 else NULL))
@@ -50,3 +50,12 @@ def segment_heads(rows: np.ndarray, segs: np.ndarray) -> np.ndarray:
         first[1:] = segs[nonempty[1:]] != segs[nonempty[:-1]]
         head[nonempty[first]] = True
     return (segs | np.where(head, SEG_HEAD, 0)).astype(np.uint32)
+
+
+def compile_all() -> None:
+    """Compile every instance a sort may use (python -m distsort compile)."""
+    _module()
+
+
+def _module():
+    return load_module("local/tiles.cu", ("piece_tiles",))
