@@ -4,16 +4,20 @@ NVRTC takes seconds for the larger sources, and CuPy's own cache of what it comp
 under HOME (~/.cupy), which a fresh container starts without, so every cluster job would
 compile again. Compiled kernels are kept in distsort's own kernel cache instead:
 $DISTSORT_KERNEL_CACHE, else the `kernels` folder of the installed package, which `python -m
-distsort compile` fills once per machine or image (launch/quickstart.sh and the Docker build run
-it) and every later job finds, whatever its HOME. Where that folder cannot be written (a
-read-only install), a kernel it lacks is compiled into CuPy's own cache.
+distsort compile` fills once per machine or image (launch/quickstart.sh runs it; it needs the
+GPU, so an image gets it from a container on one, or a mounted folder) and every later job
+finds, whatever its HOME (through CuPy 14's pluggable kernel cache:
+the folder first, then CuPy's own). Where that folder cannot be written (a read-only install),
+a kernel it lacks is compiled into CuPy's own cache.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
+import tempfile
 
 CTYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 HERE = os.path.dirname(__file__)
@@ -37,28 +41,53 @@ def compiled(source: str, options: tuple, names: tuple[str, ...]):
     kernel cache. CuPy is imported only here."""
     import cupy
 
-    def build():
-        module = cupy.RawModule(code=source, options=options, name_expressions=list(names))
+    module = cupy.RawModule(code=source, options=options, name_expressions=list(names))
+    with _kernel_cache(kernel_cache()):
         module.get_function(names[0])  # compiles the module, every instantiation in it
-        return module
-
-    try:
-        with _cupy_cache(kernel_cache()):
-            return build()
-    except OSError:  # the cache folder cannot be made or written: CuPy's own cache
-        return build()
+    return module
 
 
 @contextlib.contextmanager
-def _cupy_cache(folder: str):
-    """CuPy's compiler reads its cache folder from CUPY_CACHE_DIR when it compiles: this one
-    while the block runs, the caller's setting after."""
-    before = os.environ.get("CUPY_CACHE_DIR")
-    os.environ["CUPY_CACHE_DIR"] = folder
+def _kernel_cache(folder: str):
+    """CuPy's compiler looks kernels up in `folder` first while the block runs (CuPy 14's
+    pluggable cache backend; older CuPy: its own cache only)."""
+    from cupy.cuda import compiler
+
+    before = getattr(compiler, "_kernel_cache_backend", None)
+    if before is None:
+        yield
+        return
+    compiler._set_kernel_cache_backend(_FolderFirst(folder, before))
     try:
         yield
     finally:
-        if before is None:
-            del os.environ["CUPY_CACHE_DIR"]
-        else:
-            os.environ["CUPY_CACHE_DIR"] = before
+        compiler._set_kernel_cache_backend(before)
+
+
+class _FolderFirst:
+    """A CuPy kernel cache backend: distsort's folder, then CuPy's own. What is compiled goes
+    into the folder where it can be written, else into CuPy's cache. Files hold a SHA-256 of
+    the payload before it, and are written whole (a temporary file, then a rename), so that a
+    torn or foreign file is compiled again, not loaded."""
+
+    def __init__(self, folder: str, fallback):
+        self.folder, self.fallback = folder, fallback
+
+    def load(self, name: str) -> bytes | None:
+        try:
+            with open(os.path.join(self.folder, name), "rb") as f:
+                data = f.read()
+        except OSError:
+            return self.fallback.load(name)
+        digest, payload = data[:32], data[32:]
+        return payload if hashlib.sha256(payload).digest() == digest else None
+
+    def save(self, name: str, cubin: bytes, source: str) -> None:
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=self.folder, prefix=".part-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(hashlib.sha256(cubin).digest() + cubin)
+            os.replace(temp, os.path.join(self.folder, name))
+        except OSError:  # a folder it may not write (a read-only install)
+            self.fallback.save(name, cubin, source)

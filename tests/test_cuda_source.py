@@ -9,25 +9,41 @@ import types
 
 import pytest
 
-compiled_in: list = []
+
+class CupyCache:
+    """CuPy 14's disk kernel cache, in a dict."""
+
+    def __init__(self):
+        self.files: dict = {}
+
+    def load(self, name):
+        return self.files.get(name)
+
+    def save(self, name, cubin, source):
+        self.files[name] = cubin
 
 
 @pytest.fixture
 def fake_cupy(monkeypatch):
     made = []
-    compiled_in.clear()
+    compiler = types.SimpleNamespace(_kernel_cache_backend=CupyCache())
+    compiler._set_kernel_cache_backend = lambda b: setattr(compiler, "_kernel_cache_backend", b)
 
     class RawModule:
         def __init__(self, code, options, name_expressions):
             made.append((code, options, name_expressions))
+            self.key = f"{hash((code, options, tuple(name_expressions)))}.cubin"
 
-        def get_function(self, name):  # where CuPy compiles: note the cache it would use
-            folder = os.environ.get("CUPY_CACHE_DIR")
-            if folder == "/unwritable":
-                raise PermissionError(13, "Permission denied", folder)
-            compiled_in.append(folder)
+        def get_function(self, name):  # CuPy compiles here, through its cache backend
+            cache = compiler._kernel_cache_backend
+            if cache.load(self.key) is None:
+                made.append("compiled")
+                cache.save(self.key, b"cubin of " + self.key.encode(), "source")
 
-    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(RawModule=RawModule))
+    cuda = types.SimpleNamespace(compiler=compiler)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(RawModule=RawModule,
+                                                                   cuda=cuda))
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
     from distsort.cuda_source import load_module
 
     load_module.cache_clear()
@@ -45,7 +61,7 @@ def fake_cupy(monkeypatch):
 def test_every_requested_template_is_defined_in_its_source(fake_cupy, loader, args, kernels):
     module, name = loader.split(":")
     getattr(__import__(module, fromlist=[name]), name)(*args)
-    (code, options, names), = fake_cupy
+    (code, options, names), _ = fake_cupy
     assert "-std=c++17" in options and len(names) == sum(kernels.values())
     for kernel, count in kernels.items():
         bare = kernel.split("<")[0]
@@ -53,18 +69,28 @@ def test_every_requested_template_is_defined_in_its_source(fake_cupy, loader, ar
         assert sum(n.startswith(kernel if "<" in kernel else kernel + "<") for n in names) == count
 
 
-def test_kernels_compile_into_distsorts_cache_and_cupys_setting_is_kept(fake_cupy, monkeypatch):
-    """Jobs find the kernels `compile` built in the package's folder (or
-    $DISTSORT_KERNEL_CACHE) whatever their HOME; CUPY_CACHE_DIR is the caller's again after;
-    where the folder cannot be written, CuPy's own cache takes the kernel."""
+def test_kernels_compile_once_into_distsorts_folder(fake_cupy, monkeypatch, tmp_path):
+    """`compile` fills distsort's folder, and a later process (a fresh HOME: CuPy's own cache
+    empty) loads from it without compiling; CuPy's backend is its own again after; where the
+    folder cannot be written, CuPy's own cache takes the kernel."""
+    from cupy.cuda import compiler
+
     from distsort import cuda_source, keys
 
-    monkeypatch.setenv("CUPY_CACHE_DIR", "/users/own")
-    monkeypatch.delenv("DISTSORT_KERNEL_CACHE", raising=False)
+    theirs = compiler._kernel_cache_backend
+    monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(tmp_path / "kernels"))
     keys.compile_all()
-    assert compiled_in == [os.path.join(os.path.dirname(cuda_source.__file__), "kernels")]
-    assert os.environ["CUPY_CACHE_DIR"] == "/users/own"
+    assert fake_cupy.count("compiled") == 1 and len(os.listdir(tmp_path / "kernels")) == 1
+    assert compiler._kernel_cache_backend is theirs and theirs.files == {}
     cuda_source.load_module.cache_clear()
-    monkeypatch.setenv("DISTSORT_KERNEL_CACHE", "/unwritable")
+    keys.compile_all()  # a later job: found in the folder
+    assert fake_cupy.count("compiled") == 1
+    (tmp_path / "kernels" / os.listdir(tmp_path / "kernels")[0]).write_bytes(b"torn")
+    cuda_source.load_module.cache_clear()
+    keys.compile_all()  # a damaged file is compiled again, not loaded
+    assert fake_cupy.count("compiled") == 2
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(tmp_path / "file" / "kernels"))
+    cuda_source.load_module.cache_clear()
     keys.compile_all()
-    assert compiled_in[-1] == "/users/own"
+    assert fake_cupy.count("compiled") == 3 and len(theirs.files) == 1
