@@ -201,20 +201,43 @@ def check(args, comm) -> int:
 
 
 def compile_kernels(args, comm) -> int:
-    """`compile`: every CUDA kernel a sort may use, into the kernel cache (cuda_source.py)."""
+    """`compile`: every CUDA kernel a sort may use into the kernel cache (cuda_source.py): ours,
+    and CuPy's own that a small sort of every kind compiles."""
     from . import keys, splitters
-    from .cuda_source import kernel_cache
+    from .cuda_source import kernel_cache, use_kernel_cache
     from .local import partition, radix, rows, segments, tiles
-    from .runtime import bind_gpu
 
-    bind_gpu(comm)  # the kernels are built for this GPU's architecture
+    use_kernel_cache(fill=True)
+    rt = agree(comm, lambda: get_runtime(comm, "gpu"))  # built for this GPU's architecture
     start = time.perf_counter()
     for module in (keys, splitters, partition, radix, rows, segments, tiles):
         module.compile_all()
+    for dtype in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                  "float16", "float32", "float64"):
+        _warm_up(comm, rt.xp, np.dtype(dtype))
+    records = (rt.xp.arange(16 << 16) % 251).astype(np.uint8).reshape(-1, 16)
+    api.sort_records(records, 10, comm)
     seconds = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
     if comm.Get_rank() == 0:
         print(f"distsort: the CUDA kernels are compiled in {kernel_cache()} ({seconds:.1f} s)")
     return 0
+
+
+def _warm_up(comm, xp, dtype: np.dtype) -> None:
+    """Sorts of every kind for keys of this dtype, small (CUB) and past our radix engine's
+    smallest size, so that CuPy compiles the kernels of its own that they use."""
+    from .local.radix import MIN_N
+
+    sizes = [1 << 16] + ([MIN_N["sort" if dtype.itemsize == 4 else "sort64"] + 1]
+                         if dtype.itemsize in (4, 8) else [])
+    for n in sizes:
+        keys = xp.arange(n, 0, -1).astype(dtype)
+        for options in ({}, {"stable": True}, {"descending": True}):
+            out = api.sort(keys, comm, **options)
+            verify(comm, keys, out, descending=options.get("descending", False), xp=xp)
+        api.argsort(keys, comm)
+        api.sort_pairs(keys, xp.arange(n, dtype=np.uint32), comm)
+        api.sort(keys.get()[:4096], comm, backend="gpu", device_memory="16KiB")  # out of core
 
 
 def info(args, comm) -> int:

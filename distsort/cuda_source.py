@@ -6,14 +6,14 @@ compile again. Compiled kernels are kept in distsort's own kernel cache instead:
 $DISTSORT_KERNEL_CACHE, else the `kernels` folder of the installed package, which `python -m
 distsort compile` fills once per machine or image (launch/quickstart.sh runs it; it needs the
 GPU, so an image gets it from a container on one, or a mounted folder) and every later job
-finds, whatever its HOME (through CuPy 14's pluggable kernel cache:
-the folder first, then CuPy's own). Where that folder cannot be written (a read-only install),
-a kernel it lacks is compiled into CuPy's own cache.
+finds, whatever its HOME (through CuPy 14's pluggable kernel cache: the folder first, then
+CuPy's own). `compile` also runs a small sort of every kind, so that the folder holds CuPy's
+own kernels that sorts use too. Jobs save what they still compile into CuPy's own cache, as
+does `compile` where the folder cannot be written (a read-only install).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import os
@@ -41,37 +41,36 @@ def compiled(source: str, options: tuple, names: tuple[str, ...]):
     kernel cache. CuPy is imported only here."""
     import cupy
 
+    use_kernel_cache()
     module = cupy.RawModule(code=source, options=options, name_expressions=list(names))
-    with _kernel_cache(kernel_cache()):
-        module.get_function(names[0])  # compiles the module, every instantiation in it
+    module.get_function(names[0])  # compiles the module, every instantiation in it
     return module
 
 
-@contextlib.contextmanager
-def _kernel_cache(folder: str):
-    """CuPy's compiler looks kernels up in `folder` first while the block runs (CuPy 14's
-    pluggable cache backend; older CuPy: its own cache only)."""
+def use_kernel_cache(fill: bool = False) -> None:
+    """From now on CuPy's compiler looks every kernel up in distsort's folder first (ours and
+    CuPy's own that a sort uses), then in CuPy's cache; it saves what it compiles into the
+    folder when filling (`compile`), else into CuPy's cache. Needs CuPy 14's pluggable cache
+    backend; with an older CuPy, CuPy's own cache alone."""
     from cupy.cuda import compiler
 
-    before = getattr(compiler, "_kernel_cache_backend", None)
-    if before is None:
-        yield
+    current = getattr(compiler, "_kernel_cache_backend", None)
+    if current is None:
         return
-    compiler._set_kernel_cache_backend(_FolderFirst(folder, before))
-    try:
-        yield
-    finally:
-        compiler._set_kernel_cache_backend(before)
+    if (isinstance(current, _FolderFirst) and current.folder == kernel_cache()
+            and current.fill >= fill):
+        return  # in place already (a process that fills keeps filling)
+    fallback = current.fallback if isinstance(current, _FolderFirst) else current
+    compiler._set_kernel_cache_backend(_FolderFirst(kernel_cache(), fallback, fill))
 
 
 class _FolderFirst:
-    """A CuPy kernel cache backend: distsort's folder, then CuPy's own. What is compiled goes
-    into the folder where it can be written, else into CuPy's cache. Files hold a SHA-256 of
-    the payload before it, and are written whole (a temporary file, then a rename), so that a
-    torn or foreign file is compiled again, not loaded."""
+    """A CuPy kernel cache backend: distsort's folder, then CuPy's own. Files hold a SHA-256
+    of the payload before it, and are written whole (a temporary file, then a rename), so that
+    a torn or foreign file is compiled again, not loaded."""
 
-    def __init__(self, folder: str, fallback):
-        self.folder, self.fallback = folder, fallback
+    def __init__(self, folder: str, fallback, fill: bool):
+        self.folder, self.fallback, self.fill = folder, fallback, fill
 
     def load(self, name: str) -> bytes | None:
         try:
@@ -83,6 +82,9 @@ class _FolderFirst:
         return payload if hashlib.sha256(payload).digest() == digest else None
 
     def save(self, name: str, cubin: bytes, source: str) -> None:
+        if not self.fill:
+            self.fallback.save(name, cubin, source)
+            return
         try:
             os.makedirs(self.folder, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=self.folder, prefix=".part-")

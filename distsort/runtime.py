@@ -16,6 +16,7 @@ from mpi4py import MPI
 
 from .backend import Backend, GpuBackend, gpu_count
 from .binding import bus_id, device_for_rank, device_from_env
+from .cuda_source import use_kernel_cache
 from .errors import DistsortError, agree
 from .exchange import Transport, choice
 from .gpu_safety import require_safe_cupy
@@ -113,6 +114,7 @@ def _build(comm, name: str, engine: str | None) -> Runtime:
         from .exchange.mpi import MpiTransport
 
         return Runtime(comm, Backend(engine), MpiTransport(comm), placement(comm))
+    use_kernel_cache()  # kernels that `compile` built, whatever this process's HOME
     where = placement(comm, device_id(bind_gpu(comm)))
     return Runtime(comm, GpuBackend(engine), gpu_transport(comm, where), where)
 

@@ -70,27 +70,35 @@ def test_every_requested_template_is_defined_in_its_source(fake_cupy, loader, ar
 
 
 def test_kernels_compile_once_into_distsorts_folder(fake_cupy, monkeypatch, tmp_path):
-    """`compile` fills distsort's folder, and a later process (a fresh HOME: CuPy's own cache
-    empty) loads from it without compiling; CuPy's backend is its own again after; where the
-    folder cannot be written, CuPy's own cache takes the kernel."""
+    """`compile` (fill) puts the kernels in distsort's folder; a later job (a fresh HOME: CuPy's
+    own cache empty) loads them from it without compiling, and saves what it compiles itself
+    into CuPy's cache; a damaged file is compiled again; where the folder cannot be written,
+    `compile` leaves the kernel in CuPy's own cache."""
     from cupy.cuda import compiler
 
     from distsort import cuda_source, keys
 
     theirs = compiler._kernel_cache_backend
     monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(tmp_path / "kernels"))
-    keys.compile_all()
+
+    def job(fill: bool) -> None:  # a new process: CuPy's own backend in place
+        compiler._set_kernel_cache_backend(theirs)
+        cuda_source.use_kernel_cache(fill)
+        cuda_source.load_module.cache_clear()
+        keys.compile_all()
+
+    job(fill=True)
     assert fake_cupy.count("compiled") == 1 and len(os.listdir(tmp_path / "kernels")) == 1
-    assert compiler._kernel_cache_backend is theirs and theirs.files == {}
-    cuda_source.load_module.cache_clear()
-    keys.compile_all()  # a later job: found in the folder
+    assert theirs.files == {}
+    job(fill=False)
     assert fake_cupy.count("compiled") == 1
     (tmp_path / "kernels" / os.listdir(tmp_path / "kernels")[0]).write_bytes(b"torn")
-    cuda_source.load_module.cache_clear()
-    keys.compile_all()  # a damaged file is compiled again, not loaded
-    assert fake_cupy.count("compiled") == 2
+    job(fill=False)
+    assert fake_cupy.count("compiled") == 2 and len(theirs.files) == 1
+    cuda_source.use_kernel_cache()
+    assert compiler._kernel_cache_backend.fallback is theirs  # never stacked
+    theirs.files.clear()
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(tmp_path / "file" / "kernels"))
-    cuda_source.load_module.cache_clear()
-    keys.compile_all()
+    job(fill=True)
     assert fake_cupy.count("compiled") == 3 and len(theirs.files) == 1
