@@ -93,11 +93,13 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
     if job:
         return external.argsort(job, keys, descending, _report(report, job.rt), outs)
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
+    report = _report(report, rt)
     codec = NumericCodec(keys.dtype, descending, canonical=True)
     offset = _offset(rt.comm, len(dev_keys))
-    positions = rt.xp.arange(offset, offset + len(dev_keys), dtype=np.int64)
-    columns = [codec.encode(dev_keys, rt.xp), positions]
-    out = distributed_sort(rt, columns, lambda c: [c[0]], _report(report, rt))
+    with report.phase("encode", rt.backend.clock()):
+        positions = rt.xp.arange(offset, offset + len(dev_keys), dtype=np.int64)
+        columns = [codec.encode(dev_keys, rt.xp), positions]
+    out = distributed_sort(rt, columns, lambda c: [c[0]], report)
     return _into(rt.comm, outs, [to_caller(out[1])])[0]
 
 
@@ -140,13 +142,16 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
         report = _report(report, job.rt)
         return external.sort_numeric(job, keys, values, descending, stable, report, outs)
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
+    report, clock = _report(report, rt), rt.backend.clock()
     codec = NumericCodec(keys.dtype, descending, canonical=stable)
-    columns, carried = _encoded(rt, codec, dev_keys)
-    if values is not None:
-        columns.append(rt.xp.asarray(values))
-    out = distributed_sort(rt, columns, lambda c: [c[0]], _report(report, rt))
-    keys_out = to_caller(out[1] if carried else codec.decode(out[0], rt.xp))
-    values_out = to_caller(out[-1]) if values is not None else None
+    with report.phase("encode", clock):
+        columns, carried = _encoded(rt, codec, dev_keys)
+        if values is not None:
+            columns.append(rt.xp.asarray(values))
+    out = distributed_sort(rt, columns, lambda c: [c[0]], report)
+    with report.phase("decode", clock):  # and back to the caller's memory
+        keys_out = to_caller(out[1] if carried else codec.decode(out[0], rt.xp))
+        values_out = to_caller(out[-1]) if values is not None else None
     if outs is not None:
         keys_out, *rest = _into(rt.comm, outs, [keys_out, values_out][: len(outs)])
         values_out = rest[0] if rest else None
@@ -197,7 +202,7 @@ def _offset(comm, n: int) -> int:
 def _report(report: SortReport | None, rt: Runtime) -> SortReport:
     report = report if report is not None else SortReport()
     report.rank, report.backend = rt.comm.Get_rank(), rt.backend.name
-    report.engine = rt.backend.engine.name
+    report.engine, report.transport = rt.backend.engine.name, rt.transport.name
     return report
 
 

@@ -14,7 +14,7 @@ from .check import run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import parse_dtype
-from .report import HostClock, SortReport, summarize
+from .report import HostClock, SortReport, since_start, summarize
 from .runtime import get_runtime
 
 DEFAULT_PER_RANK = {"gpu": 2**28, "cpu": 2**22}
@@ -44,26 +44,51 @@ def run_job(args, comm) -> int:
     return 0 if verdict.ok else 1
 
 
-def describe(summary: dict, what: str, report: SortReport) -> str:
-    """A short human summary of a sort."""
-    phases = "  ".join(f"{k} {v * 1e3:.1f} ms" for k, v in summary["phases"].items() if v)
+def describe(summary: dict, what: str, report: SortReport, nbytes: int = 0) -> str:
+    """A short human summary of a sort: its time (the whole command's, where the CLI timed it)
+    and throughput, the path, backend, engine and transport, and the slowest rank's phases."""
+    seconds, phases, ranks = summary["seconds"], summary["phases"], summary["ranks"]
+    rates = [_rate(summary["keys"], seconds, "keys")]
+    if nbytes:
+        rates.append(_rate(nbytes, seconds, "B"))
+    for phase in ("read", "write"):
+        if nbytes and phases.get(phase):
+            rates.append(f"{phase} {_rate(nbytes, phases[phase], 'B')}")
+    how = ", ".join(x for x in (report.backend, f"engine {report.engine}", summary["path"],
+                                summary["transport"] and f"transport {summary['transport']}")
+                    if x)
+    listed = "  ".join(f"{k} {_duration(v)}" for k, v in phases.items() if v)
     return (
-        f"distsort: sorted {what} on {summary['ranks']} ranks "
-        f"({report.backend}, engine {report.engine})\n"
-        f"  time {summary['seconds'] * 1e3:.1f} ms, {summary['gkeys_per_s']:.2f} G keys/s, "
-        f"largest shard {summary['max_shard_over_mean']:.4f} x n/p\n"
-        f"  phases (slowest rank): {phases}"
+        f"distsort: sorted {what} on {ranks} rank{'s' * (ranks != 1)} ({how})\n"
+        f"  time {_duration(seconds)} ({', '.join(rates)}), largest shard "
+        f"{summary['max_shard_over_mean']:.4f} x n/p\n"
+        f"  phases (slowest rank): {listed}"
     )
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"
+
+
+def _rate(amount: float, seconds: float, unit: str) -> str:
+    """'812 M keys/s', '4.31 GB/s': three significant digits, whatever the size."""
+    value = amount / seconds if seconds else 0.0
+    prefix = next(((p, f) for p, f in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+                   if value >= f), ("", 1.0))
+    space = " " if unit == "keys" else ""
+    return f"{value / prefix[1]:.3g} {prefix[0]}{space}{unit}/s"
 
 
 def sort_file(args, comm) -> int:
     """`sort INPUT -o OUTPUT`: each rank reads its range, sorts, writes its range of OUTPUT."""
+    started, began = since_start(), time.perf_counter()
     fmt = agree(comm, lambda: _input_format(args))
     source = agree(comm, lambda: open_input(args.input, fmt))
     out_fmt = agree(comm, lambda: _output_format(args, fmt))
     values = agree(comm, lambda: _open_values(args, source.count))
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
     report = SortReport()
+    report.timed["start"] = started  # the launch, imports and MPI start-up
     paths = agree(comm, lambda: _output_paths(args, out_fmt, values))
     if not external_file.sort_file(args, comm, fmt, source, values, paths, report):
         with report.phase("read", HostClock()):
@@ -71,14 +96,19 @@ def sort_file(args, comm) -> int:
             local_values = agree(comm, lambda: values.read(start, stop)) if values else None
         outputs = _sort_local(args, fmt, local, local_values, comm, report)
         if args.verify:
-            _verify(args, fmt, comm, local, local_values, outputs)
+            with report.phase("verify", HostClock()):
+                _verify(args, fmt, comm, local, local_values, outputs)
         with report.phase("write", HostClock()):
             _write(comm, paths, outputs)
+    report.wall = started + time.perf_counter() - began
     summary = summarize(comm.allgather(report.as_dict()), source.count)
     _publish_report(args.report, comm, summary)
     if comm.Get_rank() == 0 and not args.quiet:
-        print(describe(summary, f"{source.count} {fmt.describe()} from {args.input}", report)
-              + f"\n  wrote {args.output}" + ("  (verified)" if args.verify else ""), flush=True)
+        nbytes = source.count * fmt.itemsize
+        written = ", ".join(path for path, _ in paths)
+        print(describe(summary, f"{source.count} {fmt.describe()} from {args.input}", report,
+                       nbytes) + f"\n  wrote {written}" + ("  (verified)" if args.verify else ""),
+              flush=True)
     return 0
 
 

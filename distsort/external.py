@@ -122,7 +122,7 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     template = source.encode([rt.backend.from_host(a) for a in source.read(0, 0)])
     layout = agree(rt.comm, lambda: plan_layout(rt, source, template, budget))
     report.count_in, report.global_count = source.count, sum(layout.counts)
-    report.ranks = len(layout.counts)
+    report.ranks, report.path = len(layout.counts), "out of core"
     progress = Progress(rt.comm)
     clock = HostClock(rt.backend.synchronize)
     with report.phase("partition", clock):  # the runs

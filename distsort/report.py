@@ -47,6 +47,9 @@ class SortReport:
     rank: int = 0
     backend: str = ""
     engine: str = ""
+    transport: str = ""
+    path: str = "in memory"  # or "out of core" (external.py)
+    wall: float | None = None  # the whole command's seconds, process start included (CLI)
     timed: dict[str, float] = field(default_factory=dict)  # seconds per phase, from marks
     marks: list = field(default_factory=list)  # (phase, clock, start, end) not yet read
     count_in: int = 0
@@ -104,6 +107,7 @@ class SortReport:
     def as_dict(self) -> dict:
         return {
             "rank": self.rank, "backend": self.backend, "engine": self.engine,
+            "transport": self.transport, "path": self.path, "wall": self.wall,
             "phases": dict(self.phases), "seconds": self.seconds,
             "count_in": self.count_in, "count_out": self.count_out,
             "bytes_sent": self.bytes_sent, "bytes_received": self.bytes_received,
@@ -129,10 +133,15 @@ def inject_fault(point: str, rank: int) -> None:
 
 
 def summarize(reports: list[dict], global_count: int) -> dict:
-    """Combine all ranks' reports: slowest rank per phase, balance, throughput."""
+    """Combine all ranks' reports: the slowest rank's phases (its whole command where the CLI
+    timed it: then `other` is what no phase covers, and the phases add up to `seconds`),
+    balance, throughput."""
     p = len(reports)
-    phases = {k: max(r["phases"].get(k, 0.0) for r in reports) for k in PHASES}
-    seconds = max(r["seconds"] for r in reports)
+    slowest = max(reports, key=lambda r: r["wall"] or r["seconds"])
+    phases = dict(slowest["phases"])
+    seconds = slowest["wall"] or max(r["seconds"] for r in reports)
+    if slowest["wall"]:
+        phases["other"] = max(seconds - sum(phases.values()), 0.0)
     biggest = max(r["count_out"] for r in reports)
     return {
         "ranks": p,
@@ -140,6 +149,19 @@ def summarize(reports: list[dict], global_count: int) -> dict:
         "seconds": seconds,
         "gkeys_per_s": global_count / seconds / 1e9 if seconds else 0.0,
         "phases": phases,
+        "path": slowest["path"], "transport": slowest["transport"],
         "max_shard_over_mean": biggest * p / global_count if global_count else 1.0,
         "per_rank": reports,
     }
+
+
+def since_start() -> float:
+    """Seconds since this process started (Linux: /proc), else 0: the launch, the imports and
+    MPI's start-up before the command runs."""
+    try:
+        with open("/proc/self/stat") as f:
+            started = int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime") as f:
+            return max(float(f.read().split()[0]) - started, 0.0)
+    except (OSError, ValueError, IndexError):
+        return 0.0

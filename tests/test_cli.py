@@ -7,6 +7,7 @@ pytest-mpi). Inputs mix the distributions the product promises to handle.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -136,7 +137,8 @@ def test_values_files_of_any_dtype(tmp_path):
 def test_default_job_sorts_and_validates():
     run = distsort("--count", "200000")
     assert run.returncode == 0, run.stderr
-    assert "G keys/s" in run.stdout and "check: OK" in run.stdout
+    assert re.search(r"\(\d[\d.]* [kMGT]? ?keys/s", run.stdout) and "check: OK" in run.stdout
+    assert "on 4 ranks (cpu, engine numpy, in memory, transport mpi)" in run.stdout
 
 
 def test_gen_then_sort_then_check(tmp_path):
@@ -225,6 +227,28 @@ def test_bench_reports_every_size(tmp_path):
     rows = json.loads((tmp_path / "b.json").read_text())
     assert [r["keys"] for r in rows] == [2**12, 2**14, 2**16]
     assert all(r["seconds"] > 0 and len(r["per_rank"]) == 2 for r in rows)
+
+
+def test_the_summary_adds_up_to_the_whole_command(tmp_path):
+    """A file job's summary: the command's time, the phases that make it up (start, read,
+    encode, ..., verify, write, and what no phase covers) adding up to it, the throughput in
+    readable units, every file written (the values file too)."""
+    import json
+
+    x = np.random.default_rng(3).integers(0, 2**31, 50_000).astype(np.int64)
+    np.save(tmp_path / "k.npy", x)
+    np.save(tmp_path / "v.npy", x.astype(np.float32))
+    run = distsort("sort", "k.npy", "-o", "o.npy", "--values", "v.npy", "--verify",
+                   "--report", "r.json", ranks=2, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    phases = report["phases"]
+    for phase in ("start", "read", "encode", "sample", "finish", "decode", "verify", "write"):
+        assert phases.get(phase, 0) > 0, phase
+    assert sum(phases.values()) == pytest.approx(report["seconds"], rel=0.05)
+    assert "wrote o.npy, o.values.npy  (verified)" in run.stdout
+    line = r"time [\d.]+ m?s \([\d.]+ [kMG]? ?keys/s, [\d.]+ [kMG]?B/s, read "
+    assert re.search(line, run.stdout)
 
 
 def test_ctrl_c_on_mpiexec_stops_every_rank_cleanly(tmp_path):
