@@ -1,4 +1,5 @@
-"""The ranks of a communicator that share this rank's node (its shared-memory domain)."""
+"""The ranks of a communicator that share this rank's node (its shared-memory domain), and
+where every rank runs (node and device: placement)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,6 @@ def node_place(comm) -> tuple[int, int]:
         return node.Get_rank(), node.Get_size()
     finally:
         node.Free()
-
-
-def one_node(comm) -> bool:
-    """Do all ranks of comm share one node? The same answer on every rank. Collective."""
-    return node_place(comm)[1] == comm.Get_size()
 
 
 def placement(comm, device: str | None = None) -> Placement:
