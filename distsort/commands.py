@@ -15,7 +15,7 @@ from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import parse_dtype
 from .report import HostClock, SortReport, since_start, summarize
-from .runtime import get_runtime
+from .runtime import array_module, get_runtime
 
 DEFAULT_PER_RANK = {"gpu": 2**28, "cpu": 2**22}
 
@@ -223,7 +223,7 @@ def check(args, comm) -> int:
     if args.dtype or args.record_size:
         fmt = agree(comm, lambda: detect_format(args.input, args.dtype, args.record_size,
                                                 args.key_size))
-    xp = agree(comm, lambda: get_runtime(comm, args.backend)).xp  # a GPU where every rank has one
+    xp = agree(comm, lambda: array_module(comm, args.backend))  # a GPU where every rank has one
     verdict = run_check(comm, args.input, args.output, fmt, descending=args.descending, xp=xp)
     if comm.Get_rank() == 0:
         print(f"distsort check: {verdict.message}", flush=True)

@@ -60,15 +60,35 @@ def get_runtime(comm=None, backend: str | None = None, engine: str | None = None
     engine names the local sort engine (default: $DISTSORT_ENGINE, else the backend's best).
     """
     comm = comm if comm is not None else MPI.COMM_WORLD
-    handle, backend = MPI._handleof(comm), requested_backend(backend)
-    if (handle, backend) not in _chosen:  # collective: every rank makes the same calls
-        _chosen[handle, backend] = choose_backend(comm, backend)
-    name = _chosen[handle, backend]
+    handle, name = MPI._handleof(comm), _choice(comm, requested_backend(backend))
     engine = engine or os.environ.get("DISTSORT_ENGINE") or None
     key = (handle, name, engine)
     if key not in _cache:
         _cache[key] = _build(comm, name, engine)
     return _cache[key]
+
+
+def array_module(comm, backend: str | None):
+    """NumPy, or CuPy with this rank's GPU bound: the backend chosen for comm as get_runtime
+    would choose it, for work that moves no rows between ranks (`check`), without building
+    a transport. Collective."""
+    if _choice(comm, requested_backend(backend)) == "cpu":
+        import numpy
+
+        return numpy
+    use_kernel_cache()
+    bind_gpu(comm)
+    import cupy
+
+    return cupy
+
+
+def _choice(comm, backend: str) -> str:
+    """choose_backend's answer for (comm, backend), once per process (two collectives)."""
+    handle = MPI._handleof(comm)
+    if (handle, backend) not in _chosen:  # collective: every rank makes the same calls
+        _chosen[handle, backend] = choose_backend(comm, backend)
+    return _chosen[handle, backend]
 
 
 def release(comm=None) -> None:
