@@ -200,10 +200,7 @@ def _offset(comm, n: int) -> int:
 
 
 def _report(report: SortReport | None, rt: Runtime) -> SortReport:
-    report = report if report is not None else SortReport()
-    report.rank, report.backend = rt.comm.Get_rank(), rt.backend.name
-    report.engine, report.transport = rt.backend.engine.name, rt.transport.name
-    return report
+    return (report if report is not None else SortReport()).ran_on(rt)
 
 
 def _encoded(rt: Runtime, codec: NumericCodec, keys) -> tuple[list, bool]:

@@ -41,8 +41,7 @@ def sort_file(args, comm, fmt: FileFormat, source: InputFile, values: InputFile 
     if budget is None:
         return False
     show_progress(not args.quiet)
-    report.rank, report.backend, report.engine = comm.Get_rank(), rt.backend.name, \
-        rt.backend.engine.name
+    report.ran_on(rt)
     check = StreamCheck(args.descending, fmt.key_size) if args.verify else None
     like = None if values is None else np.empty(0, values.fmt.native_dtype)  # 1-D or uint8 rows
     writers = []

@@ -60,6 +60,12 @@ class SortReport:
     ranks: int = 1
     transfers: list = field(default_factory=list)  # (start, end) CUDA events of GPU transfers
 
+    def ran_on(self, rt) -> SortReport:
+        """Note the runtime the sort runs on (rank, backend, engine, transport); returns self."""
+        self.rank, self.backend = rt.comm.Get_rank(), rt.backend.name
+        self.engine, self.transport = rt.backend.engine.name, rt.transport.name
+        return self
+
     @contextmanager
     def phase(self, name: str, clock: Clock) -> Iterator[None]:
         """Time a phase between two of clock's marks (read when the phases are asked for)."""
