@@ -234,11 +234,14 @@ def compile_kernels(args, comm) -> int:
     """`compile`: every CUDA kernel a sort may use into the kernel cache (cuda_source.py): ours,
     and CuPy's own that a small sort of every kind compiles."""
     from . import keys, splitters
+    from .backend import gpu_count
     from .cuda_source import kernel_cache, use_kernel_cache
     from .local import partition, radix, rows, segments, tiles
 
-    use_kernel_cache(fill=True)
+    if not comm.allreduce(gpu_count() > 0, op=MPI.LAND):
+        agree(comm, _no_gpu_to_compile_for)
     rt = agree(comm, lambda: get_runtime(comm, "gpu"))  # built for this GPU's architecture
+    use_kernel_cache(fill=True)
     start = time.perf_counter()
     for module in (keys, splitters, partition, radix, rows, segments, tiles):
         module.compile_all()
@@ -251,6 +254,11 @@ def compile_kernels(args, comm) -> int:
     if comm.Get_rank() == 0:
         print(f"distsort: the CUDA kernels are compiled in {kernel_cache()} ({seconds:.1f} s)")
     return 0
+
+
+def _no_gpu_to_compile_for() -> None:
+    raise DistsortError("compile builds the CUDA kernels for this machine's GPU: it needs CuPy "
+                        "and a visible GPU on every rank (on CPUs there is nothing to compile)")
 
 
 def _warm_up(comm, xp, dtype: np.dtype) -> None:

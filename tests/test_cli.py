@@ -251,6 +251,12 @@ def test_the_summary_adds_up_to_the_whole_command(tmp_path):
     assert re.search(line, run.stdout)
 
 
+def test_compile_without_a_gpu_is_one_clear_message(tmp_path):
+    run = distsort("compile", ranks=2, cwd=tmp_path)
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert run.stderr.count("compile builds the CUDA kernels") == 1, run.stderr
+
+
 def test_ctrl_c_on_mpiexec_stops_every_rank_cleanly(tmp_path):
     """Ctrl-C while a temporary output exists: rank 0 stops answering once it has written its
     piece (an injected hang: the job lives until it is interrupted) and says so on stderr; the
