@@ -3,12 +3,14 @@
 `python bench/file_job.py --count 2^30 --ranks 1 --out DIR` writes a .npy of random keys, then,
 in rotation for --reps rounds (medians reported):
 - floor: this process reads the input's bytes with 8 threads, then writes as many bytes;
+  floor_fsync: the same, and fsync before the close (what makes the output durable);
 - launch: `mpirun -n R python -m distsort info` (launch and imports alone);
 - plain (GPU): a script that does np.load, cupy.sort, np.save; (CPU): np.load, np.sort, np.save;
 - sort: `mpirun -n R python -m distsort sort IN -o OUT`; cold: the same in a fresh process whose
   HOME, XDG_CACHE_HOME and CUPY_CACHE_DIR are new empty folders (what every container starts
   with; distsort's kernel cache, filled by `python -m distsort compile`, is in the package);
-- verify: the sort with --verify; check: `mpirun -n R python -m distsort check IN OUT`.
+- verify: the sort with --verify (the last sort's and verify's --report phases are kept);
+- check: `mpirun -n R python -m distsort check IN OUT`.
 --cold-page-cache drops the files from the page cache (posix_fadvise) before every timed run.
 Every sort's output is checked against np.sort once. A table and JSON (file_job_*.json).
 """
@@ -71,8 +73,10 @@ def forget(path: str) -> None:
             os.close(fd)
 
 
-def floor(path: str, out: str, threads: int = 8, piece: int = 64 << 20) -> float:
-    """Seconds to read the file's bytes with `threads` threads of preadv, then pwritev them."""
+def floor(path: str, out: str, threads: int = 8, piece: int = 64 << 20,
+          sync: bool = False) -> float:
+    """Seconds to read the file's bytes with `threads` threads of preadv, then pwritev them
+    (and fsync them: `sync`)."""
     size = os.path.getsize(path)
     offsets = range(0, size, piece)
     buffer = np.empty(size, np.uint8)
@@ -85,6 +89,8 @@ def floor(path: str, out: str, threads: int = 8, piece: int = 64 << 20) -> float
     os.ftruncate(fd, size)
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(lambda o: os.pwritev(fd, [buffer[o : o + piece]], o), offsets))
+    if sync:
+        os.fsync(fd)
     os.close(fd)
     return time.perf_counter() - start
 
@@ -109,6 +115,7 @@ def main() -> None:
     subprocess.run([*run, "gen", src, "--count", str(args.count), "--dtype", args.dtype,
                     "--quiet"], env=env, check=True)
     drop = [src, dst] if args.cold_page_cache else []
+    reports = {name: os.path.join(work, f"{name}.json") for name in ("sort", "verify")}
 
     def cold() -> float:
         fresh = {k: tempfile.mkdtemp(dir=work) for k in ("HOME", "XDG_CACHE_HOME",
@@ -117,11 +124,14 @@ def main() -> None:
 
     cases = {
         "floor": lambda: (forget(src) if drop else None) or floor(src, dst),
+        "floor_fsync": lambda: (forget(src) if drop else None) or floor(src, dst, sync=True),
         "launch": lambda: wall([*run, "info"], env, []),
         "plain": lambda: wall([sys.executable, "-c", PLAIN[args.backend], src, dst], env, drop),
-        "sort": lambda: wall([*run, "sort", src, "-o", dst, "--quiet"], env, drop),
+        "sort": lambda: wall([*run, "sort", src, "-o", dst, "--quiet", "--report",
+                              reports["sort"]], env, drop),
         "cold": cold,
-        "verify": lambda: wall([*run, "sort", src, "-o", dst, "--verify", "--quiet"], env, drop),
+        "verify": lambda: wall([*run, "sort", src, "-o", dst, "--verify", "--quiet", "--report",
+                                reports["verify"]], env, drop),
         "check": lambda: wall([*run, "check", src, dst], env, drop),
     }
     if args.backend == "cpu":
@@ -141,6 +151,11 @@ def main() -> None:
               "sort_over_plain": med["sort"] / med["plain"],
               "verify_adds": med["verify"] / med["sort"] - 1,
               "check_gb_per_s": 2 * nbytes / max(med["check"] - med["launch"], 1e-9) / 1e9}
+    for name, path in reports.items():  # the last run's phases, as its summary lists them
+        with open(path) as f:
+            result[f"{name}_phases"] = json.load(f)["phases"]
+        print(f"{name} phases: " + "  ".join(f"{k} {v:.2f}" for k, v in
+                                            result[f"{name}_phases"].items()))
     if "cold" in med:
         result["cold_minus_warm_s"] = med["cold"] - med["sort"]
     for name, value in med.items():
