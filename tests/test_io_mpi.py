@@ -136,7 +136,7 @@ def test_one_rank_failing_to_write_fails_every_rank(mpi_tmp_path, monkeypatch):
     path = mpi_tmp_path / "o.raw"
     with ShardWriter(path, FileFormat.raw("u1"), SIZE, COMM) as w:
         if RANK == SIZE - 1:
-            monkeypatch.setattr(os, "pwrite", full)
+            monkeypatch.setattr(os, "pwritev", full)
         w.write(RANK, np.array([RANK], np.uint8))
         with pytest.raises(DistsortError) as info:
             w.commit()

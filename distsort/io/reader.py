@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import numpy as np
 
 from ..errors import DistsortError
 from .formats import FileFormat, check_size, npy_layout
-
-_IO_CHUNK = 1 << 30  # bytes per read call: stays below the per-call limits of every OS
+from .parallel import pread_into
 
 
 def rank_range(count: int, rank: int, size: int) -> tuple[int, int]:
@@ -32,14 +32,24 @@ class InputFile:
         """Elements [start, stop): 1-D in native byte order, or (n, record_size) uint8 records."""
         if not 0 <= start <= stop <= self.count:
             raise ValueError(f"range [{start}, {stop}) outside [0, {self.count}) of {self.path}")
-        n = stop - start
-        buf = np.empty(n * self.fmt.itemsize, dtype=np.uint8)
+        return self.read_into(start, np.empty((stop - start) * self.fmt.itemsize, np.uint8))
+
+    def read_into(self, start: int, buf: np.ndarray):
+        """Elements from `start` into the uint8 array `buf` (as many as it holds bytes for),
+        brought to native byte order there; returns them viewed as read() gives them."""
+        n = len(buf) // self.fmt.itemsize
+        if not 0 <= start <= start + n <= self.count:
+            raise ValueError(f"range [{start}, {start + n}) outside [0, {self.count}) of "
+                             f"{self.path}")
         if n:
             self._read_into(buf, self.offset + start * self.fmt.itemsize)
         if self.fmt.kind == "records":
             return buf.reshape(n, self.fmt.record_size)
         data = buf.view(self.fmt.dtype)
-        return data if data.dtype.isnative else data.astype(self.fmt.native_dtype)
+        if not data.dtype.isnative:
+            data = data.view(self.fmt.native_dtype)
+            data[...] = buf.view(self.fmt.dtype)  # NumPy copies first: they overlap
+        return data
 
     def read_shard(self, rank: int, size: int) -> np.ndarray:
         """This rank's balanced share of the file (see rank_range)."""
@@ -51,21 +61,18 @@ class InputFile:
             yield self.read(lo, min(lo + chunk, stop))
 
     def _read_into(self, buf: np.ndarray, offset: int) -> None:
-        view = memoryview(buf)
-        done = 0
         try:
-            with open(self.path, "rb", buffering=0) as f:
-                while done < len(view):
-                    f.seek(offset + done)
-                    got = f.readinto(view[done : done + _IO_CHUNK])
-                    if not got:
-                        raise DistsortError(
-                            f"{self.path} ended early (at byte {offset + done}): was it truncated "
-                            "or changed while distsort was reading it?"
-                        )
-                    done += got
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                got = pread_into(fd, memoryview(buf), offset)
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise DistsortError(f"cannot read input file {self.path}: {exc.strerror}") from None
+        if got < len(buf):
+            raise DistsortError(
+                f"{self.path} ended early (at byte {offset + got}): was it truncated or changed "
+                "while distsort was reading it?")
 
 
 def open_input(path, fmt: FileFormat) -> InputFile:
