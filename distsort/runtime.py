@@ -38,6 +38,13 @@ class Runtime:
         return len(self.placement.sharing(self.comm.Get_rank())) if self.placement else 1
 
     @property
+    def node_ranks(self) -> int:
+        """Ranks on this rank's node: they share its cores."""
+        if not self.placement:
+            return 1
+        return self.placement.node.count(self.placement.node[self.comm.Get_rank()])
+
+    @property
     def shared_devices(self) -> bool:
         """Do any ranks share a GPU? The same answer on every rank."""
         return bool(self.placement and self.placement.device[0] is not None
@@ -154,8 +161,8 @@ def gpu_transport(comm, where: choice.Placement) -> Transport:
 
     setting = os.environ.get("DISTSORT_TRANSPORT", "auto")
     name = agree(comm, lambda: choice.choose(setting, where))
-    if name == choice.HOST:
-        return StagedTransport(comm)
+    if name in (choice.HOST, choice.ALONE):
+        return StagedTransport(comm, name)
     if name == choice.IPC_HOST:
         return ipc.connect(comm, StagedTransport(comm))
     nccl = nccl_transport(comm)

@@ -178,13 +178,13 @@ def test_info_command_runs(tmp_path):
 @pytest.mark.parametrize("backend, setting, want", [
     ("cpu", None, "MPI (host buffers)"),
     ("none: some rank sees no GPU", None, "none: no backend"),
-    ("gpu", None, "the GPUs' copy engines through CUDA IPC"),
+    ("gpu", None, "none (one rank: no rows move between ranks)"),
     ("gpu", "ipc", "the GPUs' copy engines through CUDA IPC"),
     ("gpu", "nccl", "NCCL (DISTSORT_TRANSPORT=nccl)"),
     ("gpu", "tcp", "none: DISTSORT_TRANSPORT='tcp': choose one of auto, ipc, nccl"),
 ])
 def test_transport_info_says_what_a_sort_would_take(monkeypatch, backend, setting, want):
-    """One rank (COMM_SELF): the copy engines by default, as on up to 2 ranks of one node."""
+    """One rank (COMM_SELF): nothing to build by default; what was asked for otherwise."""
     from mpi4py import MPI
 
     if setting is None:

@@ -9,7 +9,7 @@ import pytest
 from distsort import runtime
 from distsort.errors import DistsortError
 from distsort.exchange import choice, ipc, nccl, staged
-from distsort.exchange.choice import HOST, IPC, IPC_HOST, NCCL, Placement
+from distsort.exchange.choice import ALONE, HOST, IPC, IPC_HOST, NCCL, Placement
 
 
 def place(devices: str, nodes: str | None = None) -> Placement:
@@ -20,7 +20,8 @@ def place(devices: str, nodes: str | None = None) -> Placement:
 
 
 @pytest.mark.parametrize("setting, devices, nodes, want", [
-    ("auto", "0", None, IPC), ("auto", "01", None, IPC), ("auto", "012", None, NCCL),
+    ("auto", "0", None, ALONE), ("ipc", "0", None, IPC), ("nccl", "0", None, NCCL),
+    ("auto", "01", None, IPC), ("auto", "012", None, NCCL),
     ("auto", "0123", None, NCCL), ("ipc", "0123", None, IPC), ("nccl", "01", None, NCCL),
     ("ipc", "01", "01", NCCL),  # across nodes the copy engines cannot reach: NCCL
     ("auto", "00", None, IPC_HOST), ("auto", "0000", None, IPC_HOST),
@@ -66,12 +67,12 @@ class Comm:
 
 @pytest.mark.parametrize("devices, nodes, built", [
     ("01", None, "ipc over nccl"), ("0123", None, "nccl"), ("0000", None, "ipc over host"),
-    ("0000", "0011", "host"),
+    ("0000", "0011", "host"), ("0", None, "alone"),
 ])
 def test_the_runtime_builds_the_choice(monkeypatch, devices, nodes, built):
     monkeypatch.delenv("DISTSORT_TRANSPORT", raising=False)
     monkeypatch.setattr(nccl, "NcclTransport", lambda comm: "nccl")
-    monkeypatch.setattr(staged, "StagedTransport", lambda comm: "host")
+    monkeypatch.setattr(staged, "StagedTransport", lambda comm, name="host": name)
     monkeypatch.setattr(ipc, "connect", lambda comm, small: f"ipc over {small}")
     assert runtime.gpu_transport(Comm(), place(devices, nodes)) == built
 

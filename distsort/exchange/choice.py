@@ -8,6 +8,7 @@ The runtime builds what it names and `info` prints what it says, so both always 
   memory: one node, and peer access where ranks are on different GPUs (checked when built).
   Ranks that share a GPU map each other's memory on that GPU, so they exchange this way; their
   small exchanges (and everything, where IPC fails) go through host memory and MPI (staged.py).
+- One rank alone exchanges nothing: nothing is built.
 - With a GPU for every rank: the copy engines up to AUTO_IPC_RANKS ranks on one node (they won
   on 2 H200s and lost to NCCL on 4: bench/RESULTS.md), NCCL above and across nodes.
 $DISTSORT_TRANSPORT ('auto', 'ipc', 'nccl') asks for one; asking for NCCL where ranks share a
@@ -23,8 +24,9 @@ from ..errors import DistsortError
 SETTINGS = ("auto", "ipc", "nccl")
 AUTO_IPC_RANKS = 2
 
-NCCL, IPC, IPC_HOST, HOST = "nccl", "ipc", "ipc+host", "host"
+NCCL, IPC, IPC_HOST, HOST, ALONE = "nccl", "ipc", "ipc+host", "host", "alone"
 DESCRIBED = {
+    ALONE: "none (one rank: no rows move between ranks)",
     NCCL: "NCCL",
     IPC: "the GPUs' copy engines through CUDA IPC (NCCL where IPC fails and for small exchanges)",
     IPC_HOST: "device copies through CUDA IPC between ranks that share GPUs (host memory and "
@@ -63,6 +65,8 @@ def choose(setting: str, placement: Placement) -> str:
     the setting is unknown or asks for NCCL on ranks that share a GPU."""
     if setting not in SETTINGS:
         raise DistsortError(f"DISTSORT_TRANSPORT={setting!r}: choose one of {', '.join(SETTINGS)}")
+    if setting == "auto" and len(placement.node) == 1:
+        return ALONE  # NCCL's start-up alone would cost about a second
     shared = placement.shared_devices()
     if shared:
         if setting == NCCL:

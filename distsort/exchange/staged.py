@@ -21,8 +21,9 @@ class StagedTransport:
     # reads the blocks it receives as 16-byte vectors, whichever transport brought them
     align_rows = 1024
 
-    def __init__(self, comm):
+    def __init__(self, comm, name: str = "host"):
         self.mpi = MpiTransport(comm)
+        self.name = name  # "alone" at one rank, where it is never called
 
     def release(self) -> None:
         """Nothing kept between calls."""
