@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   digits envab trace ab nccl4 filejob (FILEJOB_COUNT, _RANKS, _REPS) tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take
+#   digits envab trace ab nccl4 filejob (FILEJOB_COUNT, _RANKS, _REPS) cold tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take
 #   scatterab (SCATTER_AB, SCATTER_RANKS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
 #   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
@@ -37,13 +37,14 @@ for step in $steps; do
     tests) timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py \
              tests/test_gen.py tests/test_check.py tests/test_radix_gpu.py \
              tests/test_landing_gpu.py tests/test_segments_gpu.py tests/test_external_gpu.py \
-             tests/test_oom_gpu.py tests/test_byte_order.py 2>&1 \
+             tests/test_oom_gpu.py tests/test_byte_order.py tests/test_staging_gpu.py 2>&1 \
              | tail -25 ;;
     mpitests) counts=$gpus; [ "$gpus" -lt 4 ] && counts="2 3 4"  # fewer GPUs: ranks share them
               for n in $counts; do
                 echo "-- $n ranks on $gpus GPU(s)"
                 timeout 300 $mpi -n "$n" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
                   --with-mpi tests/test_gpu.py tests/test_external_gpu.py tests/test_byte_order.py \
+                  tests/test_staging_gpu.py \
                   2>&1 | grep -av "^$" | grep -aE "passed|failed|Error|error|assert" | tail -30
               done ;;
     quickstart) timeout 200 bash launch/quickstart.sh --report "$OUT/job.json" \
@@ -70,6 +71,17 @@ for step in $steps; do
              timeout 500 python3 bench/file_job.py --count "${FILEJOB_COUNT:-2^30}" \
                --ranks "${FILEJOB_RANKS:-1}" --reps "${FILEJOB_REPS:-3}" --dir /tmp --out "$OUT" \
                2>&1 | tail -20 ;;
+    cold) # which kernels a fresh process still compiles after `compile` (names in the cubins)
+          dir=$(mktemp -d); mkdir -p "$dir/h" "$dir/x" "$dir/c"
+          python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
+          HOME=$dir/h XDG_CACHE_HOME=$dir/x CUPY_CACHE_DIR=$dir/c timeout 200 $mpi -x HOME \
+            -x XDG_CACHE_HOME -x CUPY_CACHE_DIR -n 1 python3 -m distsort sort "$dir/in.npy" \
+            -o "$dir/out.npy" 2>&1 | tail -4
+          find "$dir/h" "$dir/x" "$dir/c" -type f | head -40 | while read -r f; do
+            python3 -c "import re, sys; names = re.findall(rb'[A-Za-z_][A-Za-z0-9_]{12,}', \
+              open(sys.argv[1], 'rb').read()); print(sys.argv[1][-40:], sorted(set(names))[:6])" "$f"
+          done
+          rm -rf "$dir" ;;
     take) for b in 100 64 256; do  # rows taken in an order (TAKE_R: rows a lane, to compare)
             timeout 120 python3 bench/take_rows.py --bytes $b --rows $((2**25 * 100 / b)) \
               --rows-per-lane "${TAKE_R:-4,8}" --out "$OUT" 2>&1 | tail -30

@@ -19,6 +19,7 @@ import numpy as np
 from .errors import DistsortError, agree
 from .io.formats import FileFormat, detect_format, is_npy
 from .io.reader import open_input, rank_range
+from .io.staging import load
 from .keys import NumericCodec, record_key_words
 from .payload import stored
 
@@ -211,6 +212,12 @@ def pieces(keys, values, xp, rows: int = 4 * _CHUNK):
         yield xp.asarray(keys[lo : lo + rows]), part
 
 
+def _loaded(source, start: int, stop: int, chunk: int, xp):
+    """The elements [start, stop) of an input file on xp's device, in pieces of `chunk`."""
+    for lo in range(start, stop, chunk):
+        yield load(source, lo, min(lo + chunk, stop), xp)
+
+
 def _output_options(output_path, fmt: FileFormat) -> FileFormat:
     """The format of the output file of a sort of an input in format fmt."""
     if fmt.kind == "records":
@@ -242,10 +249,10 @@ def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
 
     def summarize() -> _Summary:
         mine = _Summary()
-        for piece in src.chunks(*rank_range(src.count, rank, size), chunk):
-            mine.add_input(xp.asarray(piece), xp)
-        for piece in dst.chunks(*rank_range(dst.count, rank, size), chunk):
-            mine.add_output(xp.asarray(piece), xp, descending, src.fmt.key_size)
+        for piece in _loaded(src, *rank_range(src.count, rank, size), chunk, xp):
+            mine.add_input(piece, xp)
+        for piece in _loaded(dst, *rank_range(dst.count, rank, size), chunk, xp):
+            mine.add_output(piece, xp, descending, src.fmt.key_size)
         return mine
 
     return _combine(comm, agree(comm, summarize))

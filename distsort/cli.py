@@ -129,6 +129,9 @@ def _sort_parser(p: argparse.ArgumentParser) -> None:
                    "(default: OUTPUT with .values before its suffix)")
     p.add_argument("--verify", action="store_true",
                    help="check order, count and checksum before the output is published")
+    p.add_argument("--durable", action="store_true",
+                   help="flush the output to disk before it is published, so that it survives "
+                   "a power cut or system crash too (slower: the disk's speed, not memory's)")
     p.add_argument("--device-memory", metavar="SIZE", type=size_argument,
                    help="device memory one rank may use, e.g. 8GiB (default: 70%% of the free "
                    "GPU memory); a rank whose sort needs more sorts out of core")

@@ -14,6 +14,9 @@ from .check import run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import parse_dtype
+from .io.parallel import threads_for, use_threads
+from .io.staging import load
+from .node import node_place
 from .report import HostClock, SortReport, since_start, summarize
 from .runtime import array_module, get_runtime
 
@@ -80,26 +83,38 @@ def _rate(amount: float, seconds: float, unit: str) -> str:
 
 
 def sort_file(args, comm) -> int:
-    """`sort INPUT -o OUTPUT`: each rank reads its range, sorts, writes its range of OUTPUT."""
+    """`sort INPUT -o OUTPUT`: each rank reads its range, sorts, writes its range of OUTPUT.
+
+    In memory, a rank's range goes from the file straight to its device and its shard from the
+    device straight to the output (io/staging.py); larger ranges go out of core
+    (external_file.py)."""
     started, began = since_start(), time.perf_counter()
-    fmt = agree(comm, lambda: _input_format(args))
-    source = agree(comm, lambda: open_input(args.input, fmt))
-    out_fmt = agree(comm, lambda: _output_format(args, fmt))
-    values = agree(comm, lambda: _open_values(args, source.count))
-    start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
     report = SortReport()
     report.timed["start"] = started  # the launch, imports and MPI start-up
-    paths = agree(comm, lambda: _output_paths(args, out_fmt, values))
-    if not external_file.sort_file(args, comm, fmt, source, values, paths, report):
+    with report.phase("init", HostClock()):  # the device, the kernels, the files' layouts
+        rt = agree(comm, lambda: get_runtime(comm, args.backend or "auto"))
+        use_threads(threads_for(rt.node_ranks))
+        fmt = agree(comm, lambda: _input_format(args))
+        source = agree(comm, lambda: open_input(args.input, fmt))
+        out_fmt = agree(comm, lambda: _output_format(args, fmt))
+        values = agree(comm, lambda: _open_values(args, source.count))
+        paths = agree(comm, lambda: _output_paths(args, out_fmt, values))
+        budget = agree(comm, lambda: external.budget(rt, args.device_memory))
+    start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
+    row = fmt.itemsize + (values.fmt.itemsize if values else 0) + 8 * bool(args.argsort)
+    if external.exceeds(rt, (stop - start) * row, budget):
+        external_file.sort_file(rt, args, fmt, source, values, paths, budget, report)
+    else:
         with report.phase("read", HostClock()):
-            local = agree(comm, lambda: source.read(start, stop))
-            local_values = agree(comm, lambda: values.read(start, stop)) if values else None
-        outputs = _sort_local(args, fmt, local, local_values, comm, report)
+            local = agree(comm, lambda: load(source, start, stop, rt.xp))
+            local_values = agree(comm, lambda: load(values, start, stop, rt.xp)) if values else None
+        outputs = _sort_local(args, fmt, local, local_values, comm, report, budget)
         if args.verify:
-            with report.phase("verify", HostClock()):
-                _verify(args, fmt, comm, local, local_values, outputs)
+            with report.phase("verify", HostClock(rt.backend.synchronize)):
+                _verify(args, fmt, comm, local, local_values, outputs, rt.xp)
+        del local, local_values
         with report.phase("write", HostClock()):
-            _write(comm, paths, outputs)
+            _write(comm, paths, outputs, args.durable)
     report.wall = started + time.perf_counter() - began
     summary = summarize(comm.allgather(report.as_dict()), source.count)
     _publish_report(args.report, comm, summary)
@@ -144,10 +159,10 @@ def _open_values(args, count: int):
     return values
 
 
-def _sort_local(args, fmt: FileFormat, local, local_values, comm, report) -> list:
+def _sort_local(args, fmt: FileFormat, local, local_values, comm, report, budget: int) -> list:
     """Sort this rank's piece; returns [keys or records or positions] (+ [values])."""
     common = dict(comm=comm, descending=args.descending, backend=args.backend or "auto",
-                  report=report, device_memory=args.device_memory)
+                  report=report, device_memory=budget)
     external.show_progress(not args.quiet)
     if fmt.kind == "records":
         return [api.sort_records(local, fmt.key_size, **common)]
@@ -158,11 +173,10 @@ def _sort_local(args, fmt: FileFormat, local, local_values, comm, report) -> lis
     return [api.sort(local, stable=args.stable, **common)]
 
 
-def _verify(args, fmt: FileFormat, comm, local, local_values, outputs) -> None:
+def _verify(args, fmt: FileFormat, comm, local, local_values, outputs, xp) -> None:
     pairs = {}
     if local_values is not None:
         pairs = dict(values_in=local_values, values_out=outputs[1])
-    xp = get_runtime(comm, args.backend or "auto").xp  # the sort's device, already chosen
     verdict = verify(comm, local, outputs[0], descending=args.descending, key_size=fmt.key_size,
                      xp=xp, **pairs)
     if not verdict.ok:
@@ -181,14 +195,14 @@ def _output_paths(args, out_fmt: FileFormat, values) -> list:
     return paths
 
 
-def _write(comm, paths: list, outputs) -> None:
+def _write(comm, paths: list, outputs, durable: bool) -> None:
     """Write every output under a temporary name; publish them only when all are written."""
     counts = comm.allgather(len(outputs[0]))
     start, total = sum(counts[: comm.Get_rank()]), sum(counts)
     writers = []
     try:
         for (path, fmt), data in zip(paths, outputs):
-            writers.append(ShardWriter(path, fmt, total, comm))
+            writers.append(ShardWriter(path, fmt, total, comm, durable))
             writers[-1].write(start, data)
         for writer in writers:
             writer.commit()
@@ -224,6 +238,7 @@ def check(args, comm) -> int:
         fmt = agree(comm, lambda: detect_format(args.input, args.dtype, args.record_size,
                                                 args.key_size))
     xp = agree(comm, lambda: array_module(comm, args.backend))  # a GPU where every rank has one
+    use_threads(threads_for(node_place(comm)[1]))
     verdict = run_check(comm, args.input, args.output, fmt, descending=args.descending, xp=xp)
     if comm.Get_rank() == 0:
         print(f"distsort check: {verdict.message}", flush=True)

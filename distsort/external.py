@@ -527,11 +527,16 @@ def plan(array, comm, backend: str | None, device_memory: int | str | None, valu
 def over_budget(rt: Runtime, shard_bytes: int, device_memory: int | str | None) -> int | None:
     """This rank's budget if any rank's work (WORK_FACTOR x its shard) exceeds its own, else
     None. Collective: every rank gets the same answer."""
-    budget = _budget(rt, device_memory)
-    return budget if rt.comm.allreduce(WORK_FACTOR * shard_bytes > budget, op=MPI.LOR) else None
+    mine = budget(rt, device_memory)
+    return mine if exceeds(rt, shard_bytes, mine) else None
 
 
-def _budget(rt: Runtime, device_memory) -> int:
+def exceeds(rt: Runtime, shard_bytes: int, budget: int) -> bool:
+    """Does any rank's work (WORK_FACTOR x its shard) exceed its budget? Collective."""
+    return rt.comm.allreduce(WORK_FACTOR * shard_bytes > budget, op=MPI.LOR)
+
+
+def budget(rt: Runtime, device_memory) -> int:
     """device_memory (parsed by the entry point's checks: inputs.py), else the default: a share
     of the device's (or the host's) memory for each of the ranks that share it."""
     if device_memory is not None:

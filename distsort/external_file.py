@@ -17,7 +17,6 @@ from .errors import DistsortError, agree
 from .external import (
     external_sort,
     numeric_source,
-    over_budget,
     positions_source,
     records_source,
     show_progress,
@@ -25,21 +24,17 @@ from .external import (
 from .io import FileFormat, InputFile, ShardWriter, rank_range
 from .payload import restored, stored
 from .report import SortReport
-from .runtime import get_runtime
+from .runtime import Runtime
 
 
-def sort_file(args, comm, fmt: FileFormat, source: InputFile, values: InputFile | None,
-              paths: list, report: SortReport) -> bool:
-    """Sort the file out of core if any rank's work exceeds its budget; else return False.
+def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: InputFile | None,
+              paths: list, budget: int, report: SortReport) -> None:
+    """Sort the file out of core, within `budget` bytes of device memory per rank.
 
     paths: (path, format) of the output and, with values, of the values output. Collective.
     """
-    rt = agree(comm, lambda: get_runtime(comm, args.backend or "auto"))  # GPUs where all have one
+    comm = rt.comm
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
-    row = fmt.itemsize + (values.fmt.itemsize if values else 0) + 8 * bool(args.argsort)
-    budget = over_budget(rt, (stop - start) * row, args.device_memory)
-    if budget is None:
-        return False
     show_progress(not args.quiet)
     report.ran_on(rt)
     check = StreamCheck(args.descending, fmt.key_size) if args.verify else None
@@ -47,7 +42,7 @@ def sort_file(args, comm, fmt: FileFormat, source: InputFile, values: InputFile 
     writers = []
     try:
         for path, out_fmt in paths:
-            writers.append(ShardWriter(path, out_fmt, source.count, comm))
+            writers.append(ShardWriter(path, out_fmt, source.count, comm, args.durable))
 
         def write(row: int, columns: list) -> None:
             if check:  # the bytes as they travelled: the checksum reads bytes alike
@@ -66,7 +61,6 @@ def sort_file(args, comm, fmt: FileFormat, source: InputFile, values: InputFile 
     finally:
         for writer in writers:
             writer.abort()
-    return True
 
 
 def file_source(rt, args, fmt: FileFormat, source: InputFile, values: InputFile | None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 
 import numpy as np
 import pytest
@@ -18,10 +19,12 @@ from distsort.io import (
     npy_header,
     open_input,
     output_format,
+    parallel,
     parse_dtype,
     rank_range,
     write_shards,
 )
+from distsort.payload import stored
 
 SORTABLE = ["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8"]
 ALL_ORDERS = [p + c for c in SORTABLE for p in ("<", ">")]
@@ -364,7 +367,7 @@ def test_disk_full_while_writing_fails_at_commit(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     with ShardWriter(tmp_path / "o.raw", FileFormat.raw("u1"), 4, COMM) as w:
-        monkeypatch.setattr(os, "pwrite", full)
+        monkeypatch.setattr(os, "pwritev", full)
         w.write(0, np.zeros(4, np.uint8))  # kept, not raised
         with pytest.raises(DistsortError, match="no space left"):
             w.commit()
@@ -372,11 +375,61 @@ def test_disk_full_while_writing_fails_at_commit(tmp_path, monkeypatch):
 
 
 def test_partial_writes_are_continued(tmp_path, monkeypatch):
-    real = os.pwrite
-    monkeypatch.setattr(os, "pwrite", lambda fd, data, offset: real(fd, data[:3], offset))
+    real, calls = os.pwritev, []
+
+    def short(fd, buffers, offset):
+        calls.append(offset)
+        return real(fd, [memoryview(buffers[0])[:3]], offset)
+
+    monkeypatch.setattr(os, "pwritev", short)
     data = np.arange(20, dtype=np.uint8)
     write_shards(COMM, tmp_path / "o.raw", FileFormat.raw("u1"), data)
     assert (tmp_path / "o.raw").read_bytes() == data.tobytes()
+    assert len(calls) == 7  # 20 bytes, 3 at a time
+
+
+def test_partial_reads_are_continued(tmp_path, monkeypatch):
+    data = np.arange(1000, dtype=np.uint32)
+    data.tofile(tmp_path / "i.raw")
+    real, calls = os.preadv, []
+
+    def short(fd, buffers, offset):
+        calls.append(offset)
+        return real(fd, [memoryview(buffers[0])[:7]], offset)
+
+    monkeypatch.setattr(os, "preadv", short)
+    got = open_input(tmp_path / "i.raw", FileFormat.raw("u4")).read(10, 990)
+    assert np.array_equal(got, data[10:990]) and len(calls) == -(-980 * 4 // 7)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_pieces_spread_over_threads_land_in_place(tmp_path, monkeypatch, threads):
+    """Ranges of many I/O pieces (odd sizes, odd offsets), big-endian, read and written by
+    one thread or several, come back exactly."""
+    monkeypatch.setattr(parallel, "PIECE", 4096 + 8)
+    parallel.use_threads(threads)
+    try:
+        data = np.random.default_rng(threads).integers(0, 2**62, 100_003).astype(">i8")
+        fmt = FileFormat.npy(">i8")
+        write_shards(COMM, tmp_path / "o.npy", fmt, data[::-1].copy())
+        source = open_input(tmp_path / "o.npy", fmt)
+        assert np.array_equal(source.read(3, 99_999), data[::-1][3:99_999])
+        assert np.array_equal(np.load(tmp_path / "o.npy"), data[::-1])
+    finally:
+        parallel.use_threads(8)
+
+
+def test_rows_of_stored_bytes_are_written_as_their_elements(tmp_path):
+    """Values the sort carried as their bytes (payload.stored) go back into their file as the
+    file's elements, in its byte order."""
+    when = np.array(["2020-01-01", "1970-01-02", "2262-04-11"], dtype=">M8[s]")
+    names = np.array(["a", "bcd", ""], dtype="U3")
+    native = stored(when.astype("M8[s]"))  # uint64 words in native byte order
+    write_shards(COMM, tmp_path / "w.npy", FileFormat.npy(">M8[s]", payload=True), native)
+    write_shards(COMM, tmp_path / "n.npy", FileFormat.npy("U3", payload=True), stored(names))
+    assert np.load(tmp_path / "w.npy").dtype == np.dtype(">M8[s]")
+    assert np.array_equal(np.load(tmp_path / "w.npy"), when)
+    assert np.array_equal(np.load(tmp_path / "n.npy"), names)
 
 
 def test_offsets_beyond_4_gib(tmp_path, monkeypatch):
@@ -417,3 +470,42 @@ def test_values_files_take_any_fixed_size_dtype(tmp_path):
     np.save(objects, np.array(["a", 1], dtype=object), allow_pickle=True)
     with pytest.raises(DistsortError, match="Python objects"):
         detect_format(objects, payload=True)
+
+
+@pytest.mark.parametrize("exchange", [True, False])
+def test_an_old_output_is_replaced_at_once_and_freed_by_another_process(tmp_path, monkeypatch,
+                                                                        exchange):
+    """Publishing over an existing large output: the new bytes are there when commit returns;
+    the old file, swapped to the temporary name, is removed by a process of its own (the writer
+    waits neither for ext4's flush nor for the pages to be freed), which we wait for. Where the
+    names cannot be swapped, a plain rename."""
+    from distsort.io import writer as writer_module
+
+    started = []
+    real = writer_module.remove_later
+    monkeypatch.setattr(writer_module, "remove_later", lambda p: started.append(p) or real(p))
+    monkeypatch.setattr(writer_module, "FREE_LATER", 1)
+    if not exchange:
+        monkeypatch.setattr(writer_module, "_exchange", lambda a, b: False)
+    out = tmp_path / "o.npy"
+    write_shards(COMM, out, FileFormat.npy("u4"), np.arange(1000, dtype=np.uint32))
+    assert started == []  # nothing was there before
+    write_shards(COMM, out, FileFormat.npy("u4"), np.arange(5, dtype=np.uint32))
+    assert np.array_equal(np.load(out), np.arange(5, dtype=np.uint32))
+    assert len(started) == int(exchange)
+    deadline = time.monotonic() + 60
+    while started and os.path.exists(started[0]) and time.monotonic() < deadline:
+        time.sleep(0.01)  # polling for the remover's end: the event this test waits for
+    assert leftovers(tmp_path) == ["o.npy"]
+
+
+def test_a_symlinked_output_is_replaced_not_its_target(tmp_path, monkeypatch):
+    from distsort.io import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "FREE_LATER", 1)
+    target = tmp_path / "t.npy"
+    np.save(target, np.zeros(3, np.uint32))
+    os.symlink(target, tmp_path / "o.npy")
+    write_shards(COMM, tmp_path / "o.npy", FileFormat.npy("u4"), np.ones(2, np.uint32))
+    assert not os.path.islink(tmp_path / "o.npy") and np.load(target).tolist() == [0, 0, 0]
+    assert leftovers(tmp_path) == ["o.npy", "t.npy"]

@@ -1,4 +1,5 @@
-"""A watcher process that removes a temporary output file when the process that wrote it dies.
+"""Helper processes that remove files: a watcher that removes a temporary output file when the
+process that wrote it dies, and a remover that frees an old output in the background.
 
 A rank cannot clean up after SIGKILL, and MPICH's launcher ends the other ranks of a failed job
 with SIGKILL too (Open MPI's with SIGTERM, which Python does not catch while a rank waits inside
@@ -14,6 +15,7 @@ writer still removes the file itself on every failure it survives.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -29,6 +31,8 @@ if sys.stdin.buffer.read() != {RELEASE!r}:
     except OSError:
         pass
 """
+
+_REMOVER = "import os, sys; os.unlink(sys.argv[1])"
 
 
 class TempGuard:
@@ -64,3 +68,15 @@ class TempGuard:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass  # a watcher stuck on a hung file system must not stop the job
+
+
+def remove_later(path: str) -> None:
+    """Unlink path in a process of its own, which this one does not wait for: the kernel frees
+    a large file's cached pages inside the unlink (about 0.8 s/GB), and nobody need wait for
+    that. Where no process can be started, now."""
+    try:
+        subprocess.Popen([sys.executable, "-I", "-S", "-c", _REMOVER, path],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    except (OSError, ValueError):
+        os.unlink(path)

@@ -12,21 +12,28 @@ leaves the others waiting in a collective.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import io
 import os
 import secrets
+import stat
 
 import numpy as np
 import numpy.lib.format as npformat
 
 from ..errors import DistsortError, agree
+from ..inputs import on_gpu
+from ..payload import stored
 from ..report import inject_fault
+from . import staging
 from .formats import FileFormat
-from .guard import TempGuard
+from .guard import TempGuard, remove_later
+from .parallel import pwrite_from
 
-_IO_CHUNK = 1 << 30  # bytes per write call: stays below the per-call limits of every OS
 TEMP_MARK = "distsort-tmp"
+FREE_LATER = 64 << 20  # bytes: an old output at least this large is freed in the background
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
 
 
 def npy_header(dtype: np.dtype, count: int) -> bytes:
@@ -58,10 +65,17 @@ def write_error(path, exc: OSError, needed: int | None = None) -> DistsortError:
     return DistsortError(f"cannot write output {path}: {why}")
 
 
-def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
-    done = 0
-    while done < len(data):
-        done += os.pwrite(fd, data[done : done + _IO_CHUNK], offset + done)
+def _check_rows(array, fmt: FileFormat) -> None:
+    """Raise ValueError unless array holds the format's elements (either byte order), or their
+    bytes as payload.stored gives them (datetime64 as uint64, strings as rows of bytes)."""
+    if fmt.kind == "records":
+        like = np.empty((0, fmt.record_size), np.uint8)
+    else:
+        like = stored(np.empty(0, fmt.native_dtype))
+    elements = fmt.kind != "records" and array.dtype.newbyteorder("=") == fmt.native_dtype
+    if array.shape[1:] != like.shape[1:] or not (elements or array.dtype == like.dtype):
+        raise ValueError(f"expected rows of {fmt.describe()} (or {like.dtype} "
+                         f"{('n',) + like.shape[1:]}), got {array.dtype} {array.shape}")
 
 
 class ShardWriter:
@@ -71,8 +85,9 @@ class ShardWriter:
     w.write(start, piece); w.commit()``.  Leaving the block without commit removes the temp file.
     """
 
-    def __init__(self, path, fmt: FileFormat, total_count: int, comm):
+    def __init__(self, path, fmt: FileFormat, total_count: int, comm, durable: bool = False):
         self.path = os.fspath(path)
+        self.durable = durable
         self.fmt = fmt
         self.total = int(total_count)
         self.comm = comm
@@ -103,7 +118,7 @@ class ShardWriter:
         try:
             self._check_space(os.path.dirname(self.temp))
             self._fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            _pwrite_all(self._fd, memoryview(self.header), 0)
+            pwrite_from(self._fd, memoryview(self.header), 0)
             os.ftruncate(self._fd, self.nbytes)
         except OSError as exc:
             self.abort()
@@ -129,36 +144,40 @@ class ShardWriter:
     def write(self, global_start: int, array) -> None:
         """Write elements (or records) [global_start, global_start + len(array)) of the file.
 
+        array: host or device rows of the format's elements, in native byte order (or, on the
+        host, in the file's), or their bytes as payload.stored gives them (see _file_bytes).
         I/O errors are not raised here but kept for `commit`, which raises them on every rank.
         """
-        data = self._host_bytes(array)
         n = len(array)
         if not 0 <= global_start <= self.total - n:
             raise ValueError(f"elements [{global_start}, {global_start + n}) outside the file's "
                              f"{self.total} elements")
+        _check_rows(array, self.fmt)
         if self._error is not None or n == 0:
             return
+        offset = len(self.header) + int(global_start) * self.fmt.itemsize
         try:
-            offset = len(self.header) + int(global_start) * self.fmt.itemsize
-            _pwrite_all(self._fd, data, offset)
+            if on_gpu(array):
+                staging.store(array, lambda raw, at: self._put(self._file_bytes(raw), offset + at))
+            else:
+                self._put(self._file_bytes(array), offset)
         except OSError as exc:
             self._error = exc
         inject_fault("written", self.comm.Get_rank())  # failure tests: die with a partial file
 
-    def _host_bytes(self, array) -> memoryview:
-        if hasattr(array, "get") and not isinstance(array, np.ndarray):
-            array = array.get()  # a CuPy array
-        array = np.asarray(array)
-        if self.fmt.kind == "records":
-            if array.dtype != np.uint8 or array.ndim != 2 or array.shape[1] != self.fmt.record_size:
-                raise ValueError(f"expected (n, {self.fmt.record_size}) uint8 records, got "
-                                 f"{array.dtype} {array.shape}")
-        elif array.ndim != 1 or array.dtype.newbyteorder("=") != self.fmt.native_dtype:
-            raise ValueError(f"expected a 1-D {self.fmt.dtype} array, got {array.dtype} "
-                             f"{array.shape}")
-        dtype = None if self.fmt.kind == "records" else self.fmt.dtype
-        data = np.ascontiguousarray(array, dtype=dtype)
-        return memoryview(data.reshape(-1).view(np.uint8))
+    def _put(self, data: np.ndarray, offset: int) -> None:
+        pwrite_from(self._fd, memoryview(data), offset)
+
+    def _file_bytes(self, array: np.ndarray) -> np.ndarray:
+        """Host rows as the file's bytes (a uint8 array): elements in either byte order go to
+        the file's; other rows are the elements' bytes in native order (payload.stored)."""
+        array, fmt = np.ascontiguousarray(array), self.fmt
+        if fmt.kind != "records" and array.dtype != fmt.dtype:
+            if array.dtype.newbyteorder("=") == fmt.native_dtype:
+                array = array.astype(fmt.dtype)
+            elif not fmt.dtype.isnative:
+                array = array.reshape(-1).view(np.uint8).view(fmt.native_dtype).astype(fmt.dtype)
+        return array.reshape(-1).view(np.uint8)
 
     def commit(self) -> None:
         """Collective: flush every rank's writes, check all succeeded, rename temp -> output."""
@@ -175,18 +194,34 @@ class ShardWriter:
         try:
             if self._error is not None:
                 raise self._error
-            os.fsync(self._fd)
+            if self.durable:
+                os.fsync(self._fd)
             os.close(self._fd)
             self._fd = None
         except OSError as exc:
             raise write_error(self.path, exc, self.nbytes) from None
 
     def _publish(self) -> None:
+        """Rename the temporary file to the output. Over a large output already there, swap the
+        two names instead (as atomic), and free the old file in the background: renaming over
+        it would wait while ext4 writes the new file out (it does so on a rename that replaces
+        a file: 2 s for 4 GB) and then frees the old one's pages (0.8 s/GB)."""
         try:
-            os.replace(self.temp, self.path)
+            if self._large_file_there() and _exchange(self.temp, self.path):
+                remove_later(self.temp)  # the old output, under the temporary name now
+            else:
+                os.replace(self.temp, self.path)
         except OSError as exc:
             raise write_error(self.path, exc) from None
-        _sync_folder(os.path.dirname(os.path.abspath(self.path)))
+        if self.durable:
+            _sync_folder(os.path.dirname(os.path.abspath(self.path)))
+
+    def _large_file_there(self) -> bool:
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode) and st.st_size >= FREE_LATER
 
     def abort(self) -> None:
         """Close and remove the temporary file (not collective; safe to call more than once)."""
@@ -213,6 +248,17 @@ class ShardWriter:
     def __exit__(self, exc_type, exc, tb) -> None:
         if not self._committed:
             self.abort()
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap the two names in one step (Linux renameat2 RENAME_EXCHANGE); False where the
+    system or the file system cannot."""
+    try:
+        call = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    return call(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
 
 
 def _sync_folder(folder: str) -> None:
