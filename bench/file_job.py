@@ -9,7 +9,7 @@ in rotation for --reps rounds (medians reported):
 - sort: `mpirun -n R python -m distsort sort IN -o OUT`; cold: the same in a fresh process whose
   HOME, XDG_CACHE_HOME and CUPY_CACHE_DIR are new empty folders (what every container starts
   with; distsort's kernel cache, filled by `python -m distsort compile`, is in the package);
-- verify: the sort with --verify (the last sort's and verify's --report phases are kept);
+- verify: the sort with --verify (the last sort's, cold's and verify's --report phases are kept);
 - check: `mpirun -n R python -m distsort check IN OUT`.
 --cold-page-cache drops the files from the page cache (posix_fadvise) before every timed run.
 Every sort's output is checked against np.sort once. A table and JSON (file_job_*.json).
@@ -115,12 +115,13 @@ def main() -> None:
     subprocess.run([*run, "gen", src, "--count", str(args.count), "--dtype", args.dtype,
                     "--quiet"], env=env, check=True)
     drop = [src, dst] if args.cold_page_cache else []
-    reports = {name: os.path.join(work, f"{name}.json") for name in ("sort", "verify")}
+    reports = {name: os.path.join(work, f"{name}.json") for name in ("sort", "cold", "verify")}
 
     def cold() -> float:
         fresh = {k: tempfile.mkdtemp(dir=work) for k in ("HOME", "XDG_CACHE_HOME",
                                                           "CUPY_CACHE_DIR")}
-        return wall([*run, "sort", src, "-o", dst, "--quiet"], {**env, **fresh}, drop)
+        return wall([*run, "sort", src, "-o", dst, "--quiet", "--report", reports["cold"]],
+                    {**env, **fresh}, drop)
 
     cases = {
         "floor": lambda: (forget(src) if drop else None) or floor(src, dst),
@@ -152,6 +153,8 @@ def main() -> None:
               "verify_adds": med["verify"] / med["sort"] - 1,
               "check_gb_per_s": 2 * nbytes / max(med["check"] - med["launch"], 1e-9) / 1e9}
     for name, path in reports.items():  # the last run's phases, as its summary lists them
+        if not os.path.exists(path):
+            continue
         with open(path) as f:
             result[f"{name}_phases"] = json.load(f)["phases"]
         print(f"{name} phases: " + "  ".join(f"{k} {v:.2f}" for k, v in
