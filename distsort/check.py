@@ -16,11 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .cuda_source import CTYPES, load_module
 from .errors import DistsortError, agree
 from .io.formats import FileFormat, detect_format, is_npy
 from .io.reader import open_input, rank_range
 from .io.staging import load
-from .keys import NumericCodec, record_key_words
+from .keys import UNSIGNED, NumericCodec, record_key_words
 from .payload import stored
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -72,6 +73,8 @@ def checksum(data, xp=np, values=None) -> int:
     With values (one row per element, any dtype or width), each element is hashed together with
     its value, so a value that moved to another key changes the sum.
     """
+    if values is None and data.ndim == 1 and data.dtype.itemsize in CTYPES and _is_cupy(xp):
+        return _device_hash_sum(data)
     total = 0
     for lo in range(0, data.shape[0], _CHUNK):
         words = _words(data[lo : lo + _CHUNK], xp)
@@ -93,6 +96,8 @@ def first_disorder(words, xp=np) -> int | None:
     n = words[0].shape[0]
     if n < 2:
         return None
+    if len(words) == 1 and _is_cupy(xp):
+        return _device_first_descent(words[0])
     bad = xp.zeros(n - 1, dtype=bool)
     equal = xp.ones(n - 1, dtype=bool)
     for w in words:
@@ -101,6 +106,45 @@ def first_disorder(words, xp=np) -> int | None:
         equal &= before == after
     i = int(xp.argmax(bad))
     return i if bool(bad[i]) else None
+
+
+def _is_cupy(xp) -> bool:
+    return xp.__name__ == "cupy"
+
+
+_BLOCKS, _THREADS = 2048, 256  # grid-stride: enough warps to keep the memory busy
+
+
+def _device_hash_sum(data) -> int:
+    """checksum of 1-D elements on the GPU: one pass (check.cu)."""
+    import cupy
+
+    ctype = CTYPES[data.dtype.itemsize]
+    words = cupy.ascontiguousarray(data).view(UNSIGNED[data.dtype.itemsize])
+    total = cupy.zeros(1, np.uint64)
+    kernel = load_module("check.cu", (f"hash_sum<{ctype}>",)).get_function(f"hash_sum<{ctype}>")
+    kernel((_BLOCKS,), (_THREADS,), (words, np.int64(len(words)), total))
+    return int(total[0])
+
+
+def _device_first_descent(codes) -> int | None:
+    """first_disorder of one column of unsigned codes on the GPU: one pass (check.cu)."""
+    import cupy
+
+    name = f"first_descent<{CTYPES[codes.dtype.itemsize]}>"
+    n = len(codes)
+    at = cupy.full(1, n, np.int64)
+    kernel = load_module("check.cu", (name,)).get_function(name)
+    kernel((_BLOCKS,), (_THREADS,), (cupy.ascontiguousarray(codes), np.int64(n), at))
+    found = int(at[0])
+    return None if found == n else found
+
+
+def compile_all() -> None:
+    """Compile every instance a check may use (python -m distsort compile)."""
+    for ctype in CTYPES.values():
+        for kernel in ("hash_sum", "first_descent"):
+            load_module("check.cu", (f"{kernel}<{ctype}>",))
 
 
 @dataclass

@@ -248,6 +248,7 @@ def check(args, comm) -> int:
 def compile_kernels(args, comm) -> int:
     """`compile`: every CUDA kernel a sort may use into the kernel cache (cuda_source.py): ours,
     and CuPy's own that a small sort of every kind compiles."""
+    from . import check as check_module
     from . import keys, splitters
     from .backend import gpu_count
     from .cuda_source import kernel_cache, use_kernel_cache
@@ -258,7 +259,7 @@ def compile_kernels(args, comm) -> int:
     rt = agree(comm, lambda: get_runtime(comm, "gpu"))  # built for this GPU's architecture
     use_kernel_cache(fill=True)
     start = time.perf_counter()
-    for module in (keys, splitters, partition, radix, rows, segments, tiles):
+    for module in (check_module, keys, splitters, partition, radix, rows, segments, tiles):
         module.compile_all()
     for dtype in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
                   "float16", "float32", "float64"):

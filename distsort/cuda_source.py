@@ -17,8 +17,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import tempfile
 
+_INCLUDE = re.compile(r'^#include "([^"]+)"[ \t]*$', re.MULTILINE)
 CTYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 HERE = os.path.dirname(__file__)
 
@@ -32,8 +34,18 @@ def kernel_cache() -> str:
 def load_module(filename: str, names: tuple[str, ...]):
     """The compiled module of distsort/<filename> with the given template instantiations,
     compiled once per process (and once per machine: see the module doc)."""
+    return compiled(source(filename), ("-std=c++17",), names)
+
+
+def source(filename: str) -> str:
+    """distsort/<filename> with each `#include "NAME"` line replaced by the text of NAME (beside
+    the file): the shared device code is in the source CuPy compiles and caches by, and no
+    include path (an install's folder) enters the compiler's options."""
+    folder = os.path.dirname(os.path.join(HERE, filename))
     with open(os.path.join(HERE, filename)) as f:
-        return compiled(f.read(), ("-std=c++17",), names)
+        text = f.read()
+    return _INCLUDE.sub(lambda m: source(os.path.relpath(os.path.join(folder, m[1]), HERE)),
+                        text)
 
 
 def compiled(source: str, options: tuple, names: tuple[str, ...]):

@@ -7,15 +7,7 @@
 // lo + floor(u * (hi - lo)) in stratum [i n / take, (i + 1) n / take), and writes the row
 // (key, global position). The driver guarantees take * n < 2^63, so the products fit.
 
-typedef unsigned long long u64;
-
-__device__ __forceinline__ u64 splitmix64(u64 z)
-{
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+#include "mix.cuh"
 
 template <typename K>
 __global__ void sample_rows(const K* __restrict__ keys, u64 n, u64 take, u64 base, u64 offset,

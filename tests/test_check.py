@@ -276,3 +276,27 @@ def test_gpu_verify_of_host_arrays_in_pieces_agrees_with_the_cpu(monkeypatch, va
     swapped[[1023, 1024]] = swapped[[1024, 1023]]  # the last of one piece, the first of the next
     says = verify(COMM, data, swapped, xp=cupy).message
     assert "out of order" in says and says == verify(COMM, data, swapped).message
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["u1", "i2", "f4", "i8", "f8"])
+def test_one_pass_kernels_agree_with_the_cpu_at_every_size(dtype):
+    """check.cu's checksum and first disorder against NumPy's: sizes below one warp, around the
+    grid's stride and above it; descents at the first pair, inside, across a stride, at the
+    last pair, several (the first is named), none."""
+    cupy = pytest.importorskip("cupy")
+    from distsort import check
+
+    stride = check._BLOCKS * check._THREADS
+    for n in (1, 2, 31, 33, stride - 1, stride + 2, 3 * stride + 7):
+        data = random_values(dtype, n)
+        assert check._device_hash_sum(cupy.asarray(data)) == checksum(data), n
+        codes = np.sort(key_words(data)[0])
+        for places in ([], [0], [n // 2], [stride - 1], [n - 2], [n // 3, n // 2]):
+            places = [p for p in places if 0 <= p < n - 1]
+            broken = codes.copy()
+            broken[places] = np.iinfo(broken.dtype).max  # above its successor, but for ties
+            want = first_disorder([broken])
+            if places == [n // 2] and n > 33:
+                assert want == n // 2
+            assert check._device_first_descent(cupy.asarray(broken)) == want, (n, places)

@@ -102,3 +102,17 @@ def test_kernels_compile_once_into_distsorts_folder(fake_cupy, monkeypatch, tmp_
     monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(tmp_path / "file" / "kernels"))
     job(fill=True)
     assert fake_cupy.count("compiled") == 3 and len(theirs.files) == 1
+
+
+def test_shared_device_code_is_inlined_where_a_source_includes_it(tmp_path, monkeypatch):
+    from distsort import cuda_source
+
+    for name in ("sample.cu", "check.cu"):
+        text = cuda_source.source(name)
+        assert "#include" not in text and text.count("u64 splitmix64(u64 z)") == 1
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.cuh").write_text("int a;\n")
+    (tmp_path / "sub" / "b.cuh").write_text('#include "../a.cuh"\nint b;\n')
+    (tmp_path / "k.cu").write_text('#include "sub/b.cuh"\n#include <cstdint>\nint k;\n')
+    monkeypatch.setattr(cuda_source, "HERE", str(tmp_path))
+    assert cuda_source.source("k.cu") == "int a;\n\nint b;\n\n#include <cstdint>\nint k;\n"
