@@ -89,19 +89,25 @@ class _FolderFirst:
             with open(os.path.join(self.folder, name), "rb") as f:
                 data = f.read()
         except OSError:
-            return self.fallback.load(name)
+            found = self.fallback.load(name)
+            if found is not None and self.fill:  # compiled before `compile` ran: keep it too
+                self._write(name, found)
+            return found
         digest, payload = data[:32], data[32:]
         return payload if hashlib.sha256(payload).digest() == digest else None
 
     def save(self, name: str, cubin: bytes, source: str) -> None:
-        if not self.fill:
+        if not (self.fill and self._write(name, cubin)):
             self.fallback.save(name, cubin, source)
-            return
+
+    def _write(self, name: str, cubin: bytes) -> bool:
+        """Put the file in the folder; False where the folder cannot be written."""
         try:
             os.makedirs(self.folder, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=self.folder, prefix=".part-")
             with os.fdopen(fd, "wb") as f:
                 f.write(hashlib.sha256(cubin).digest() + cubin)
             os.replace(temp, os.path.join(self.folder, name))
+            return True
         except OSError:  # a folder it may not write (a read-only install)
-            self.fallback.save(name, cubin, source)
+            return False

@@ -104,6 +104,32 @@ def test_kernels_compile_once_into_distsorts_folder(fake_cupy, monkeypatch, tmp_
     assert fake_cupy.count("compiled") == 3 and len(theirs.files) == 1
 
 
+def test_compile_keeps_kernels_compiled_before_it_ran(fake_cupy, monkeypatch, tmp_path):
+    """Sorts (or tests) ran before `compile` on this machine: their kernels are in CuPy's own
+    cache, so CuPy loads rather than compiles them; `compile` still puts them in the folder,
+    and a fresh job (an empty CuPy cache) finds them there."""
+    from cupy.cuda import compiler
+
+    from distsort import cuda_source, keys
+
+    theirs = compiler._kernel_cache_backend
+    monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(tmp_path / "kernels"))
+
+    def job(fill: bool) -> None:
+        compiler._set_kernel_cache_backend(theirs)
+        cuda_source.use_kernel_cache(fill)
+        cuda_source.load_module.cache_clear()
+        keys.compile_all()
+
+    job(fill=False)  # an early sort: compiled into CuPy's cache
+    assert fake_cupy.count("compiled") == 1 and len(theirs.files) == 1
+    job(fill=True)
+    assert fake_cupy.count("compiled") == 1 and len(os.listdir(tmp_path / "kernels")) == 1
+    theirs.files.clear()  # a fresh HOME
+    job(fill=False)
+    assert fake_cupy.count("compiled") == 1
+
+
 def test_shared_device_code_is_inlined_where_a_source_includes_it(tmp_path, monkeypatch):
     from distsort import cuda_source
 

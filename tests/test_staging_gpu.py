@@ -89,7 +89,7 @@ def test_in_memory_file_job_on_the_gpu(shared_dir, monkeypatch, case):
     if case.startswith("keys"):
         data = COMM.bcast(keys_with_specials(">f8", total))
         nan = np.isnan(data)
-        want = np.concatenate([np.sort(data[~nan])[::-1], data[nan]])
+        want = np.concatenate([np.sort(data[~nan])[::-1], data[nan]]).astype(">f8")  # the file's
         args += ["--descending", "--verify"]
     elif case.startswith("argsort"):
         data = rng.integers(0, 1000, total, dtype=np.uint32)
