@@ -93,6 +93,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="where to sort (default: GPUs when every rank has one)")
     p.add_argument("--report", metavar="FILE.json", help="write per-phase, per-rank timings")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--progress", action="store_true",
+                   help="show progress on stderr even where it is not a terminal (default: "
+                   "on a terminal, for steps longer than 2 s)")
 
 
 def _format_options(p: argparse.ArgumentParser) -> None:

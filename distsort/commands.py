@@ -9,7 +9,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import api, external, external_file
+from . import api, external, external_file, progress
 from .check import run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
@@ -27,6 +27,7 @@ def run_job(args, comm) -> int:
     """The default job: generate keys on every rank, sort them, verify, print a summary."""
     from .gen import generate
 
+    progress.configure(False if args.quiet else (True if args.progress else None))
     rt = agree(comm, lambda: get_runtime(comm, args.backend))
     dtype = agree(comm, lambda: parse_dtype(args.dtype))
     count = args.count if args.count is not None else DEFAULT_PER_RANK[rt.backend.name] * comm.size
@@ -89,6 +90,7 @@ def sort_file(args, comm) -> int:
     device straight to the output (io/staging.py); larger ranges go out of core
     (external_file.py)."""
     started, began = since_start(), time.perf_counter()
+    progress.configure(False if args.quiet else (True if args.progress else None))
     report = SortReport()
     report.timed["start"] = started  # the launch, imports and MPI start-up
     with report.phase("init", HostClock()):  # the device, the kernels, the files' layouts
@@ -106,8 +108,9 @@ def sort_file(args, comm) -> int:
         external_file.sort_file(rt, args, fmt, source, values, paths, budget, report)
     else:
         with report.phase("read", HostClock()):
-            local = agree(comm, lambda: load(source, start, stop, rt.xp))
-            local_values = agree(comm, lambda: load(values, start, stop, rt.xp)) if values else None
+            local = agree(comm, lambda: _read(comm, source, start, stop, rt.xp, "read"))
+            local_values = agree(comm, lambda: _read(comm, values, start, stop, rt.xp,
+                                                     "values read")) if values else None
         outputs = _sort_local(args, fmt, local, local_values, comm, report, budget)
         if args.verify:
             with report.phase("verify", HostClock(rt.backend.synchronize)):
@@ -125,6 +128,12 @@ def sort_file(args, comm) -> int:
                        nbytes) + f"\n  wrote {written}" + ("  (verified)" if args.verify else ""),
               flush=True)
     return 0
+
+
+def _read(comm, source, start: int, stop: int, xp, what: str):
+    """This rank's range of an input file on xp's device, with a progress bar."""
+    with progress.Bar(comm, what, (stop - start) * source.fmt.itemsize) as bar:
+        return load(source, start, stop, xp, bar.add)
 
 
 def _input_format(args) -> FileFormat:
@@ -163,7 +172,6 @@ def _sort_local(args, fmt: FileFormat, local, local_values, comm, report, budget
     """Sort this rank's piece; returns [keys or records or positions] (+ [values])."""
     common = dict(comm=comm, descending=args.descending, backend=args.backend or "auto",
                   report=report, device_memory=budget)
-    external.show_progress(not args.quiet)
     if fmt.kind == "records":
         return [api.sort_records(local, fmt.key_size, **common)]
     if args.argsort:
@@ -203,7 +211,8 @@ def _write(comm, paths: list, outputs, durable: bool) -> None:
     try:
         for (path, fmt), data in zip(paths, outputs):
             writers.append(ShardWriter(path, fmt, total, comm, durable))
-            writers[-1].write(start, data)
+            with progress.Bar(comm, f"write {os.path.basename(path)}", data.nbytes) as bar:
+                writers[-1].write(start, data, bar.add)
         for writer in writers:
             writer.commit()
     finally:

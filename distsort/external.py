@@ -33,8 +33,6 @@ above SAMPLE_LIMIT elements that is refused with an error naming the budget need
 from __future__ import annotations
 
 import math
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,6 +47,7 @@ from .inputs import on_gpu
 from .keys import NumericCodec, record_key_words
 from .memory import default_budget, host_empty, parse_size
 from .pipeline import exchange, local_sort, plain_keys
+from .progress import Bar
 from .report import HostClock, SortReport
 from .runtime import Runtime, get_runtime
 from .splitters import EPSILON, device_rows
@@ -62,7 +61,6 @@ MIN_ROUNDS, MIN_PIECE = 32, 1 << 16  # see plan_layout
 # however large the budget: run i+1 comes in while run i-1 goes out, so with two or three runs
 # most of the copying runs one way at a time. One H200, 32 GB: 2 runs 1.96 s, 8 runs 1.41 s.
 MIN_RUNS, MIN_RUN_ROWS = 8, 1 << 26
-_progress = {"enabled": True}
 
 
 @dataclass
@@ -123,12 +121,11 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     layout = agree(rt.comm, lambda: plan_layout(rt, source, template, budget))
     report.count_in, report.global_count = source.count, sum(layout.counts)
     report.ranks, report.path = len(layout.counts), "out of core"
-    progress = Progress(rt.comm)
     clock = HostClock(rt.backend.synchronize)
     with report.phase("partition", clock):  # the runs
         store = store or [host_empty((source.count,) + c.shape[1:], c.dtype,
                                      rt.backend.name == "gpu") for c in template]
-        sample = form_runs(rt, source, layout, store, progress)
+        sample = form_runs(rt, source, layout, store)
     with report.phase("sample", clock):  # the splitters, and where they cut the runs
         samples, picks = pick_splitters(rt.comm, sample, len(layout.counts) * layout.pieces)
         cuts = cut_runs(store, source.key_words, layout, samples, picks)
@@ -142,7 +139,7 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
                 rt, source.decode(template), report.count_out, start, out))
     cost = row_cost(template, source.key_words(template))
     room = budget - layout.piece_rows * (cost + sum(row_bytes(c) for c in template))
-    merge_rounds(rt, source, layout, store, cuts, report, write, start, room, progress)
+    merge_rounds(rt, source, layout, store, cuts, report, write, start, room)
     if output is None:
         return None
     with report.phase("finish", clock):
@@ -188,7 +185,7 @@ def row_cost(columns: list, words: list) -> int:
     return 5 * width + 4 * (sum(w.dtype.itemsize for w in words) + 8)
 
 
-def form_runs(rt: Runtime, source: Source, layout: Layout, store: list, progress) -> np.ndarray:
+def form_runs(rt: Runtime, source: Source, layout: Layout, store: list) -> np.ndarray:
     """Sort each budget-sized piece of this rank's input into a run kept in the host store
     (run i at its input rows); return the regular sample rows (key words..., run, index).
 
@@ -198,6 +195,7 @@ def form_runs(rt: Runtime, source: Source, layout: Layout, store: list, progress
     samples = []
     runs = layout.runs()
     pieces, out = Loader(rt, source.read, runs), rt.backend.copy_lane()
+    bar = Bar(rt.comm, "runs sorted", len(runs), unit="run")
     for i, (lo, hi) in enumerate(runs):
         columns = local_sort(rt, source.encode(pieces.take(i)), source.key_words)
         words = source.key_words(columns)
@@ -206,8 +204,9 @@ def form_runs(rt: Runtime, source: Source, layout: Layout, store: list, progress
         out.follow()
         for column, host in zip(columns, store):
             out.download(column, host[lo:hi])
-        progress.show(f"runs formed {i + 1}/{len(runs)}", last=i + 1 == len(runs))
+        bar.add(1)
     out.wait()
+    bar.close()
     return rt.backend.to_host(rt.xp.concatenate(samples)) if samples else None
 
 
@@ -337,7 +336,7 @@ def bucket_sizes(cuts: list[np.ndarray], buckets: int) -> np.ndarray:
 
 
 def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts: list,
-                 report: SortReport, write, start: int, room: int, progress) -> None:
+                 report: SortReport, write, start: int, room: int) -> None:
     """Round j: every rank's j-th piece is exchanged, sorted on the device and written. On
     GPUs round j+1's send buffer comes in on a lane while round j is exchanged and sorted."""
     q = layout.pieces
@@ -345,7 +344,7 @@ def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts:
     on_device = device_rounds(rt, store, [counts for _, counts in sends], room)
     lane, clock = rt.backend.copy_lane(), HostClock(rt.backend.synchronize)
     staged = stage(rt, store, sends[0][0], lane) if on_device[0] else None
-    done = start
+    done, bar = start, Bar(rt.comm, "key ranges merged", q, unit="range")
     for j, (slices, send_counts) in enumerate(sends):
         with report.phase("exchange", clock):  # waits for the staged rows
             columns = staged if on_device[j] else [gather(c, slices) for c in store]
@@ -357,8 +356,8 @@ def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts:
             columns = local_sort(rt, columns, source.key_words)
             write(done, source.decode(columns))
         done += len(columns[0])
-        progress.show(f"received {report.bytes_received / 2**20:,.0f} MiB, merged {j + 1}/{q} "
-                      "key ranges", last=j + 1 == q)
+        bar.add(1)
+    bar.close()
 
 
 def round_slices(layout: Layout, cuts: list, j: int) -> tuple[list, np.ndarray]:
@@ -470,24 +469,6 @@ class ShardOutput:
         """The output columns, once every piece is in them."""
         self.lane.wait()
         return self.columns
-
-
-class Progress:
-    """One line on rank 0's stderr, rewritten in place; only when stderr is a terminal, or
-    DISTSORT_PROGRESS=1 (launchers such as mpirun pass the ranks' output through pipes)."""
-
-    def __init__(self, comm):
-        wanted = sys.stderr.isatty() or os.environ.get("DISTSORT_PROGRESS") == "1"
-        self.on = _progress["enabled"] and comm.Get_rank() == 0 and wanted
-
-    def show(self, text: str, last: bool = False) -> None:
-        if self.on:
-            print(f"\rdistsort: {text}", end="\n" if last else "", file=sys.stderr, flush=True)
-
-
-def show_progress(enabled: bool) -> None:
-    """Turn the out-of-core progress line on or off (the CLI's --quiet turns it off)."""
-    _progress["enabled"] = enabled
 
 
 # --- the library's entry points (api.py dispatches here when a shard does not fit) ---

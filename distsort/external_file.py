@@ -19,7 +19,6 @@ from .external import (
     numeric_source,
     positions_source,
     records_source,
-    show_progress,
 )
 from .io import FileFormat, InputFile, ShardWriter, rank_range
 from .payload import restored, stored
@@ -35,7 +34,6 @@ def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: Inp
     """
     comm = rt.comm
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
-    show_progress(not args.quiet)
     report.ran_on(rt)
     check = StreamCheck(args.descending, fmt.key_size) if args.verify else None
     like = None if values is None else np.empty(0, values.fmt.native_dtype)  # 1-D or uint8 rows

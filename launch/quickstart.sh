@@ -22,9 +22,12 @@ else
   python=.venv/bin/python
   mpirun=.venv/bin/mpiexec
 fi
+# the launcher pipes the ranks' stderr: tell rank 0 that a person is watching this terminal
+[ -t 2 ] && export DISTSORT_PROGRESS="${DISTSORT_PROGRESS:-1}"
 flags=()
 if "$mpirun" --version 2>&1 | grep -q "Open MPI"; then
   flags+=(--oversubscribe -x PYTHONPATH -x NCCL_NVLS_ENABLE)
+  [ -n "${DISTSORT_PROGRESS:-}" ] && flags+=(-x DISTSORT_PROGRESS)
   [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
 fi
 export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"

@@ -24,24 +24,27 @@ _ring: list = []
 atexit.register(_ring.clear)  # unregistered while CUDA is still there
 
 
-def load(source, start: int, stop: int, xp):
+def load(source, start: int, stop: int, xp, progress: Callable[[int], None] = lambda n: None):
     """Elements [start, stop) of an InputFile as an array of xp (NumPy or CuPy), in native byte
     order and in the form every backend moves (payload.stored: values of dtypes CuPy lacks as
-    their bytes; records as (n, record_size) uint8 rows)."""
-    if xp is np:
-        return stored(source.read(start, stop))
-    itemsize = source.fmt.itemsize
+    their bytes; records as (n, record_size) uint8 rows). progress(bytes) after each piece."""
+    itemsize, per = source.fmt.itemsize, STAGE_BYTES // source.fmt.itemsize
     out = xp.empty((stop - start) * itemsize, np.uint8)
-    ring = _buffers(xp)
-    per = STAGE_BYTES // itemsize
-    ring.lane.follow()  # out's memory may be the pool's, freed by work queued before
+    if xp is not np:
+        ring = _buffers(xp)
+        ring.lane.follow()  # out's memory may be the pool's, freed by work queued before
     for i, lo in enumerate(range(start, stop, per)):
         at, n = (lo - start) * itemsize, (min(lo + per, stop) - lo) * itemsize
-        buf = ring.take(i)[:n]
-        source.read_into(lo, buf)
-        ring.lane.upload(buf, out=out[at : at + n])
-        ring.sent(i)
-    ring.lane.join()
+        if xp is np:  # straight into the result
+            source.read_into(lo, out[at : at + n])
+        else:
+            buf = ring.take(i)[:n]
+            source.read_into(lo, buf)
+            ring.lane.upload(buf, out=out[at : at + n])
+            ring.sent(i)
+        progress(n)
+    if xp is not np:
+        ring.lane.join()
     like = stored(source.read_into(0, np.empty(0, np.uint8)))
     return out.view(like.dtype).reshape((stop - start,) + like.shape[1:])
 

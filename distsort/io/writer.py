@@ -18,6 +18,7 @@ import io
 import os
 import secrets
 import stat
+from collections.abc import Callable
 
 import numpy as np
 import numpy.lib.format as npformat
@@ -141,12 +142,14 @@ class ShardWriter:
                 "file system shared by all ranks"
             ) from None
 
-    def write(self, global_start: int, array) -> None:
+    def write(self, global_start: int, array,
+              progress: Callable[[int], None] = lambda n: None) -> None:
         """Write elements (or records) [global_start, global_start + len(array)) of the file.
 
         array: host or device rows of the format's elements, in native byte order (or, on the
         host, in the file's), or their bytes as payload.stored gives them (see _file_bytes).
-        I/O errors are not raised here but kept for `commit`, which raises them on every rank.
+        progress(bytes) as pieces are written. I/O errors are not raised here but kept for
+        `commit`, which raises them on every rank.
         """
         n = len(array)
         if not 0 <= global_start <= self.total - n:
@@ -156,17 +159,20 @@ class ShardWriter:
         if self._error is not None or n == 0:
             return
         offset = len(self.header) + int(global_start) * self.fmt.itemsize
+        def put(data: np.ndarray, at: int) -> None:
+            pwrite_from(self._fd, memoryview(data), offset + at)
+            progress(len(data))
+
         try:
             if on_gpu(array):
-                staging.store(array, lambda raw, at: self._put(self._file_bytes(raw), offset + at))
+                staging.store(array, lambda raw, at: put(self._file_bytes(raw), at))
             else:
-                self._put(self._file_bytes(array), offset)
+                data = self._file_bytes(array)
+                for at in range(0, len(data), staging.STAGE_BYTES):
+                    put(data[at : at + staging.STAGE_BYTES], at)
         except OSError as exc:
             self._error = exc
         inject_fault("written", self.comm.Get_rank())  # failure tests: die with a partial file
-
-    def _put(self, data: np.ndarray, offset: int) -> None:
-        pwrite_from(self._fd, memoryview(data), offset)
 
     def _file_bytes(self, array: np.ndarray) -> np.ndarray:
         """Host rows as the file's bytes (a uint8 array): elements in either byte order go to
