@@ -103,6 +103,7 @@ def main() -> None:
     parser.add_argument("--backend", choices=["gpu", "cpu"], default="gpu")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--cold-page-cache", action="store_true")
+    parser.add_argument("--device-memory", help="the sorts' budget (e.g. 2GiB: out of core)")
     parser.add_argument("--dir", default=None, help="where the files go (default: a temp dir)")
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
@@ -116,12 +117,13 @@ def main() -> None:
                     "--quiet"], env=env, check=True)
     drop = [src, dst] if args.cold_page_cache else []
     reports = {name: os.path.join(work, f"{name}.json") for name in ("sort", "cold", "verify")}
+    budget = ["--device-memory", args.device_memory] if args.device_memory else []
 
     def cold() -> float:
         fresh = {k: tempfile.mkdtemp(dir=work) for k in ("HOME", "XDG_CACHE_HOME",
                                                           "CUPY_CACHE_DIR")}
-        return wall([*run, "sort", src, "-o", dst, "--quiet", "--report", reports["cold"]],
-                    {**env, **fresh}, drop)
+        return wall([*run, "sort", src, "-o", dst, "--quiet", "--report", reports["cold"],
+                     *budget], {**env, **fresh}, drop)
 
     cases = {
         "floor": lambda: (forget(src) if drop else None) or floor(src, dst),
@@ -129,10 +131,10 @@ def main() -> None:
         "launch": lambda: wall([*run, "info"], env, []),
         "plain": lambda: wall([sys.executable, "-c", PLAIN[args.backend], src, dst], env, drop),
         "sort": lambda: wall([*run, "sort", src, "-o", dst, "--quiet", "--report",
-                              reports["sort"]], env, drop),
+                              reports["sort"], *budget], env, drop),
         "cold": cold,
         "verify": lambda: wall([*run, "sort", src, "-o", dst, "--verify", "--quiet", "--report",
-                                reports["verify"]], env, drop),
+                                reports["verify"], *budget], env, drop),
         "check": lambda: wall([*run, "check", src, dst], env, drop),
     }
     if args.backend == "cpu":
@@ -149,7 +151,8 @@ def main() -> None:
               "backend": args.backend, "cold_page_cache": args.cold_page_cache,
               "bytes": nbytes, "seconds": times, "median": med,
               "sort_over_floor_plus_launch": med["sort"] / (med["floor"] + med["launch"]),
-              "sort_over_plain": med["sort"] / med["plain"],
+              "sort_over_plain": med["sort"] / med["plain"], "budget": args.device_memory,
+              "floor_over_sort": med["floor"] / med["sort"],
               "verify_adds": med["verify"] / med["sort"] - 1,
               "check_gb_per_s": 2 * nbytes / max(med["check"] - med["launch"], 1e-9) / 1e9}
     for name, path in reports.items():  # the last run's phases, as its summary lists them
@@ -163,12 +166,13 @@ def main() -> None:
         result["cold_minus_warm_s"] = med["cold"] - med["sort"]
     for name, value in med.items():
         print(f"{name:>7}: {value:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in times[name])})")
-    for key in ("sort_over_floor_plus_launch", "sort_over_plain", "verify_adds",
+    for key in ("sort_over_floor_plus_launch", "sort_over_plain", "floor_over_sort", "verify_adds",
                 "check_gb_per_s", "cold_minus_warm_s"):
         if key in result:
             print(f"{key}: {result[key]:.3f}")
     os.makedirs(args.out, exist_ok=True)
-    tag = f"{args.backend}_p{args.ranks}_n{args.count}" + ("_coldpc" if drop else "")
+    tag = f"{args.backend}_p{args.ranks}_n{args.count}" + ("_coldpc" if drop else "") + \
+        (f"_budget{args.device_memory}" if args.device_memory else "")
     with open(os.path.join(args.out, f"file_job_{tag}.json"), "w") as f:
         json.dump(result, f, indent=1)
     shutil.rmtree(work)

@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   digits envab trace ab nccl4 filejob (FILEJOB_COUNT, _RANKS, _REPS) cold tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take
+#   digits envab trace ab nccl4 filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) cold tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take
 #   scatterab (SCATTER_AB, SCATTER_RANKS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
 #   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
@@ -70,6 +70,7 @@ for step in $steps; do
     filejob) timeout 200 python3 -m distsort compile 2>&1 | tail -1
              timeout 500 python3 bench/file_job.py --count "${FILEJOB_COUNT:-2^30}" \
                --ranks "${FILEJOB_RANKS:-1}" --reps "${FILEJOB_REPS:-3}" --dir /tmp --out "$OUT" \
+               ${FILEJOB_ARGS:-} \
                2>&1 | tail -20 ;;
     cold) # which kernels a fresh process still compiles after `compile` (names in the cubins)
           dir=$(mktemp -d); mkdir -p "$dir/h" "$dir/x" "$dir/c"

@@ -509,3 +509,15 @@ def test_a_symlinked_output_is_replaced_not_its_target(tmp_path, monkeypatch):
     write_shards(COMM, tmp_path / "o.npy", FileFormat.npy("u4"), np.ones(2, np.uint32))
     assert not os.path.islink(tmp_path / "o.npy") and np.load(target).tolist() == [0, 0, 0]
     assert leftovers(tmp_path) == ["o.npy", "t.npy"]
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_the_output_is_flushed_to_disk_only_when_asked(tmp_path, monkeypatch, durable):
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    with ShardWriter(tmp_path / "o.raw", FileFormat.raw("u1"), 3, COMM, durable) as w:
+        w.write(0, np.arange(3, dtype=np.uint8))
+        w.commit()
+    assert (tmp_path / "o.raw").read_bytes() == bytes([0, 1, 2])
+    assert len(synced) == (2 if durable else 0)  # the file, then its folder
