@@ -4,11 +4,14 @@ Each rank reads its range of the input piece by piece (one run at a time) straig
 out-of-core sort (external.py) and writes its shard of the output, piece by piece, at its
 offset of the output file (ShardWriter: temporary name, renamed when every rank is done).
 Neither the whole input nor the whole output is ever in host memory: only the sorted runs (one
-copy of the rank's range) and one exchange round's buffers. --verify checks the pieces as they
-go by (count, order, order-independent checksum; values by checksum), as check.verify does.
+copy of the rank's range) and one exchange round's buffers. --verify checks the pieces on the
+device as they go by (count, order, order-independent checksum; values by checksum), as
+check.verify does.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -68,30 +71,38 @@ def file_source(rt, args, fmt: FileFormat, source: InputFile, values: InputFile 
         columns = [source.read(start + lo, start + hi)]
         if values is not None:
             columns.append(values.read(start + lo, start + hi))
-        if check:
-            check.read(columns)
         return columns[:1] + [stored(c) for c in columns[1:]]
 
     count = stop - start
     if fmt.kind == "records":
-        return records_source(rt, count, read, fmt.key_size, args.descending)
-    if args.argsort:
-        return positions_source(rt, count, read, start, fmt.native_dtype, args.descending)
-    return numeric_source(rt, count, read, fmt.native_dtype, args.descending, args.stable)
+        made = records_source(rt, count, read, fmt.key_size, args.descending)
+    elif args.argsort:
+        made = positions_source(rt, count, read, start, fmt.native_dtype, args.descending)
+    else:
+        made = numeric_source(rt, count, read, fmt.native_dtype, args.descending, args.stable)
+    if not check:
+        return made
+
+    def encode(columns: list) -> list:  # each input row comes by here once, on the device
+        check.read(columns, rt.xp)
+        return made.encode(columns)
+
+    return replace(made, encode=encode)
 
 
 class StreamCheck:
-    """check.verify fed piece by piece: input pieces as read, output pieces as written."""
+    """check.verify fed piece by piece: input pieces as they are sorted into runs, output pieces
+    as they are written."""
 
     def __init__(self, descending: bool, key_size: int | None):
         self.summary = _Summary()
         self.descending, self.key_size = descending, key_size
         self.values_in = self.values_out = 0
 
-    def read(self, columns: list) -> None:
-        self.summary.add_input(columns[0], np)
+    def read(self, columns: list, xp) -> None:
+        self.summary.add_input(columns[0], xp)
         if len(columns) > 1:
-            self.values_in += checksum(columns[1])
+            self.values_in += checksum(columns[1], xp)
 
     def wrote(self, columns: list, xp) -> None:
         self.summary.add_output(columns[0], xp, self.descending, self.key_size)

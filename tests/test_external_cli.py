@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from test_cli import distsort, mixed_keys
 
 
@@ -60,3 +61,27 @@ def test_values_stable_argsort_and_records_out_of_core(tmp_path):
     out = np.fromfile(tmp_path / "o.dat", dtype=np.uint8).reshape(-1, 100)
     order = np.lexsort([records[:, i] for i in range(9, -1, -1)])  # stable, by 10 key bytes
     np.testing.assert_array_equal(out, records[order])
+
+
+@pytest.mark.parametrize("budget", [[], ["--device-memory", "64KiB"]])
+def test_verify_fails_a_wrong_sort_and_publishes_nothing(tmp_path, monkeypatch, capsys, budget):
+    """A sort that loses one key (a bug stood in by a wrapper) is caught by --verify, in memory
+    and out of core: one message, exit 2, no output and no temporary file."""
+    from distsort import api, external
+    from distsort.cli import main
+
+    def lossy(sort):
+        def wrapped(*args, **kwargs):
+            out = sort(*args, **kwargs)
+            first = out[0] if isinstance(out, list) else out
+            first[:1] = first[1:2]  # one key written over by its neighbour
+            return out
+        return wrapped
+
+    monkeypatch.setattr(api, "sort", lossy(api.sort))
+    monkeypatch.setattr(external, "local_sort", lossy(external.local_sort))
+    np.save(tmp_path / "in.npy", np.arange(50_000, dtype=np.uint32)[::-1])
+    code = main(["sort", str(tmp_path / "in.npy"), "-o", str(tmp_path / "out.npy"), "--verify",
+                 "--backend", "cpu", *budget])
+    assert code == 2 and "--verify failed, nothing written" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["in.npy"]
