@@ -24,12 +24,15 @@ _ring: list = []
 atexit.register(_ring.clear)  # unregistered while CUDA is still there
 
 
-def load(source, start: int, stop: int, xp, progress: Callable[[int], None] = lambda n: None):
+def load(source, start: int, stop: int, xp, progress: Callable[[int], None] = lambda n: None,
+         into: np.ndarray | None = None):
     """Elements [start, stop) of an InputFile as an array of xp (NumPy or CuPy), in native byte
     order and in the form every backend moves (payload.stored: values of dtypes CuPy lacks as
-    their bytes; records as (n, record_size) uint8 rows). progress(bytes) after each piece."""
+    their bytes; records as (n, record_size) uint8 rows). progress(bytes) after each piece.
+    into: a uint8 array of xp's to hold them (its first bytes), e.g. one reused piece by piece."""
     itemsize, per = source.fmt.itemsize, STAGE_BYTES // source.fmt.itemsize
-    out = xp.empty((stop - start) * itemsize, np.uint8)
+    nbytes = (stop - start) * itemsize
+    out = xp.empty(nbytes, np.uint8) if into is None else into[:nbytes]
     if xp is not np:
         ring = _buffers(xp)
         ring.lane.follow()  # out's memory may be the pool's, freed by work queued before
