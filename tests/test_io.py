@@ -92,7 +92,6 @@ def test_raw_reads_ranges_in_native_order(tmp_path, dtype):
     assert src.count == 100
     joined = np.concatenate([src.read_shard(r, 3) for r in range(3)])
     np.testing.assert_array_equal(joined, data)
-    assert [len(c) for c in src.chunks(10, 100, 40)] == [40, 40, 10]
 
 
 def test_records_read_as_rows(tmp_path):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import numpy as np
 
@@ -54,11 +53,6 @@ class InputFile:
     def read_shard(self, rank: int, size: int) -> np.ndarray:
         """This rank's balanced share of the file (see rank_range)."""
         return self.read(*rank_range(self.count, rank, size))
-
-    def chunks(self, start: int, stop: int, chunk: int) -> Iterator[np.ndarray]:
-        """Elements [start, stop) in pieces of at most `chunk` elements."""
-        for lo in range(start, stop, max(int(chunk), 1)):
-            yield self.read(lo, min(lo + chunk, stop))
 
     def _read_into(self, buf: np.ndarray, offset: int) -> None:
         try:
