@@ -28,6 +28,7 @@ def run_job(args, comm) -> int:
     from .gen import generate
 
     progress.configure(False if args.quiet else (True if args.progress else None))
+    agree(comm, lambda: _report_writable(args.report))
     rt = agree(comm, lambda: get_runtime(comm, args.backend))
     dtype = agree(comm, lambda: parse_dtype(args.dtype))
     count = args.count if args.count is not None else DEFAULT_PER_RANK[rt.backend.name] * comm.size
@@ -101,6 +102,7 @@ def sort_file(args, comm) -> int:
         out_fmt = agree(comm, lambda: _output_format(args, fmt))
         values = agree(comm, lambda: _open_values(args, source.count))
         paths = agree(comm, lambda: _output_paths(args, out_fmt, values))
+        agree(comm, lambda: _report_writable(args.report))
         budget = agree(comm, lambda: external.budget(rt, args.device_memory))
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
     row = fmt.itemsize + (values.fmt.itemsize if values else 0) + 8 * bool(args.argsort)
@@ -318,6 +320,23 @@ def bench(args, comm) -> int:
     from .bench import run_bench
 
     return run_bench(args, comm)
+
+
+def _report_writable(path: str | None) -> None:
+    """Raise before any work (and before any output is published) where the --report file
+    could not be written: its folder missing or not writable, or the name a folder."""
+    if not path:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    why = None
+    if os.path.isdir(path):
+        why = "it is a folder; give a file name"
+    elif not os.path.isdir(folder):
+        why = f"the folder {folder} does not exist"
+    elif not os.access(folder, os.W_OK):
+        why = f"no permission to write in {folder}"
+    if why:
+        raise DistsortError(f"cannot write the report {path}: {why}")
 
 
 def _publish_report(path: str | None, comm, summary: dict) -> None:

@@ -164,6 +164,9 @@ def test_gen_then_sort_then_check(tmp_path):
     (["sort", "in.npy", "-o", "o.npy", "--values", "short.npy"], "short.npy"),
     (["sort", "complex.npy", "-o", "o.npy"], "complex"),
     (["sort", "odd.bin", "-o", "o.npy"], "odd.bin"),
+    (["sort", "in.npy", "-o", "o.npy", "--report", "nodir/r.json"], "the report nodir/r.json"),
+    (["sort", "in.npy", "-o", "o.npy", "--report", "."], "it is a folder"),
+    (["--count", "1000", "--report", "nodir/r.json"], "the report nodir/r.json"),
 ])
 def test_bad_input_gets_one_clear_message_and_no_output(tmp_path, args, message):
     np.save(tmp_path / "in.npy", np.arange(100, dtype=np.int32))
