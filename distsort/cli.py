@@ -59,8 +59,24 @@ def main(argv: list[str] | None = None) -> int:
         abort(comm, 1)
 
 
+class _OneVoice(argparse.ArgumentParser):
+    """argparse that prints usage, help and errors on rank 0 only: every rank parses the same
+    words and would say the same thing (and every rank still exits with argparse's status)."""
+
+    def print_usage(self, file=None) -> None:
+        if MPI.COMM_WORLD.Get_rank() == 0:
+            super().print_usage(file)
+
+    def print_help(self, file=None) -> None:
+        if MPI.COMM_WORLD.Get_rank() == 0:
+            super().print_help(file)
+
+    def exit(self, status: int = 0, message: str | None = None):
+        super().exit(status, message if MPI.COMM_WORLD.Get_rank() == 0 else None)
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = _OneVoice(
         prog="python -m distsort", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Distributed sample sort over MPI ranks (one GPU each, or CPUs).",

@@ -181,6 +181,20 @@ def test_bad_input_gets_one_clear_message_and_no_output(tmp_path, args, message)
     assert sorted(os.listdir(tmp_path)) == before  # nothing written, no temporary left
 
 
+@pytest.mark.parametrize("args, says", [
+    (["sort", "in.npy"], "the following arguments are required: -o/--output"),
+    (["--count", "2^x"], "--count"),
+    (["sort", "in.npy", "-o", "o.npy", "--device-memory", "lots"], "not a size"),
+    (["sort", "--help"], "--durable"),
+])
+def test_usage_help_and_option_errors_come_from_one_rank(tmp_path, args, says):
+    run = distsort(*args, ranks=3, cwd=tmp_path)
+    out = run.stdout + run.stderr
+    assert run.returncode == (0 if "--help" in args else 2), out
+    assert says in out and out.count("usage:") == 1, out
+    assert out.count("error:") == (0 if "--help" in args else 1), out
+
+
 def test_a_rank_killed_mid_sort_stops_every_rank_and_leaves_no_output(tmp_path):
     np.save(tmp_path / "in.npy", np.arange(300_000, dtype=np.int64)[::-1])
     env_fault = dict(os.environ, DISTSORT_FAULT="exchange:2")
