@@ -10,6 +10,10 @@ python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip
 "$venv/bin/python" -m pip install -q -e ".[test,mpich]"
 export PATH="$PWD/$venv/bin:$PATH" DISTSORT_BACKEND=cpu
+# every test's temporary files (pytest's, and each rank's) in one folder, gone when this ends
+TMPDIR=$(mktemp -d)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 ruff check distsort tests bench examples launch
 bash launch/lint.sh  # the Dockerfile (hadolint), shell scripts (shellcheck), launch/distsort-run
 python -m pytest -q -p no:cacheprovider tests
