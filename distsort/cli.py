@@ -15,10 +15,13 @@ import traceback
 
 from mpi4py import MPI
 
-from . import commands
+from . import __version__, commands
 from .errors import DistsortError, RemoteError, abort
+from .gen import DISTRIBUTIONS
 from .gpu_safety import out_of_memory_message
 from .memory import size_argument
+
+DIST_HELP = f"key distribution: {', '.join(DISTRIBUTIONS)} (default uniform)"
 
 EXAMPLES = """examples:
   mpirun -n 4 python -m distsort                              # sort a generated data set
@@ -81,6 +84,7 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Distributed sample sort over MPI ranks (one GPU each, or CPUs).",
     )
+    top.add_argument("--version", action="version", version=f"distsort {__version__}")
     sub = top.add_subparsers(dest="command")
     _run_options(top)
     def command(name: str, summary: str) -> argparse.ArgumentParser:
@@ -125,7 +129,7 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--count", type=parse_count,
                    help="keys in all (default: 2^28 per GPU, 2^22 per CPU)")
     p.add_argument("--dtype", default="uint32", help="key type (default uint32)")
-    p.add_argument("--dist", default="uniform", help="key distribution (default uniform)")
+    p.add_argument("--dist", default="uniform", help=DIST_HELP)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=commands.run_job)
 
@@ -161,7 +165,7 @@ def _gen_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("output")
     p.add_argument("--count", type=parse_count, required=True)
     p.add_argument("--dtype", help="element type (default uint32; none for gensort records)")
-    p.add_argument("--dist", default="uniform")
+    p.add_argument("--dist", default="uniform", help=DIST_HELP)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--record-size", type=int, help="records of this size (gensort: 100)")
     p.add_argument("--key-size", type=int, help="key bytes of each record (gensort: 10)")
@@ -176,7 +180,7 @@ def _bench_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=5, help="sizes, each 4x the one before")
     p.add_argument("--reps", type=int, default=3, help="timed runs per size (median kept)")
     p.add_argument("--dtype", default="uint32")
-    p.add_argument("--dist", default="uniform")
+    p.add_argument("--dist", default="uniform", help=DIST_HELP)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--report", metavar="FILE.json", help="write the measurements as JSON")
     p.add_argument("--plot", default="distsort-bench.png", help="PNG to write ('' for none)")
@@ -199,12 +203,24 @@ def parse_count(text: str) -> int:
         value = 1
         for factor in text.replace("**", "^").split("*"):
             base, _, power = factor.partition("^")
-            value *= int(float(base)) ** int(power) if power else int(float(base))
+            value *= _whole(base) ** int(power) if power else _whole(base)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a count: {text!r} (try 1e9 or 2^28)") from None
+        raise argparse.ArgumentTypeError(f"not a count: {text!r} (a whole number of elements: "
+                                         "try 1e9 or 2^28)") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"a count cannot be negative: {text}")
     return value
+
+
+def _whole(text: str) -> int:
+    """'12', '1e9' -> an int; ValueError for '1.5', '2.9e0' (counts are whole)."""
+    try:
+        return int(text)
+    except ValueError:
+        value = float(text)
+        if not value.is_integer():
+            raise
+        return int(value)
 
 
 if __name__ == "__main__":

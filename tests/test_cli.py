@@ -6,6 +6,7 @@ pytest-mpi). Inputs mix the distributions the product promises to handle.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -15,6 +16,8 @@ import sys
 import numpy as np
 import pytest
 
+import distsort as distsort_module
+from distsort.cli import parse_count
 from distsort.io.writer import TEMP_MARK
 
 RANKS = 4
@@ -186,13 +189,33 @@ def test_bad_input_gets_one_clear_message_and_no_output(tmp_path, args, message)
     (["--count", "2^x"], "--count"),
     (["sort", "in.npy", "-o", "o.npy", "--device-memory", "lots"], "not a size"),
     (["sort", "--help"], "--durable"),
+    (["gen", "g.npy", "--count", "1.5"], "a whole number of elements"),
+    (["gen", "--help"], "fewdistinct, sorted, reverse"),
 ])
 def test_usage_help_and_option_errors_come_from_one_rank(tmp_path, args, says):
     run = distsort(*args, ranks=3, cwd=tmp_path)
     out = run.stdout + run.stderr
     assert run.returncode == (0 if "--help" in args else 2), out
-    assert says in out and out.count("usage:") == 1, out
+    assert says in " ".join(out.split()) and out.count("usage:") == 1, out
     assert out.count("error:") == (0 if "--help" in args else 1), out
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("text, count", [("12", 12), ("1e9", 10**9), ("2^28", 2**28),
+                                         ("4*2^30", 2**32), ("2**10", 1024), ("3.0e2", 300)])
+def test_counts_are_whole_numbers_in_any_notation(text, count):
+    assert parse_count(text) == count
+
+
+@pytest.mark.parametrize("text", ["1.5", "2.9e0", "2^x", "lots", "-3"])
+def test_counts_that_are_not_whole_numbers_are_refused(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_count(text)
+
+
+def test_version():
+    run = distsort("--version", ranks=1)
+    assert run.returncode == 0 and run.stdout.strip() == f"distsort {distsort_module.__version__}"
 
 
 def test_a_rank_killed_mid_sort_stops_every_rank_and_leaves_no_output(tmp_path):
