@@ -69,8 +69,8 @@ def _plotting():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise DistsortError("bench needs matplotlib for its plot: pip install matplotlib, "
-                            "or pass --plot ''") from None
+        raise DistsortError("--plot needs matplotlib: pip install 'distsort[plot]' (or "
+                            "matplotlib), or leave out --plot") from None
     return plt
 
 

@@ -183,7 +183,8 @@ def _bench_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dist", default="uniform", help=DIST_HELP)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--report", metavar="FILE.json", help="write the measurements as JSON")
-    p.add_argument("--plot", default="distsort-bench.png", help="PNG to write ('' for none)")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the table into a PNG (needs "
+                   "matplotlib: pip install 'distsort[plot]')")
     p.set_defaults(func=commands.bench)
 
 
