@@ -10,6 +10,7 @@ forever.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 
@@ -80,7 +81,8 @@ class _OneVoice(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     top = _OneVoice(
-        prog="python -m distsort", epilog=EXAMPLES,
+        prog="distsort" if os.path.basename(sys.argv[0]) == "distsort" else "python -m distsort",
+        epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Distributed sample sort over MPI ranks (one GPU each, or CPUs).",
     )

@@ -125,7 +125,7 @@ def sort_file(args, comm) -> int:
     _publish_report(args.report, comm, summary)
     if comm.Get_rank() == 0 and not args.quiet:
         nbytes = source.count * fmt.itemsize
-        written = ", ".join(path for path, _ in paths)
+        written = ", ".join(f"{path} ({fmt.describe()})" for path, fmt in paths)
         print(describe(summary, f"{source.count} {fmt.describe()} from {args.input}", report,
                        nbytes) + f"\n  wrote {written}" + ("  (verified)" if args.verify else ""),
               flush=True)

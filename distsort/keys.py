@@ -31,7 +31,8 @@ def check_sortable(dtype: np.dtype, what: str = "keys") -> np.dtype:
     if dtype.kind not in "iuf" or dtype.itemsize not in UNSIGNED:
         raise DistsortError(
             f"cannot sort {what} of dtype {dtype}: distsort sorts 8-64 bit integers and "
-            "float16/32/64 (use --record-size/--key-size for byte records)"
+            "float16/32/64; byte records sort with distsort.sort_records (on the command line: "
+            "--record-size and --key-size)"
         )
     return dtype
 

@@ -213,6 +213,21 @@ def test_counts_that_are_not_whole_numbers_are_refused(text):
         parse_count(text)
 
 
+def test_a_raw_output_says_so_in_the_summary(tmp_path):
+    np.save(tmp_path / "in.npy", np.arange(10, dtype=np.uint16)[::-1])
+    run = distsort("sort", "in.npy", "-o", "out.bin", ranks=1, cwd=tmp_path)
+    assert run.returncode == 0 and "wrote out.bin (raw uint16)" in run.stdout, run.stdout
+    assert np.array_equal(np.fromfile(tmp_path / "out.bin", np.uint16), np.arange(10))
+
+
+def test_the_console_script_calls_itself_distsort():
+    script = shutil.which("distsort", path=os.path.dirname(sys.executable))
+    if script is None:
+        pytest.skip("distsort is not installed as a console script here")
+    run = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.startswith("usage: distsort "), run.stdout
+
+
 def test_version():
     run = distsort("--version", ranks=1)
     assert run.returncode == 0 and run.stdout.strip() == f"distsort {distsort_module.__version__}"
@@ -287,7 +302,7 @@ def test_the_summary_adds_up_to_the_whole_command(tmp_path):
     for phase in ("start", "read", "encode", "sample", "finish", "decode", "verify", "write"):
         assert phases.get(phase, 0) > 0, phase
     assert sum(phases.values()) == pytest.approx(report["seconds"], rel=0.05)
-    assert "wrote o.npy, o.values.npy  (verified)" in run.stdout
+    assert "wrote o.npy (npy int64), o.values.npy (npy float32)  (verified)" in run.stdout
     line = r"time [\d.]+ m?s \([\d.]+ [kMG]? ?keys/s, [\d.]+ [kMG]?B/s, read "
     assert re.search(line, run.stdout)
 
