@@ -21,6 +21,7 @@ else
   fi
   python=.venv/bin/python
   mpirun=.venv/bin/mpiexec
+  echo "quickstart: distsort is in .venv; to use it in this shell: source .venv/bin/activate"
 fi
 # the launcher pipes the ranks' stderr: tell rank 0 that a person is watching this terminal
 [ -t 2 ] && export DISTSORT_PROGRESS="${DISTSORT_PROGRESS:-1}"
