@@ -29,16 +29,18 @@ class DistsortError(Exception):
 
 
 class RemoteError(DistsortError):
-    """Raised on ranks that did not fail themselves when another rank failed; not printed."""
+    """Raised on ranks that did not fail themselves when another rank failed, with that rank's
+    message (a program that logs on one rank logs the reason); the CLI does not print it."""
 
 
 def agree(comm, fn: Callable[[], T], same: dict | None = None) -> T:
     """Run fn on every rank; if it raised DistsortError on any rank, raise on all ranks.
 
-    The failing rank with the lowest number keeps its own message; the others get RemoteError,
-    which the CLI does not print, so the user sees exactly one message. same (name -> this
-    rank's value, compared with ==): what every rank must give alike; where fn raised nowhere,
-    the first rank whose values differ from rank 0's says which differs, and every rank raises.
+    The failing rank with the lowest number keeps its own error; the others get RemoteError
+    with its message, which the CLI does not print, so the user sees exactly one message.
+    same (name -> this rank's value, compared with ==): what every rank must give alike; where
+    fn raised nowhere, the first rank whose values differ from rank 0's says which differs, and
+    every rank raises.
     """
     error: DistsortError | None = None
     result = None
@@ -46,14 +48,15 @@ def agree(comm, fn: Callable[[], T], same: dict | None = None) -> T:
         result = fn()
     except DistsortError as exc:
         error = exc
-    gathered = comm.allgather((error is not None, same))
-    failed = [f for f, _ in gathered]
+    gathered = comm.allgather((None if error is None else str(error), same))
+    failed = [m is not None for m, _ in gathered]
     if not any(failed) and same is not None:
         failed, error = _first_difference([s for _, s in gathered], comm.Get_rank())
+        gathered = [(str(error), None)] * len(failed)  # the same message, made on every rank
     if any(failed):
         first = failed.index(True)
         if error is None or comm.Get_rank() != first:
-            error = RemoteError(f"rank {first} failed")
+            error = RemoteError(f"rank {first} failed: {gathered[first][0]}")
         error.agreed = True
         raise error
     return result  # type: ignore[return-value]
