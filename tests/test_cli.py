@@ -361,3 +361,20 @@ def test_a_rank_that_stops_answering_is_caught_by_the_watchdog(tmp_path):
     assert run.returncode != 0
     assert "spent more than 4 s in the exchange phase" in run.stderr
     assert os.listdir(tmp_path) == ["in.npy"]
+
+
+def test_two_dimensional_values_get_advice_that_works(tmp_path):
+    """A 2-D values .npy is refused with advice (raw rows and --values-record-size), and the
+    advice, followed, sorts the rows with their keys."""
+    keys = np.array([3, 1, 2], np.int32)
+    rows = np.arange(6, dtype=np.int16).reshape(3, 2)
+    np.save(tmp_path / "k.npy", keys)
+    np.save(tmp_path / "v.npy", rows)
+    run = distsort("sort", "k.npy", "-o", "o.npy", "--values", "v.npy", ranks=2, cwd=tmp_path)
+    assert run.returncode == 2 and "--values-record-size" in run.stderr, run.stderr
+    rows.tofile(tmp_path / "v.raw")
+    run = distsort("sort", "k.npy", "-o", "o.npy", "--values", "v.raw", "--values-record-size",
+                   "4", "--values-output", "vo.raw", ranks=2, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    got = np.fromfile(tmp_path / "vo.raw", np.int16).reshape(3, 2)
+    np.testing.assert_array_equal(got, rows[np.argsort(keys)])

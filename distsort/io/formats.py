@@ -167,10 +167,11 @@ def _checked_layout(path, header: dict, offset: int, size: int, payload: bool) -
     shape = header["shape"]
     if not isinstance(shape, tuple) or len(shape) != 1:
         order = " (Fortran order)" if header["fortran_order"] else ""
-        raise DistsortError(
-            f"{path} holds an array of shape {shape}{order}, but distsort sorts 1-D arrays: "
-            "save a 1-D array (e.g. numpy.save(path, a.ravel()))"
-        )
+        raise DistsortError(f"{path} holds an array of shape {shape}{order}, " + (
+            "but a values file holds one value per key: write the rows as raw bytes "
+            "(a.tofile(path)) and give --values-record-size with the bytes of one row"
+            if payload else
+            "but distsort sorts 1-D arrays: save a 1-D array (e.g. numpy.save(path, a.ravel()))"))
     dtype = header["descr"]
     try:
         check_payload(dtype) if payload else check_sortable(dtype)
