@@ -40,7 +40,10 @@ EXAMPLES = """examples:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    top = parser()
+    args, extra = top.parse_known_args(argv)
+    if extra:  # told by the command's own parser: its usage, not the top level's
+        getattr(args, "parser", top).error(f"unrecognized arguments: {' '.join(extra)}")
 
     comm = MPI.COMM_WORLD
     try:
@@ -92,9 +95,11 @@ def parser() -> argparse.ArgumentParser:
     def command(name: str, summary: str) -> argparse.ArgumentParser:
         examples = "\n".join(line for line in EXAMPLES.splitlines()
                               if f" distsort {name} " in line + " ")
-        return sub.add_parser(name, help=summary, description=summary,
+        made = sub.add_parser(name, help=summary, description=summary,
                               epilog=f"examples:\n{examples}" if examples else None,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        made.set_defaults(parser=made)
+        return made
 
     _run_options(command("run", "generate, sort and validate a data set (the default)"))
     _sort_parser(command("sort", "sort a file into another file"))

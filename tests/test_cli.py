@@ -191,6 +191,7 @@ def test_bad_input_gets_one_clear_message_and_no_output(tmp_path, args, message)
     (["sort", "--help"], "--durable"),
     (["gen", "g.npy", "--count", "1.5"], "a whole number of elements"),
     (["gen", "--help"], "fewdistinct, sorted, reverse"),
+    (["sort", "in.npy", "-o", "o.npy", "--dtpye", "u4"], "usage: python -m distsort sort"),
 ])
 def test_usage_help_and_option_errors_come_from_one_rank(tmp_path, args, says):
     run = distsort(*args, ranks=3, cwd=tmp_path)
