@@ -159,6 +159,10 @@ class _Summary:
     first_key: tuple | None = None
     last_key: tuple | None = None
     bad_index: int | None = None
+    bad_pair: tuple[str, str] | None = None  # the two elements out of order, for the message
+    first_text: str = ""  # this rank's first and last elements, for the message
+    last_text: str = ""
+    descending: bool = False
 
     def add_input(self, data, xp, values=None) -> None:
         self.count_in += int(data.shape[0])
@@ -166,17 +170,20 @@ class _Summary:
 
     def add_output(self, data, xp, descending: bool, key_size: int | None, values=None) -> None:
         """Feed the next piece of this rank's output, in order."""
-        n = int(data.shape[0])
+        n, self.descending = int(data.shape[0]), descending
         if n:
             words = key_words(data, xp, descending, key_size)
             bad = first_disorder(words, xp)
             first = tuple(int(w[0]) for w in words)
             if self.bad_index is None and self.last_key is not None and first < self.last_key:
                 self.bad_index = self.count_out - 1
+                self.bad_pair = (self.last_text, _element(data, 0))
             if self.bad_index is None and bad is not None:
                 self.bad_index = self.count_out + bad
-            self.first_key = first if self.first_key is None else self.first_key
-            self.last_key = tuple(int(w[-1]) for w in words)
+                self.bad_pair = (_element(data, bad), _element(data, bad + 1))
+            if self.first_key is None:
+                self.first_key, self.first_text = first, _element(data, 0)
+            self.last_key, self.last_text = tuple(int(w[-1]) for w in words), _element(data, n - 1)
         self.count_out += n
         self.checksum_out = (self.checksum_out + checksum(data, xp, values)) % 2**64
 
@@ -195,19 +202,43 @@ class Verdict:
     message: str
 
 
+def _element(data, i: int) -> str:
+    """Element i of a piece, for a message: its number, or a record's first bytes in hex."""
+    row = data[i]
+    if getattr(row, "ndim", 0):
+        raw = bytes(row.tolist())
+        return raw[:16].hex() + ("..." if len(raw) > 16 else "")
+    return repr(row.item())
+
+
 def _order_problem(parts: list[_Summary]) -> tuple[int | None, str]:
-    """(first bad rank, description) from every rank's summary, or (None, "")."""
-    last, last_rank = None, None
+    """(first bad rank, description) from every rank's summary, or (None, ""): the output
+    positions (counting from 0) and values of the first two elements out of order."""
+    last, last_rank, at = None, None, 0
     for rank, part in enumerate(parts):
         if part.first_key is not None and last is not None and part.first_key < last:
-            return rank, (f"out of order across ranks: the first element of rank {rank}'s shard "
-                          f"sorts before the last element of rank {last_rank}'s shard")
+            return rank, _disorder(parts, at - 1, parts[last_rank].last_text, part.first_text,
+                                   f" across ranks (the last element of rank {last_rank}'s "
+                                   f"shard, the first of rank {rank}'s)")
         if part.bad_index is not None:
-            return rank, (f"out of order inside rank {rank}'s shard: element {part.bad_index + 1} "
-                          f"sorts before element {part.bad_index}")
+            return rank, _disorder(parts, at + part.bad_index, *part.bad_pair)
         if part.last_key is not None:
             last, last_rank = part.last_key, rank
+        at += part.count_out
     return None, ""
+
+
+def _disorder(parts: list[_Summary], position: int, before: str, after: str,
+              where: str = "") -> str:
+    """'out of order at positions i and i+1: a then b', and a hint where the whole output runs
+    the other way (its first element sorts after its last)."""
+    said = (f"out of order at positions {position} and {position + 1}{where}: {before} then "
+            f"{after}")
+    shards = [p for p in parts if p.first_key is not None]
+    if shards[0].first_key > shards[-1].last_key:
+        flag = "without --descending" if shards[0].descending else "with --descending"
+        said += f"; the output runs the other way: was it sorted {flag}?"
+    return said
 
 
 def _combine(comm, mine: _Summary) -> Verdict:

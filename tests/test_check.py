@@ -135,7 +135,9 @@ def test_verify_catches_a_swapped_element():
     verdict = verify(COMM, data, out)
     assert not verdict.ok and not verdict.order_ok and verdict.first_bad_rank == 0
     assert verdict.checksum_in == verdict.checksum_out
-    assert "element 11 sorts before element 10" in verdict.message
+    a, b = out[10].item(), out[11].item()
+    assert f"out of order at positions 10 and 11: {a!r} then {b!r}" in verdict.message
+    assert "other way" not in verdict.message
 
 
 def test_verify_catches_a_changed_byte_even_when_order_survives():
@@ -145,6 +147,16 @@ def test_verify_catches_a_changed_byte_even_when_order_survives():
     verdict = verify(COMM, data, out)
     assert not verdict.ok and verdict.order_ok
     assert "checksum" in verdict.message and "permutation" in verdict.message
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_an_output_sorted_the_other_way_gets_a_hint(descending):
+    data = random_values("f8")
+    out = np.sort(data)[::-1] if not descending else np.sort(data)
+    says = verify(COMM, data, out, descending=descending).message
+    assert says.startswith("FAILED: out of order at positions 0 and 1")
+    flag = "without --descending" if descending else "with --descending"
+    assert f"the output runs the other way: was it sorted {flag}?" in says
 
 
 def test_verify_catches_a_missing_element():
@@ -201,7 +213,8 @@ def test_run_check_records_and_chunk_boundaries(tmp_path):
     out.tofile(tmp_path / "out.dat")
     fmt = FileFormat.records(100, 10)
     verdict = run_check(COMM, tmp_path / "in.dat", tmp_path / "out.dat", fmt, chunk=97)
-    assert not verdict.order_ok and "element 97 sorts before element 96" in verdict.message
+    assert not verdict.order_ok and "out of order at positions 96 and 97: " in verdict.message
+    assert f"then {out[97, :16].tobytes().hex()}..." in verdict.message  # the record's bytes
     memcmp_sorted(rows, 10).tofile(tmp_path / "out.dat")
     assert run_check(COMM, tmp_path / "in.dat", tmp_path / "out.dat", fmt, chunk=97).ok
 

@@ -99,7 +99,11 @@ def test_disorder_across_a_shard_boundary_is_caught():
     verdict = verify(COMM, my_piece(x), shards[RANK])
     assert not verdict.ok and not verdict.order_ok and verdict.first_bad_rank == expect
     assert verdict.checksum_in == verdict.checksum_out
-    assert "across ranks" in verdict.message
+    at = sum(len(s) for s in shards[:expect])  # the output position of rank expect's first
+    before = max(r for r in range(expect) if len(shards[r]))
+    assert (f"out of order at positions {at - 1} and {at} across ranks (the last element of "
+            f"rank {before}'s shard, the first of rank {expect}'s): "
+            f"{shards[before][-1].item()!r} then {shards[expect][0].item()!r}") in verdict.message
 
 
 @pytest.mark.mpi(min_size=2)
