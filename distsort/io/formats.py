@@ -24,7 +24,7 @@ import numpy.lib.format as npformat
 
 from ..errors import DistsortError
 from ..keys import check_sortable
-from ..payload import check_payload
+from ..payload import check_payload, stored
 
 NPY_MAGIC = b"\x93NUMPY"
 KINDS = ("npy", "raw", "records")
@@ -75,6 +75,14 @@ class FileFormat:
     def native_dtype(self) -> np.dtype:
         """The dtype of arrays read from the file: native byte order, uint8 rows for records."""
         return np.dtype(np.uint8) if self.kind == "records" else self.dtype.newbyteorder("=")
+
+    def empty_rows(self) -> np.ndarray:
+        """No elements, in the form every backend moves them (dtype and row shape): records
+        as (n, record_size) uint8 rows, elements as payload.stored gives them (datetime64 as
+        uint64, strings as rows of bytes)."""
+        if self.kind == "records":
+            return np.empty((0, self.record_size), np.uint8)
+        return stored(np.empty(0, self.native_dtype))
 
     def describe(self) -> str:
         if self.kind == "records":

@@ -16,7 +16,6 @@ from collections.abc import Callable
 import numpy as np
 
 from ..memory import host_empty
-from ..payload import stored
 
 STAGE_BYTES = 64 << 20
 STAGES = 3
@@ -48,7 +47,7 @@ def load(source, start: int, stop: int, xp, progress: Callable[[int], None] = la
         progress(n)
     if xp is not np:
         ring.lane.join()
-    like = stored(source.read_into(0, np.empty(0, np.uint8)))
+    like = source.fmt.empty_rows()
     return out.view(like.dtype).reshape((stop - start,) + like.shape[1:])
 
 

@@ -25,7 +25,6 @@ import numpy.lib.format as npformat
 
 from ..errors import DistsortError, agree
 from ..inputs import on_gpu
-from ..payload import stored
 from ..report import inject_fault
 from . import staging
 from .formats import FileFormat
@@ -69,10 +68,7 @@ def write_error(path, exc: OSError, needed: int | None = None) -> DistsortError:
 def _check_rows(array, fmt: FileFormat) -> None:
     """Raise ValueError unless array holds the format's elements (either byte order), or their
     bytes as payload.stored gives them (datetime64 as uint64, strings as rows of bytes)."""
-    if fmt.kind == "records":
-        like = np.empty((0, fmt.record_size), np.uint8)
-    else:
-        like = stored(np.empty(0, fmt.native_dtype))
+    like = fmt.empty_rows()
     elements = fmt.kind != "records" and array.dtype.newbyteorder("=") == fmt.native_dtype
     if array.shape[1:] != like.shape[1:] or not (elements or array.dtype == like.dtype):
         raise ValueError(f"expected rows of {fmt.describe()} (or {like.dtype} "
