@@ -16,7 +16,7 @@ import traceback
 
 from mpi4py import MPI
 
-from . import __version__, commands
+from . import __version__, commands, progress
 from .errors import DistsortError, RemoteError, abort
 from .gen import DISTRIBUTIONS
 from .gpu_safety import out_of_memory_message
@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = top.parse_known_args(argv)
     if extra:  # told by the command's own parser: its usage, not the top level's
         getattr(args, "parser", top).error(f"unrecognized arguments: {' '.join(extra)}")
+    quiet, shown = getattr(args, "quiet", False), getattr(args, "progress", False)
+    progress.configure(False if quiet else (True if shown else None))
 
     comm = MPI.COMM_WORLD
     try:

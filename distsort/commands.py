@@ -27,7 +27,6 @@ def run_job(args, comm) -> int:
     """The default job: generate keys on every rank, sort them, verify, print a summary."""
     from .gen import generate
 
-    progress.configure(False if args.quiet else (True if args.progress else None))
     agree(comm, lambda: _report_writable(args.report))
     rt = agree(comm, lambda: get_runtime(comm, args.backend))
     dtype = agree(comm, lambda: parse_dtype(args.dtype))
@@ -91,7 +90,6 @@ def sort_file(args, comm) -> int:
     device straight to the output (io/staging.py); larger ranges go out of core
     (external_file.py)."""
     started, began = since_start(), time.perf_counter()
-    progress.configure(False if args.quiet else (True if args.progress else None))
     report = SortReport()
     report.timed["start"] = started  # the launch, imports and MPI start-up
     with report.phase("init", HostClock()):  # the device, the kernels, the files' layouts
@@ -125,7 +123,7 @@ def sort_file(args, comm) -> int:
     _publish_report(args.report, comm, summary)
     if comm.Get_rank() == 0 and not args.quiet:
         nbytes = source.count * fmt.itemsize
-        written = ", ".join(f"{path} ({fmt.describe()})" for path, fmt in paths)
+        written = ", ".join(f"{path} ({path_fmt.describe()})" for path, path_fmt in paths)
         print(describe(summary, f"{source.count} {fmt.describe()} from {args.input}", report,
                        nbytes) + f"\n  wrote {written}" + ("  (verified)" if args.verify else ""),
               flush=True)
