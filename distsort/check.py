@@ -120,11 +120,9 @@ def _device_hash_sum(data) -> int:
     """checksum of 1-D elements on the GPU: one pass (check.cu)."""
     import cupy
 
-    ctype = CTYPES[data.dtype.itemsize]
     words = cupy.ascontiguousarray(data).view(UNSIGNED[data.dtype.itemsize])
     total = cupy.zeros(1, np.uint64)
-    kernel = load_module("check.cu", (f"hash_sum<{ctype}>",)).get_function(f"hash_sum<{ctype}>")
-    kernel((_BLOCKS,), (_THREADS,), (words, np.int64(len(words)), total))
+    _kernel("hash_sum", words)((_BLOCKS,), (_THREADS,), (words, np.int64(len(words)), total))
     return int(total[0])
 
 
@@ -132,20 +130,25 @@ def _device_first_descent(codes) -> int | None:
     """first_disorder of one column of unsigned codes on the GPU: one pass (check.cu)."""
     import cupy
 
-    name = f"first_descent<{CTYPES[codes.dtype.itemsize]}>"
     n = len(codes)
     at = cupy.full(1, n, np.int64)
-    kernel = load_module("check.cu", (name,)).get_function(name)
-    kernel((_BLOCKS,), (_THREADS,), (cupy.ascontiguousarray(codes), np.int64(n), at))
+    _kernel("first_descent", codes)((_BLOCKS,), (_THREADS,),
+                                    (cupy.ascontiguousarray(codes), np.int64(n), at))
     found = int(at[0])
     return None if found == n else found
 
 
+def _kernel(name: str, words):
+    """check.cu's kernel `name` for unsigned words of this array's width."""
+    instance = f"{name}<{CTYPES[words.dtype.itemsize]}>"
+    return load_module("check.cu", (instance,)).get_function(instance)
+
+
 def compile_all() -> None:
     """Compile every instance a check may use (python -m distsort compile)."""
-    for ctype in CTYPES.values():
-        for kernel in ("hash_sum", "first_descent"):
-            load_module("check.cu", (f"{kernel}<{ctype}>",))
+    for width in CTYPES:
+        for name in ("hash_sum", "first_descent"):
+            _kernel(name, np.empty(0, UNSIGNED[width]))
 
 
 @dataclass
