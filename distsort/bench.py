@@ -18,7 +18,7 @@ from .errors import DistsortError, agree
 from .gen import generate
 from .io import rank_range
 from .io.formats import parse_dtype
-from .report import PHASES, SortReport
+from .report import PHASES, SortReport, duration, rate
 from .runtime import get_runtime
 
 DEFAULT_MAX_PER_RANK = {"gpu": 2**28, "cpu": 2**21}
@@ -34,8 +34,8 @@ def run_bench(args, comm) -> int:
     rows = [_measure(rt, comm, dtype, n, args) for n in sizes if n > 0]
     if comm.Get_rank() == 0:
         for row in rows:
-            print(f"{row['keys']:>14} keys: {row['seconds'] * 1e3:9.2f} ms  "
-                  f"{row['gkeys_per_s']:7.2f} G keys/s", flush=True)
+            print(f"{row['keys']:>14} keys: {duration(row['seconds']):>9}  "
+                  f"{rate(row['keys'], row['seconds'], 'keys'):>14}", flush=True)
         _write(args, rows)
     return 0
 

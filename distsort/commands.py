@@ -17,7 +17,7 @@ from .io.formats import parse_dtype
 from .io.parallel import threads_for, use_threads
 from .io.staging import load
 from .node import node_place
-from .report import HostClock, SortReport, since_start, summarize
+from .report import HostClock, SortReport, duration, rate, since_start, summarize
 from .runtime import array_module, get_runtime
 
 DEFAULT_PER_RANK = {"gpu": 2**28, "cpu": 2**22}
@@ -52,35 +52,22 @@ def describe(summary: dict, what: str, report: SortReport, nbytes: int = 0) -> s
     """A short human summary of a sort: its time (the whole command's, where the CLI timed it)
     and throughput, the path, backend, engine and transport, and the slowest rank's phases."""
     seconds, phases, ranks = summary["seconds"], summary["phases"], summary["ranks"]
-    rates = [_rate(summary["keys"], seconds, "keys")]
+    rates = [rate(summary["keys"], seconds, "keys")]
     if nbytes:
-        rates.append(_rate(nbytes, seconds, "B"))
+        rates.append(rate(nbytes, seconds, "B"))
     for phase in ("read", "write"):
         if nbytes and phases.get(phase):
-            rates.append(f"{phase} {_rate(nbytes, phases[phase], 'B')}")
+            rates.append(f"{phase} {rate(nbytes, phases[phase], 'B')}")
     how = ", ".join(x for x in (report.backend, f"engine {report.engine}", summary["path"],
                                 summary["transport"] and f"transport {summary['transport']}")
                     if x)
-    listed = "  ".join(f"{k} {_duration(v)}" for k, v in phases.items() if v)
+    listed = "  ".join(f"{k} {duration(v)}" for k, v in phases.items() if v)
     return (
         f"distsort: sorted {what} on {ranks} rank{'s' * (ranks != 1)} ({how})\n"
-        f"  time {_duration(seconds)} ({', '.join(rates)}), largest shard "
+        f"  time {duration(seconds)} ({', '.join(rates)}), largest shard "
         f"{summary['max_shard_over_mean']:.4f} x n/p\n"
         f"  phases (slowest rank): {listed}"
     )
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"
-
-
-def _rate(amount: float, seconds: float, unit: str) -> str:
-    """'812 M keys/s', '4.31 GB/s': three significant digits, whatever the size."""
-    value = amount / seconds if seconds else 0.0
-    prefix = next(((p, f) for p, f in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
-                   if value >= f), ("", 1.0))
-    space = " " if unit == "keys" else ""
-    return f"{value / prefix[1]:.3g} {prefix[0]}{space}{unit}/s"
 
 
 def sort_file(args, comm) -> int:

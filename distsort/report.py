@@ -171,3 +171,17 @@ def since_start() -> float:
             return max(float(f.read().split()[0]) - started, 0.0)
     except (OSError, ValueError, IndexError):
         return 0.0
+
+
+def duration(seconds: float) -> str:
+    """'2.41 s', '87.3 ms'."""
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"
+
+
+def rate(amount: float, seconds: float, unit: str) -> str:
+    """'812 M keys/s', '4.31 GB/s': three significant digits, whatever the size."""
+    value = amount / seconds if seconds else 0.0
+    prefix = next(((p, f) for p, f in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+                   if value >= f), ("", 1.0))
+    space = " " if unit == "keys" else ""
+    return f"{value / prefix[1]:.3g} {prefix[0]}{space}{unit}/s"
