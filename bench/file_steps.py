@@ -30,9 +30,9 @@ def main() -> None:
 
     import distsort
     from distsort.io import ShardWriter, detect_format, open_input
-    from distsort.io.parallel import threads_for, use_threads
     from distsort.io.staging import load
     from distsort.runtime import get_runtime
+    from distsort.workers import threads_for, use_threads
 
     comm = MPI.COMM_WORLD
     steps: dict[str, list[float]] = {"imports": [time.perf_counter() - start]}

@@ -14,11 +14,11 @@ from .check import run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import parse_dtype
-from .io.parallel import threads_for, use_threads
 from .io.staging import load
 from .node import node_place
 from .report import HostClock, SortReport, duration, rate, since_start, summarize
 from .runtime import array_module, get_runtime
+from .workers import threads_for, use_threads
 
 DEFAULT_PER_RANK = {"gpu": 2**28, "cpu": 2**22}
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
+from distsort import workers
 from distsort.errors import DistsortError
 from distsort.io import (
     FileFormat,
@@ -406,7 +407,7 @@ def test_pieces_spread_over_threads_land_in_place(tmp_path, monkeypatch, threads
     """Ranges of many I/O pieces (odd sizes, odd offsets), big-endian, read and written by
     one thread or several, come back exactly."""
     monkeypatch.setattr(parallel, "PIECE", 4096 + 8)
-    parallel.use_threads(threads)
+    workers.use_threads(threads)
     try:
         data = np.random.default_rng(threads).integers(0, 2**62, 100_003).astype(">i8")
         fmt = FileFormat.npy(">i8")
@@ -415,7 +416,7 @@ def test_pieces_spread_over_threads_land_in_place(tmp_path, monkeypatch, threads
         assert np.array_equal(source.read(3, 99_999), data[::-1][3:99_999])
         assert np.array_equal(np.load(tmp_path / "o.npy"), data[::-1])
     finally:
-        parallel.use_threads(8)
+        workers.use_threads(8)
 
 
 def test_rows_of_stored_bytes_are_written_as_their_elements(tmp_path):

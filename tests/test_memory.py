@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from distsort import memory
+from distsort import memory, workers
 from distsort.errors import DistsortError
 
 
@@ -21,12 +21,19 @@ def test_page_locking_more_than_is_left_is_one_clear_error(monkeypatch):
         memory.host_empty((1 << 30,), np.uint32, pinned=True)  # refused before CuPy is asked
 
 
-def test_first_touch_writes_every_page():
-    raw = np.full(10 * memory.PAGE + 5, 7, np.uint8)
-    memory.first_touch(raw, threads=3)
-    step = -(-len(raw) // 3)
-    starts = [lo + k for lo in range(0, len(raw), step) for k in range(0, step, memory.PAGE)]
-    assert not raw[[i for i in starts if i < len(raw)]].any()
+@pytest.mark.parametrize("threads", [1, 3])
+def test_first_touch_writes_every_page(monkeypatch, threads):
+    """However the pieces fall on the pool's threads, no page-long stretch goes unwritten."""
+    monkeypatch.setattr(memory, "TOUCH_PIECE", 3 * memory.PAGE + 1)
+    workers.use_threads(threads)
+    try:
+        raw = np.full(40 * memory.PAGE + 5, 7, np.uint8)
+        memory.first_touch(raw)
+    finally:
+        workers.use_threads(8)
+    written = np.flatnonzero(raw == 0)
+    assert written[0] == 0 and len(raw) - written[-1] <= memory.PAGE
+    assert np.diff(written).max() <= memory.PAGE
 
 
 def test_huge_page_bytes_reads_anon_huge_pages(tmp_path, monkeypatch):
