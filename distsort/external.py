@@ -198,6 +198,7 @@ def form_runs(rt: Runtime, source: Source, layout: Layout, store: list) -> np.nd
     bar = Bar(rt.comm, "runs sorted", len(runs), unit="run")
     for i, (lo, hi) in enumerate(runs):
         columns = local_sort(rt, source.encode(pieces.take(i)), source.key_words)
+        pieces.start(i + 1)  # read while the device sorts
         words = source.key_words(columns)
         samples.append(regular_sample(rt, words, layout.stride, layout.first_run + i))
         out.wait()  # run i-1 is in the store: at most one run in flight
@@ -211,24 +212,27 @@ def form_runs(rt: Runtime, source: Source, layout: Layout, store: list) -> np.nd
 
 
 class Loader:
-    """The device columns of pieces [lo, hi) of the input, in order. On GPUs piece i+1 is
-    copied in on a lane while piece i is sorted (pinned host memory copies directly)."""
+    """The device columns of pieces [lo, hi) of the input, in order. On GPUs piece i+1 is read
+    and copied in (on a lane where read gives host arrays; pinned ones copy directly) while
+    piece i is sorted: start(i + 1) once piece i's sort is queued."""
 
     def __init__(self, rt: Runtime, read, ranges: list):
         self.rt, self.read, self.ranges = rt, read, ranges
         self.lane = rt.backend.copy_lane()
-        self.next = self._start(0) if ranges else None
+        self.next = None
+        self.start(0)
 
     def take(self, i: int) -> list:
-        columns = self.next
-        self.lane.join()  # the device's next work waits for piece i
-        self.next = self._start(i + 1) if i + 1 < len(self.ranges) else None
+        """Piece i (started before), for the device's next work, which waits for it."""
+        columns, self.next = self.next, None
+        self.lane.join()
         return columns
 
-    def _start(self, i: int) -> list:
-        lo, hi = self.ranges[i]
-        self.lane.follow()  # its buffers may be memory that the queued work frees
-        return [to_device(self.rt, a, self.lane) for a in self.read(lo, hi)]
+    def start(self, i: int) -> None:
+        if i < len(self.ranges):
+            lo, hi = self.ranges[i]
+            self.lane.follow()  # its buffers may be memory that the queued work frees
+            self.next = [to_device(self.rt, a, self.lane) for a in self.read(lo, hi)]
 
 
 def to_device(rt: Runtime, host, lane: CopyLane):
@@ -546,7 +550,7 @@ def positions_source(rt: Runtime, count: int, read, offset: int, dtype,
     codec = NumericCodec(np.dtype(dtype), descending, canonical=True)
 
     def with_positions(lo: int, hi: int) -> list:
-        return [read(lo, hi)[0], np.arange(offset + lo, offset + hi, dtype=np.int64)]
+        return [read(lo, hi)[0], rt.xp.arange(offset + lo, offset + hi, dtype=np.int64)]
 
     def encode(cols):
         return [codec.encode(cols[0], rt.xp), cols[1]]

@@ -24,7 +24,8 @@ from .external import (
     records_source,
 )
 from .io import FileFormat, InputFile, ShardWriter, rank_range
-from .payload import restored, stored
+from .io.staging import load
+from .payload import restored
 from .report import SortReport
 from .runtime import Runtime
 
@@ -67,11 +68,8 @@ def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: Inp
 def file_source(rt, args, fmt: FileFormat, source: InputFile, values: InputFile | None,
                 start: int, stop: int, check):
     """The external.Source of this rank's range [start, stop) of the input (and values)."""
-    def read(lo: int, hi: int) -> list:
-        columns = [source.read(start + lo, start + hi)]
-        if values is not None:
-            columns.append(values.read(start + lo, start + hi))
-        return columns[:1] + [stored(c) for c in columns[1:]]
+    def read(lo: int, hi: int) -> list:  # on the device: through pinned buffers, no host copy
+        return [load(f, start + lo, start + hi, rt.xp) for f in (source, values) if f is not None]
 
     count = stop - start
     if fmt.kind == "records":
