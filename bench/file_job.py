@@ -76,16 +76,20 @@ def forget(path: str) -> None:
 def floor(path: str, out: str, threads: int = 8, piece: int = 64 << 20,
           sync: bool = False) -> float:
     """Seconds to read the file's bytes with `threads` threads of preadv, then pwritev them
-    (and fsync them: `sync`)."""
+    into a new file (and fsync them: `sync`). The buffer is faulted in and the last output
+    removed before the clock starts, so that the floor is the copy through the kernel alone
+    (truncating the last output inside the clock, an 8 GiB floor ranged 3.4-9.3 s)."""
     size = os.path.getsize(path)
     offsets = range(0, size, piece)
-    buffer = np.empty(size, np.uint8)
+    buffer = np.ones(size, np.uint8)
+    if os.path.exists(out):
+        os.unlink(out)
     start = time.perf_counter()
     fd = os.open(path, os.O_RDONLY)
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(lambda o: os.preadv(fd, [buffer[o : o + piece]], o), offsets))
     os.close(fd)
-    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     os.ftruncate(fd, size)
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(lambda o: os.pwritev(fd, [buffer[o : o + piece]], o), offsets))

@@ -103,7 +103,7 @@ def measure(size: int) -> dict:
     del host
     made, huge = {}, huge_page_bytes()
     result["mmap_register_s_per_gb"], result["mmap_register_rss_over_size"] = resident(
-        lambda n: np.asarray(Registered(n)), made, size)
+        lambda n: np.asarray(Registered(n).pin_all()), made, size)
     result["mmap_register_huge_page_fraction"] = (huge_page_bytes() - huge) / size
     result["mmap_register_copy_gb_per_s"] = copy_rates(made.pop("a"), device)
     return result

@@ -37,7 +37,8 @@ for step in $steps; do
     tests) timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py \
              tests/test_gen.py tests/test_check.py tests/test_radix_gpu.py \
              tests/test_landing_gpu.py tests/test_segments_gpu.py tests/test_external_gpu.py \
-             tests/test_oom_gpu.py tests/test_byte_order.py tests/test_staging_gpu.py 2>&1 \
+             tests/test_oom_gpu.py tests/test_byte_order.py tests/test_staging_gpu.py \
+             tests/test_pinned_gpu.py 2>&1 \
              | tail -25 ;;
     mpitests) counts=$gpus; [ "$gpus" -lt 4 ] && counts="2 3 4"  # fewer GPUs: ranks share them
               for n in $counts; do

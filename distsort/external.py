@@ -45,7 +45,7 @@ from .exchange import displacements, row_bytes
 from .exchange.mpi import MpiTransport
 from .inputs import on_gpu
 from .keys import NumericCodec, record_key_words
-from .memory import default_budget, host_empty, parse_size
+from .memory import PAGE, HostColumns, default_budget, host_empty, parse_size
 from .pipeline import exchange, local_sort, plain_keys
 from .progress import Bar
 from .report import HostClock, SortReport
@@ -123,9 +123,13 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     report.ranks, report.path = len(layout.counts), "out of core"
     clock = HostClock(rt.backend.synchronize)
     with report.phase("partition", clock):  # the runs
-        store = store or [host_empty((source.count,) + c.shape[1:], c.dtype,
-                                     rt.backend.name == "gpu") for c in template]
-        sample = form_runs(rt, source, layout, store)
+        runs = HostColumns(template, source.count, layout.runs(), rt.backend.name == "gpu",
+                           given=store)
+        try:
+            sample = form_runs(rt, source, layout, runs.columns, runs.ready)
+        finally:
+            runs.close()
+        store = runs.columns
     with report.phase("sample", clock):  # the splitters, and where they cut the runs
         samples, picks = pick_splitters(rt.comm, sample, len(layout.counts) * layout.pieces)
         cuts = cut_runs(store, source.key_words, layout, samples, picks)
@@ -153,6 +157,8 @@ def plan_layout(rt: Runtime, source: Source, template: list, budget: int) -> Lay
     rows = max(1, budget // row_cost(template, source.key_words(template)))
     if rt.backend.name == "gpu":  # runs enough to keep both directions of PCIe busy at once
         rows = min(rows, max(-(-max(counts) // MIN_RUNS), MIN_RUN_ROWS))
+    if rows > PAGE:  # every run starts on a page of the store: HostColumns locks them in turn
+        rows -= rows % PAGE
     runs_per_rank = comm.allgather(-(-source.count // rows))
     total, p, m = sum(counts), comm.Get_size(), sum(runs_per_rank)
     # a round's buffers stay a small part of a shard: no piece above 1/MIN_ROUNDS of one; on
@@ -185,9 +191,11 @@ def row_cost(columns: list, words: list) -> int:
     return 5 * width + 4 * (sum(w.dtype.itemsize for w in words) + 8)
 
 
-def form_runs(rt: Runtime, source: Source, layout: Layout, store: list) -> np.ndarray:
+def form_runs(rt: Runtime, source: Source, layout: Layout, store: list,
+              ready: Callable[[int], None]) -> np.ndarray:
     """Sort each budget-sized piece of this rank's input into a run kept in the host store
-    (run i at its input rows); return the regular sample rows (key words..., run, index).
+    (run i at its input rows, once ready(i) says they may take it); return the regular sample
+    rows (key words..., run, index).
 
     On GPUs three things overlap: piece i+1 comes in (Loader), piece i is sorted, run i-1
     goes out to the store (a second lane: PCIe carries both directions at once).
@@ -203,6 +211,7 @@ def form_runs(rt: Runtime, source: Source, layout: Layout, store: list) -> np.nd
         samples.append(regular_sample(rt, words, layout.stride, layout.first_run + i))
         out.wait()  # run i-1 is in the store: at most one run in flight
         out.follow()
+        ready(i)
         for column, host in zip(columns, store):
             out.download(column, host[lo:hi])
         bar.add(1)

@@ -7,10 +7,12 @@ backend the "device" is the host). When a rank's work does not fit it, the out-o
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import re
 import sys
+import threading
 
 import numpy as np
 
@@ -126,28 +128,112 @@ def host_empty(shape: tuple, dtype, pinned: bool) -> np.ndarray:
         return np.empty(shape, dtype)
     count = int(np.prod(shape))
     nbytes = max(count * dtype.itemsize, 1)
+    _check_room(nbytes)
+    with _pinning(nbytes):
+        if _registering():
+            raw = np.asarray(Registered(nbytes).pin_all())
+        else:
+            import cupy
+
+            raw = np.frombuffer(cupy.cuda.alloc_pinned_memory(nbytes), np.uint8, nbytes)
+    return raw[: count * dtype.itemsize].view(dtype).reshape(shape)  # no rows: 1 byte made
+
+
+def _registering() -> bool:
+    return os.environ.get("DISTSORT_PINNED", "register") == "register"
+
+
+def _check_room(nbytes: int) -> None:
     room = available_host_memory() - PINNED_RESERVE
     if nbytes > room:
         raise DistsortError(f"cannot page-lock {nbytes / 1e9:.2f} GB of host memory: "
                             f"{max(room, 0) / 1e9:.2f} GB are left (MemAvailable and the cgroup "
                             "limit, less 1 GiB for the system)")
+
+
+@contextlib.contextmanager
+def _pinning(nbytes: int):
+    """A failed page-locking as one DistsortError."""
     import cupy
 
     try:
-        if os.environ.get("DISTSORT_PINNED", "register") == "register":
-            raw = np.asarray(Registered(nbytes))
-        else:
-            raw = np.frombuffer(cupy.cuda.alloc_pinned_memory(nbytes), np.uint8, nbytes)
+        yield
     except (cupy.cuda.runtime.CUDARuntimeError, MemoryError, OSError) as exc:
         raise DistsortError(f"page-locking {nbytes / 1e9:.2f} GB of host memory failed "
                             f"({exc}); see ulimit -l and the container's memory limit") from None
-    return raw[: count * dtype.itemsize].view(dtype).reshape(shape)  # no rows: 1 byte made
+
+
+class HostColumns:
+    """Host columns of `rows` rows shaped like the templates', page-locked on GPUs part by part
+    (parts: [lo, hi) row ranges, in order) by a background thread: part i may take copies
+    once ready(i) returns, while later parts are still being made. Faulting in and locking
+    8 GiB took 0.65 s on an H200 host (bench/RESULTS.md, session 26): made part by part, it
+    hides behind the work on the first parts. A part's bytes must start on a page (no two
+    registrations share one); where they would not, the columns are locked whole at once."""
+
+    def __init__(self, templates: list, rows: int, parts: list[tuple[int, int]], pinned: bool,
+                 given: list | None = None):
+        """given: columns to use as they are (nothing is made; every part is ready)."""
+        shapes = [((rows,) + t.shape[1:], t.dtype) for t in templates]
+        widths = [t.dtype.itemsize * int(np.prod(t.shape[1:])) for t in templates]
+        aligned = all(lo * w % PAGE == 0 for lo, _ in parts for w in widths)
+        self._thread = None
+        if given is not None:
+            self.columns = given
+            return
+        if not (pinned and aligned and _registering() and len(parts) > 1):
+            self.columns = [host_empty(shape, dtype, pinned) for shape, dtype in shapes]
+            return
+        sizes = [max(rows * w, 1) for w in widths]
+        _check_room(sum(sizes))
+        with _pinning(sum(sizes)):
+            self._memory = [Registered(n) for n in sizes]
+        self.columns = [np.asarray(m)[: rows * w].view(dtype).reshape(shape)
+                        for m, w, (shape, dtype) in zip(self._memory, widths, shapes)]
+        self._bytes = [[(lo * w, hi * w) for lo, hi in parts] for w in widths]
+        self._device = self._memory[0].runtime.getDevice()  # the thread's registrations are
+        self._done, self._error, self._stop = 0, None, False  # for this device's context
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._pin, name="distsort-pin", daemon=True)
+        self._thread.start()
+
+    def _pin(self) -> None:
+        try:
+            self._memory[0].runtime.setDevice(self._device)
+            for i in range(len(self._bytes[0])):
+                for memory, ranges in zip(self._memory, self._bytes):
+                    if self._stop:
+                        return
+                    memory.pin(*ranges[i])
+                with self._changed:
+                    self._done = i + 1
+                    self._changed.notify_all()
+        except BaseException as exc:  # raised again by ready()
+            with self._changed:
+                self._error = exc
+                self._changed.notify_all()
+
+    def ready(self, i: int) -> None:
+        """Wait until part i is page-locked; raise a DistsortError if locking failed."""
+        if self._thread is None:
+            return
+        with self._changed:
+            self._changed.wait_for(lambda: self._done > i or self._error is not None)
+        if self._done <= i:
+            with _pinning(sum(len(c) * c.itemsize for c in self.columns)):
+                raise self._error
+
+    def close(self) -> None:
+        """Stop locking more parts (the work on them was given up)."""
+        if self._thread is not None:
+            self._stop = True
+            self._thread.join()
 
 
 class Registered:
     """Page-locked host memory made by cudaHostRegister of an anonymous mapping (huge pages
-    asked for, first touched by threads); unregistered when the last array on it goes.
-    np.asarray(this) is the bytes.
+    asked for, first touched by threads), in one piece or part by part; unregistered when the
+    last array on it goes. np.asarray(this) is the bytes.
 
     The mapping is private: a shared anonymous one lives in shmem, which gets no transparent
     huge pages by default (shmem_enabled=never), so 4 KiB pages only: half a million faults a
@@ -157,24 +243,32 @@ class Registered:
     def __init__(self, nbytes: int):
         import cupy
 
-        self.registered = False  # until hostRegister succeeds: nothing for __del__ to undo
         self.runtime = cupy.cuda.runtime
+        self.registered: list[int] = []  # what __del__ undoes
         self.map = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
         for advice in ("MADV_HUGEPAGE", "MADV_DONTFORK"):
             if hasattr(mmap, advice):
                 self.map.madvise(getattr(mmap, advice))
         raw = np.frombuffer(self.map, np.uint8)
-        first_touch(raw)
-        self.ptr = raw.ctypes.data
+        self.ptr, self.nbytes = raw.ctypes.data, nbytes
         del raw  # no buffer export left: the mapping goes with this object
-        self.runtime.hostRegister(self.ptr, nbytes, 0)
-        self.registered = True
         self.__array_interface__ = {"data": (self.ptr, False), "shape": (nbytes,),
                                     "typestr": "|u1", "version": 3}
 
+    def pin(self, lo: int, hi: int) -> None:
+        """Fault in and page-lock bytes [lo, hi) (lo on a page)."""
+        if hi > lo:
+            first_touch(np.asarray(self)[lo:hi])
+            self.runtime.hostRegister(self.ptr + lo, hi - lo, 0)
+            self.registered.append(self.ptr + lo)
+
+    def pin_all(self) -> Registered:
+        self.pin(0, self.nbytes)
+        return self
+
     def __del__(self):
-        if self.registered:
-            self.runtime.hostUnregister(self.ptr)
+        for ptr in getattr(self, "registered", ()):
+            self.runtime.hostUnregister(ptr)
 
 
 def huge_page_bytes() -> int:
