@@ -35,12 +35,12 @@ the transfers a third chunk pays (bench/RESULTS.md, runs 87-89 and 99).
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 from mpi4py import MPI
 
+from . import settings
 from .exchange import aligned_displacements, row_bytes
 from .local import partition as gpu_partition
 from .local import segments
@@ -50,8 +50,7 @@ from .local import segments
 # the transfers, slow NCCL down more than they hide.
 # With the senders' first digit (ByDigit: no landing pass beside the transfers), 3 chunks
 # (bench/RESULTS.md, run 88). DISTSORT_CHUNKS sets both.
-CHUNKS = int(os.environ.get("DISTSORT_CHUNKS", "2"))
-DIGIT_CHUNKS = int(os.environ.get("DISTSORT_CHUNKS", "3"))
+CHUNKS, DIGIT_CHUNKS = 2, 3
 MIN_CHUNK = 1 << 24  # rows: smaller chunks cost more in launches than the overlap saves
 
 
@@ -219,7 +218,8 @@ def plan(rt, columns: list, words: list, place: tuple[int, int], splitters: np.n
     # Ranks that share a GPU take one chunk: a chunk's transfers overlap the next one's
     # partition only where the kernels of the two can run at once, and the processes on one
     # GPU take turns on it (bench/RESULTS.md, session 24).
-    chunks = 1 if rt.shared_devices else DIGIT_CHUNKS if bits else CHUNKS
+    chunks = settings.value("DISTSORT_CHUNKS") or (DIGIT_CHUNKS if bits else CHUNKS)
+    chunks = 1 if rt.shared_devices else chunks
     bounds = chunk_bounds(len(keys), chunks, MIN_CHUNK)
     if bits:
         parts = [ByDigit(keys[lo:hi], offset + lo, splitters, lows, bits) for lo, hi in bounds]

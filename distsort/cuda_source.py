@@ -20,6 +20,8 @@ import os
 import re
 import tempfile
 
+from . import settings
+
 _INCLUDE = re.compile(r'^#include "([^"]+)"[ \t]*$', re.MULTILINE)
 CTYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 HERE = os.path.dirname(__file__)
@@ -27,7 +29,7 @@ HERE = os.path.dirname(__file__)
 
 def kernel_cache() -> str:
     """The folder of distsort's compiled kernels."""
-    return os.environ.get("DISTSORT_KERNEL_CACHE") or os.path.join(HERE, "kernels")
+    return settings.value("DISTSORT_KERNEL_CACHE") or os.path.join(HERE, "kernels")
 
 
 @functools.cache

@@ -19,7 +19,7 @@ import subprocess
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import binding
+from . import binding, settings
 
 #: Environment variables worth showing: they change how distsort, NCCL, UCX or the MPI behave.
 ENV_PREFIXES = ("DISTSORT_", "NCCL_", "UCX_", "OMPI_MCA_", "MPIR_CVAR_", "CUDA_VISIBLE_DEVICES")
@@ -140,7 +140,7 @@ def nccl_info() -> dict[str, Any]:
 def backend_info(comm, gpus: Mapping[str, Any]) -> dict[str, Any]:
     """The backends this rank could use and the one a sort would pick (runtime.choose_backend)."""
     available = ["cpu"] + (["gpu"] if gpus["devices"] else [])
-    requested = os.environ.get("DISTSORT_BACKEND") or "auto"
+    requested = settings.value("DISTSORT_BACKEND")
     try:
         from mpi4py import MPI
 
@@ -164,7 +164,7 @@ def transport_info(comm, backend: str, device: str | None = None) -> str:
     where = placement(comm, device)  # collective: before any branch
     if backend != "gpu":
         return "MPI (host buffers)" if backend == "cpu" else "none: no backend"
-    setting = os.environ.get("DISTSORT_TRANSPORT", "auto")
+    setting = settings.value("DISTSORT_TRANSPORT")
     try:
         return choice.describe(choice.choose(setting, where), setting, where)
     except Exception as exc:  # the sort would stop with the same message

@@ -16,6 +16,7 @@ import threading
 
 import numpy as np
 
+from . import settings
 from .errors import DistsortError
 from .workers import spread
 
@@ -140,7 +141,7 @@ def host_empty(shape: tuple, dtype, pinned: bool) -> np.ndarray:
 
 
 def _registering() -> bool:
-    return os.environ.get("DISTSORT_PINNED", "register") == "register"
+    return settings.value("DISTSORT_PINNED") == "register"
 
 
 def _check_room(nbytes: int) -> None:

@@ -10,13 +10,12 @@ sort keeps equal keys in global input order).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import chunked, segmented
+from . import chunked, segmented, settings
 from .exchange import aligned_displacements, displacements, row_bytes
 from .local import landing, segments
 from .local import partition as gpu_partition
@@ -28,11 +27,6 @@ from .runtime import Runtime
 from .splitters import choose_splitters, classify, local_sample, sample_sizes
 
 KeyWords = Callable[[list], list]
-# The finish's first radix pass runs as blocks land (chunked.py); bench/RESULTS.md, runs 40-41.
-LANDING = os.environ.get("DISTSORT_LANDING", "1") != "0"
-# The senders sort each block by its receiver's first radix digit (chunked.ByDigit), so the
-# landing sort runs one pass fewer; bench/RESULTS.md, run 85.
-DIGITS = os.environ.get("DISTSORT_DIGITS", "1") != "0"
 ALIGN_BYTES = 256  # where each column's receive buffer starts in their common allocation
 
 
@@ -216,7 +210,10 @@ def digit_bits(rt: Runtime, columns: list, words: list, total: int, largest: int
     a shard's rows); DISTSORT_DIGITS=0 or DISTSORT_LANDING=0: none. The same on every rank: it
     depends on global facts only."""
     ranks, keys = rt.comm.Get_size(), words[0]
-    if not (LANDING and DIGITS and radix_rows(columns, words)
+    # the senders sort each block by its receiver's first radix digit (chunked.ByDigit), so the
+    # landing sort runs one pass fewer
+    if not (settings.value("DISTSORT_LANDING") and settings.value("DISTSORT_DIGITS")
+            and radix_rows(columns, words)
             and rt.backend.engine.name == "radix" and keys.dtype.itemsize in (4, 8)
             and ranks <= segments.MAX_RANKS and total // ranks >= landing.MIN_ROWS
             and largest <= segmented.MAX_ROWS):
@@ -236,8 +233,9 @@ def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
         return None
     low, top, end_bit = key_range(splitters, rank, keys.dtype)
     counts, starts = layout.blocks()
-    if not LANDING or not landing.usable(layout.recv_rows, keys.dtype.itemsize, end_bit,
-                                         rt.transport.align_rows, layout.bits > 0):
+    if not settings.value("DISTSORT_LANDING") or not landing.usable(
+            layout.recv_rows, keys.dtype.itemsize, end_bit, rt.transport.align_rows,
+            layout.bits > 0):
         return None
     presorted = (layout.bits, layout.digits.reshape(len(counts), -1)) if layout.bits else None
     return LandingSort(keys.dtype, counts, starts, layout.landing_starts(), low, top - low,

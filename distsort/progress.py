@@ -9,8 +9,9 @@ Without tqdm installed there is no bar (the sort is the same).
 
 from __future__ import annotations
 
-import os
 import sys
+
+from . import settings
 
 DELAY = 2.0  # seconds a step runs before its bar shows: short commands stay quiet
 _wanted: dict[str, bool | None] = {"on": None}  # None: decide from the terminal
@@ -25,7 +26,7 @@ def shown(comm) -> bool:
     """Does this rank show progress? Only rank 0, and only where wanted (see the module doc)."""
     wanted = _wanted["on"]
     if wanted is None:
-        wanted = sys.stderr.isatty() or os.environ.get("DISTSORT_PROGRESS") == "1"
+        wanted = sys.stderr.isatty() or settings.value("DISTSORT_PROGRESS")
     return bool(wanted) and comm.Get_rank() == 0
 
 

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from . import settings
 from .watchdog import watchdog
 
 PHASES = ("sample", "partition", "exchange", "finish")
@@ -127,7 +128,7 @@ def inject_fault(point: str, rank: int) -> None:
 
     The points are the phases, plus "written": a rank has written its piece of a temporary
     output file (io/writer.py)."""
-    fault = os.environ.get("DISTSORT_FAULT", "")
+    fault = settings.value("DISTSORT_FAULT")
     how = fault.removeprefix(f"{point}:{rank}")
     if how == fault or how not in ("", ":term", ":hang"):
         return

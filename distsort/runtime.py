@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from mpi4py import MPI
 
+from . import settings
 from .backend import Backend, GpuBackend, gpu_count
 from .binding import bus_id, device_for_rank, device_from_env
 from .cuda_source import use_kernel_cache
@@ -68,7 +69,7 @@ def get_runtime(comm=None, backend: str | None = None, engine: str | None = None
     """
     comm = comm if comm is not None else MPI.COMM_WORLD
     handle, name = MPI._handleof(comm), _choice(comm, requested_backend(backend))
-    engine = engine or os.environ.get("DISTSORT_ENGINE") or None
+    engine = engine or settings.value("DISTSORT_ENGINE") or None
     key = (handle, name, engine)
     if key not in _cache:
         _cache[key] = _build(comm, name, engine)
@@ -113,7 +114,7 @@ def requested_backend(requested: str | None) -> str:
     """The backend asked for: requested, or where that is None or 'auto', $DISTSORT_BACKEND,
     else 'auto'."""
     if requested in (None, "auto"):
-        return os.environ.get("DISTSORT_BACKEND") or "auto"
+        return settings.value("DISTSORT_BACKEND")
     return requested
 
 
@@ -159,7 +160,7 @@ def gpu_transport(comm, where: choice.Placement) -> Transport:
     from .exchange import ipc
     from .exchange.staged import StagedTransport
 
-    setting = os.environ.get("DISTSORT_TRANSPORT", "auto")
+    setting = settings.value("DISTSORT_TRANSPORT")
     name = agree(comm, lambda: choice.choose(setting, where))
     if name in (choice.HOST, choice.ALONE):
         return StagedTransport(comm, name)

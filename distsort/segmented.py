@@ -24,11 +24,11 @@ chunk c-1 never writes over keys still to be sent.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from . import settings
 from .chunked import (
     BlockRows,
     block_starts,
@@ -40,13 +40,6 @@ from .chunked import (
 from .local import segments
 from .local.segments import BucketPartition, SegmentSort
 
-# Chunks of the exchange. Run 73 (x2, P=2, ms): u32 4x2^30 2 chunks 68.5-73.3, 3: 66.4-66.8,
-# 4: 66.4; u64 4x2^29 2: 79.8-80.2, 3: 79.0-81.6, 4: 77.9. More chunks leave less of the sorts
-# after the exchange, though the sorts slow the transfers beside them.
-CHUNKS = int(os.environ.get("DISTSORT_SEGMENT_CHUNKS", "4"))
-# Off unless DISTSORT_SEGMENTS=1: its partition costs about what its finish saves, on 2 GPUs and
-# on 4 (bench/RESULTS.md, runs 70-71, 80-81).
-ENABLED = os.environ.get("DISTSORT_SEGMENTS", "0") == "1"
 MIN_ROWS = 1 << 25  # mean rows per rank from which this path runs (where our engine would)
 MAX_ROWS = 1 << 31  # mean rows per rank up to which it runs: buffer rows stay below 2^32
 
@@ -55,7 +48,8 @@ def usable(rt, keys, global_count: int) -> bool:
     """Whether every rank takes this path: the same answer on all (it depends on global facts
     and on the dtype and backend, which all ranks share)."""
     ranks = rt.comm.Get_size()
-    return (ENABLED and rt.backend.name == "gpu" and rt.backend.engine.name == "radix"
+    return (settings.value("DISTSORT_SEGMENTS") and rt.backend.name == "gpu"
+            and rt.backend.engine.name == "radix"
             and keys.dtype.kind == "u" and keys.dtype.itemsize in (4, 8)
             and 1 < ranks <= segments.MAX_RANKS and MIN_ROWS <= global_count // ranks <= MAX_ROWS)
 
@@ -131,7 +125,8 @@ def partition(rt, keys, offset: int, splitters: np.ndarray, even_rows: int
     table = cupy.asnumpy(buckets.counts())[: ranks * segs].astype(np.int64).reshape(ranks, segs)
     mine = np.empty_like(table)  # mine[s, g]: rows from source s in my segment g
     comm.Alltoall(table, mine)
-    cuts = np.array(comm.allgather(chunk_cuts(mine.sum(axis=0), CHUNKS)))  # (ranks, chunks+1)
+    chunks = settings.value("DISTSORT_SEGMENT_CHUNKS")
+    cuts = np.array(comm.allgather(chunk_cuts(mine.sum(axis=0), chunks)))  # (ranks, chunks+1)
     sent = np.stack([_per_chunk(table[d], cuts[d]) for d in range(ranks)], axis=1)
     received = _per_chunk(mine, cuts[rank])
     align = rt.transport.align_rows
@@ -140,7 +135,7 @@ def partition(rt, keys, offset: int, splitters: np.ndarray, even_rows: int
     layout = Plan(sent, starts, received, recv_starts, [])
     bases = np.zeros(segments.BUCKETS, dtype=np.int64)
     for d in range(ranks):
-        chunk = np.repeat(np.arange(CHUNKS), np.diff(cuts[d]))
+        chunk = np.repeat(np.arange(chunks), np.diff(cuts[d]))
         bases[d * segs : (d + 1) * segs] = starts[chunk, d] + _within(table[d], cuts[d])
     rows = buffer_rows(max(layout.send_rows, layout.recv_rows), even_rows)
     outgoing = cupy.empty(rows, dtype=keys.dtype)

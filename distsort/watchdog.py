@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-DEFAULT_TIMEOUT = 1800.0
+from . import settings
 
 
 def timeout_seconds() -> float:
     """The per-phase limit from DISTSORT_TIMEOUT (0: no limit)."""
-    return float(os.environ.get("DISTSORT_TIMEOUT", DEFAULT_TIMEOUT))
+    return settings.value("DISTSORT_TIMEOUT")
 
 
 @contextmanager

@@ -335,15 +335,14 @@ def test_device_sample_draw_picks_the_host_draws_rows(dtype, n):
 def force_landing(monkeypatch, chunks: int, digits: bool) -> tuple[list, list]:
     """The landing finish (and ByDigit senders, if digits) at small sizes, in `chunks` chunks;
     returns lists that get an entry per landing finish run and per ByDigit scatter."""
-    from distsort import chunked, pipeline
+    from distsort import chunked
     from distsort.local import landing
     from distsort.local.partition import TILE
 
-    monkeypatch.setattr(chunked, "CHUNKS", chunks)
-    monkeypatch.setattr(chunked, "DIGIT_CHUNKS", chunks)
+    monkeypatch.setenv("DISTSORT_CHUNKS", str(chunks))
     monkeypatch.setattr(chunked, "MIN_CHUNK", TILE)
     monkeypatch.setattr(landing, "MIN_ROWS", 1)
-    monkeypatch.setattr(pipeline, "DIGITS", digits)
+    monkeypatch.setenv("DISTSORT_DIGITS", "1" if digits else "0")
     finished = []
     real_finish = landing.LandingSort.finish
     monkeypatch.setattr(landing.LandingSort, "finish",
@@ -428,8 +427,8 @@ def test_segmented_exchange_sorts_globally(monkeypatch, dtype, chunks, spread):
     from distsort import segmented
 
     monkeypatch.setattr(segmented, "MIN_ROWS", 1)
-    monkeypatch.setattr(segmented, "ENABLED", True)
-    monkeypatch.setattr(segmented, "CHUNKS", chunks)
+    monkeypatch.setenv("DISTSORT_SEGMENTS", "1")
+    monkeypatch.setenv("DISTSORT_SEGMENT_CHUNKS", str(chunks))
     finished = []
     real_finish = segmented.Finish.finish
     monkeypatch.setattr(segmented.Finish, "finish",
@@ -466,7 +465,7 @@ def test_chunked_exchange_keeps_order_and_stability(monkeypatch, chunks, with_va
     from distsort import chunked
     from distsort.local.partition import TILE
 
-    monkeypatch.setattr(chunked, "CHUNKS", chunks)
+    monkeypatch.setenv("DISTSORT_CHUNKS", str(chunks))
     monkeypatch.setattr(chunked, "MIN_CHUNK", TILE)
     rank = COMM.Get_rank()
     n = TILE * (2 + 2 * rank) + 123 * rank
@@ -506,12 +505,11 @@ def test_ipc_release_gives_back_the_memory_the_peers_mapped(monkeypatch, ipc_tra
     keeps the memory it maps allocated), and the next sort maps again and sorts."""
     import cupy
 
-    from distsort.exchange import ipc
     from distsort.runtime import get_runtime
 
     if COMM.Get_size() == 1:
         pytest.skip("one rank maps no other rank's memory")
-    monkeypatch.setattr(ipc, "MIN_BYTES", 0)
+    monkeypatch.setenv("DISTSORT_IPC_MIN_BYTES", "0")
     monkeypatch.setattr(get_runtime(COMM, "gpu"), "transport", ipc_transport)
     pool, rows = cupy.get_default_memory_pool(), 1 << 25  # a 128 MiB receive buffer a rank
 
@@ -542,12 +540,11 @@ def test_ipc_sorts_of_growing_sizes_keep_two_receive_buffers_at_most(monkeypatch
     the one before it), not one for every sort, and release() gives back those."""
     import cupy
 
-    from distsort.exchange import ipc
     from distsort.runtime import get_runtime
 
     if COMM.Get_size() == 1:
         pytest.skip("one rank maps no other rank's memory")
-    monkeypatch.setattr(ipc, "MIN_BYTES", 0)
+    monkeypatch.setenv("DISTSORT_IPC_MIN_BYTES", "0")
     monkeypatch.setattr(get_runtime(COMM, "gpu"), "transport", ipc_transport)
     pool, rng = cupy.get_default_memory_pool(), np.random.default_rng(COMM.Get_rank())
 
@@ -580,9 +577,9 @@ def test_ipc_transport_moves_what_nccl_moves(monkeypatch, ipc_transport, align, 
     given or made; and twice in a row (mappings reused)."""
     import cupy
 
-    from distsort.exchange import aligned_displacements, ipc
+    from distsort.exchange import aligned_displacements
 
-    monkeypatch.setattr(ipc, "MIN_BYTES", 0)
+    monkeypatch.setenv("DISTSORT_IPC_MIN_BYTES", "0")
     rank, size, nccl = COMM.Get_rank(), COMM.Get_size(), ipc_transport.small
     matrix = np.random.default_rng(size).integers(0, 5000, (size, size))
     matrix[0, -1] = 0  # one empty block
@@ -613,10 +610,9 @@ def test_sorts_over_the_ipc_transport(monkeypatch, ipc_transport, digits, with_v
     values with their keys (pairs land presorted only: by the senders' digit)."""
     import cupy
 
-    from distsort.exchange import ipc
     from distsort.runtime import get_runtime
 
-    monkeypatch.setattr(ipc, "MIN_BYTES", 0)
+    monkeypatch.setenv("DISTSORT_IPC_MIN_BYTES", "0")
     monkeypatch.setattr(get_runtime(COMM, "gpu"), "transport", ipc_transport)
     finished, by_digit = force_landing(monkeypatch, 3, digits)
     keys, calls = landing_keys("uint32", "uniform"), ipc_transport.calls

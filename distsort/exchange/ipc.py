@@ -41,17 +41,15 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
 from collections import OrderedDict
 
 import numpy as np
 from mpi4py import MPI
 
+from .. import settings
 from . import as_bytes, call_layout, displacements, row_bytes
 
 D2D = 3  # cudaMemcpyDeviceToDevice
-# Calls moving fewer bytes (the most any rank sends) take NCCL.
-MIN_BYTES = int(os.environ.get("DISTSORT_IPC_MIN_BYTES", str(1 << 24)))
 # A peer's allocations stay mapped up to this many times the bytes of those a call writes into.
 KEEP = 2
 
@@ -84,8 +82,8 @@ class IpcTransport:
     name = "ipc"
 
     def __init__(self, comm, small):
-        """small: the transport of calls under MIN_BYTES (NCCL); collective, and raises on
-        every rank where some rank cannot map another's memory."""
+        """small: the transport of calls under DISTSORT_IPC_MIN_BYTES (NCCL); collective, and
+        raises on every rank where some rank cannot map another's memory."""
         import cupy
         from cupy.cuda import runtime
 
@@ -152,7 +150,7 @@ class IpcTransport:
         send_displs, recv_displs, outs = call_layout(self.cp, columns, send_counts, recv_counts,
                                                      send_displs, recv_displs, outs)
         sent = int(np.asarray(send_counts).max(initial=0)) * sum(row_bytes(c) for c in columns)
-        if self.comm.allreduce(sent, op=MPI.MAX) < MIN_BYTES:
+        if self.comm.allreduce(sent, op=MPI.MAX) < settings.value("DISTSORT_IPC_MIN_BYTES"):
             return self.small.alltoallv(columns, send_counts, recv_counts, send_displs,
                                         recv_displs, outs)
         return self._copy_all(columns, send_counts, recv_counts, send_displs, recv_displs, outs)

@@ -8,11 +8,10 @@ buffer of at most p*c bytes, so counts, displacements and the extra memory all s
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 from mpi4py import MPI
 
+from .. import settings
 from . import as_bytes, call_layout, displacements, row_bytes
 
 INT_MAX = 2**31 - 1
@@ -24,8 +23,7 @@ class MpiTransport:
 
     def __init__(self, comm, chunk_bytes: int | None = None):
         self.comm = comm
-        env = os.environ.get("DISTSORT_MPI_CHUNK_BYTES")
-        self.chunk_bytes = int(chunk_bytes or env or 256 * 2**20)
+        self.chunk_bytes = int(chunk_bytes or settings.value("DISTSORT_MPI_CHUNK_BYTES"))
 
     def release(self) -> None:
         """Nothing kept between calls."""

@@ -10,10 +10,9 @@ unique id travels over MPI) and reused: creating one costs far more than an exch
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
+from .. import settings
 from . import as_bytes, call_layout, row_bytes
 
 
@@ -33,7 +32,7 @@ class NcclTransport:
         # (bench/RESULTS.md, run 12), so every block starts at a multiple of 1024 rows: the
         # sort's exchange went from 16.9 to 12.3 ms at 4x2^30 (run 13).
         # DISTSORT_NCCL_ALIGN_ROWS=1 packs them back to back.
-        self.align_rows = int(os.environ.get("DISTSORT_NCCL_ALIGN_ROWS", "1024"))
+        self.align_rows = settings.value("DISTSORT_NCCL_ALIGN_ROWS")
         self._connect()
 
     def release(self) -> None:

@@ -1,0 +1,127 @@
+"""Every DISTSORT_* environment variable: the one table, and the one reader.
+
+The package reads them only through value(), at the moment it needs them (a runtime is made, a
+sort starts), never at import: a test sets one with monkeypatch.setenv. Launchers read theirs
+themselves (`launch/`, and binding.py, which distsort-run loads without the package).
+docs/settings.md is this table for people; tests/test_settings.py keeps the table, that page
+and the code in step.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import DistsortError
+
+USERS, CLUSTERS, BENCHMARKS, EXPERIMENTS, TESTS = (
+    "users", "clusters", "benchmarks", "experiments", "tests")
+
+
+@dataclass(frozen=True)
+class Setting:
+    default: str  # as it would be written in the environment; "" for none
+    kind: type  # str, int, float or bool (written 0 or 1)
+    who: str  # whom it is for: USERS ... TESTS
+    read_by: str  # the module or script that reads it
+    what: str
+
+
+SETTINGS: dict[str, Setting] = {
+    "DISTSORT_BACKEND": Setting("auto", str, USERS, "runtime.py", "gpu, cpu or auto (GPUs where "
+                                "every rank sees one); the commands' --backend wins"),
+    "DISTSORT_TRANSPORT": Setting("auto", str, USERS, "runtime.py", "how GPUs exchange rows: auto, "
+                                  "nccl or ipc (exchange/choice.py); ranks that share a GPU "
+                                  "always use device copies"),
+    "DISTSORT_TIMEOUT": Setting("1800", float, USERS, "watchdog.py", "seconds one phase may take "
+                                "before the job is aborted on every rank; 0: no limit"),
+    "DISTSORT_PROGRESS": Setting("0", bool, USERS, "progress.py", "1: progress bars on rank 0 "
+                                 "even where stderr is no terminal (launch/quickstart.sh sets it "
+                                 "when its own terminal is one); --progress and --quiet win"),
+    "DISTSORT_RANKS": Setting("", int, USERS, "launch/quickstart.sh", "ranks the quickstart "
+                              "starts (default: one per visible GPU, 4 without GPUs)"),
+    "DISTSORT_KERNEL_CACHE": Setting("", str, CLUSTERS, "cuda_source.py", "folder of the compiled "
+                                     "kernels (default: distsort/kernels in the package); "
+                                     "`python -m distsort compile` fills it"),
+    "DISTSORT_DEVICE": Setting("", int, CLUSTERS, "binding.py", "the GPU (index among those the "
+                               "process sees) this rank uses; distsort-run --bind device sets "
+                               "it (default: local rank mod GPUs)"),
+    "DISTSORT_DEVICE_COUNT": Setting("", int, CLUSTERS, "binding.py", "GPUs on the node, where "
+                                     "neither NVIDIA_VISIBLE_DEVICES nor /proc says"),
+    "DISTSORT_LOCAL_RANK": Setting("", int, CLUSTERS, "binding.py", "this process's rank on its "
+                                   "node, over what the launcher says"),
+    "DISTSORT_BIND": Setting("visible", str, CLUSTERS, "launch/distsort-run", "how distsort-run "
+                             "binds a rank to its GPU: visible, device or none (--bind)"),
+    "DISTSORT_DRY_RUN": Setting("0", bool, CLUSTERS, "launch/distsort-run", "1: distsort-run "
+                                "prints what it would set and run, and runs nothing"),
+    "DISTSORT_RUN_VERBOSE": Setting("0", bool, CLUSTERS, "launch/distsort-run", "1: "
+                                    "distsort-run says on stderr what each rank was bound to"),
+    "DISTSORT_RUN": Setting("distsort-run", str, CLUSTERS, "docker/entrypoint.sh, launch/slurm",
+                            "path of distsort-run"),
+    "DISTSORT_HOSTFILE": Setting("/etc/mpi/hostfile", str, CLUSTERS, "docker/entrypoint.sh",
+                                 "the MPI hostfile whose hosts a Kubernetes MPIJob launcher "
+                                 "waits to resolve"),
+    "DISTSORT_DNS_TRIES": Setting("60", int, CLUSTERS, "docker/entrypoint.sh", "tries (2 s "
+                                  "apart) to resolve each host of that hostfile"),
+    "DISTSORT_IMAGE": Setting("", str, CLUSTERS, "launch/slurm/distsort.sbatch", "run every "
+                              "Slurm task in this container image (pyxis)"),
+    "DISTSORT_MOUNTS": Setting("", str, CLUSTERS, "launch/slurm/distsort.sbatch", "pyxis "
+                               "--container-mounts (default: the submit directory)"),
+    "DISTSORT_PYTHON": Setting("python3", str, CLUSTERS, "launch/slurm/distsort.sbatch", "the "
+                               "Python with distsort installed"),
+    "DISTSORT_ENGINE": Setting("", str, BENCHMARKS, "runtime.py", "the local sort engine: radix, "
+                               "cub or numpy (default: the backend's fastest)"),
+    "DISTSORT_PINNED": Setting("register", str, BENCHMARKS, "memory.py", "how page-locked host "
+                               "memory is made: register (cudaHostRegister) or alloc "
+                               "(cudaHostAlloc); bench/pinned.py compares them"),
+    "DISTSORT_MPI_CHUNK_BYTES": Setting("268435456", int, BENCHMARKS, "exchange/mpi.py", "bytes "
+                                        "of one MPI message of a host exchange"),
+    "DISTSORT_IPC_MIN_BYTES": Setting("16777216", int, BENCHMARKS, "exchange/ipc.py", "exchanges "
+                                      "of fewer bytes (the most any rank sends) go over NCCL or "
+                                      "MPI, not CUDA IPC copies"),
+    "DISTSORT_CHUNKS": Setting("", int, EXPERIMENTS, "chunked.py", "chunks of the overlapped "
+                               "partition and exchange (default: 3 with the senders' first "
+                               "digit, else 2)"),
+    "DISTSORT_LANDING": Setting("1", bool, EXPERIMENTS, "pipeline.py", "0: the finish's first "
+                                "radix pass waits for every block instead of running as they land"),
+    "DISTSORT_DIGITS": Setting("1", bool, EXPERIMENTS, "pipeline.py", "0: senders do not sort "
+                               "each block by its receiver's first digit"),
+    "DISTSORT_SEGMENTS": Setting("0", bool, EXPERIMENTS, "segmented.py", "1: the segmented "
+                                 "exchange of plain keys (not faster: bench/RESULTS.md)"),
+    "DISTSORT_SEGMENT_CHUNKS": Setting("4", int, EXPERIMENTS, "segmented.py", "chunks of the "
+                                       "segmented exchange"),
+    "DISTSORT_NCCL_ALIGN_ROWS": Setting("1024", int, EXPERIMENTS, "exchange/nccl.py", "rows each "
+                                        "NCCL block starts on a multiple of (1: back to back)"),
+    "DISTSORT_FAULT": Setting("", str, TESTS, "report.py", "POINT:RANK[:term|:hang]: kill, stop "
+                              "or hang that rank at that phase (the failure tests)"),
+    "DISTSORT_TEST_VENV": Setting(".venv-test", str, TESTS, "launch/test.sh", "the test suite's "
+                                  "environment"),
+    "DISTSORT_LINT_VENV": Setting("", str, TESTS, "launch/lint.sh", "the linters' private "
+                                  "environment (default: ~/.cache/distsort-lint)"),
+}
+
+
+def value(name: str, env: Mapping[str, str] | None = None) -> Any:
+    """The variable's value in `env` (default: this process's environment) as its kind, its
+    default where unset or blank (None for a blank default of a number). DistsortError, naming
+    the variable, where it cannot be read as its kind."""
+    setting = SETTINGS[name]
+    text = (os.environ if env is None else env).get(name, "").strip() or setting.default
+    if setting.kind is str:
+        return text
+    if not text:
+        return None
+    if setting.kind is bool:
+        if text not in ("0", "1"):
+            raise DistsortError(f"{name}={text!r}: write 1 or 0")
+        return text == "1"
+    try:
+        number = setting.kind(text)
+    except ValueError:
+        raise DistsortError(f"{name}={text!r}: expected a {setting.kind.__name__} "
+                            f"({setting.what})") from None
+    if number < 0:
+        raise DistsortError(f"{name}={text!r}: expected a number not below 0")
+    return number

@@ -1,0 +1,71 @@
+"""The settings table (distsort/settings.py), its page (docs/settings.md) and the code agree,
+and values are read as their kinds with clear errors."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from distsort import settings
+from distsort.errors import DistsortError
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = re.compile(r"DISTSORT_[A-Z_]+[A-Z]")
+# the package's modules may read the environment's DISTSORT_* only through settings.value;
+# binding.py is loaded by launch/distsort-run without the package and reads the mapping it is given
+DIRECT_READ = re.compile(r"(environ|getenv|env)(\.get)?\(?\[?\s*[\"']DISTSORT_")
+
+
+def code_files() -> list[Path]:
+    files = [p for p in (ROOT / "distsort").rglob("*.py") if p.name != "settings.py"]
+    files += [p for p in (ROOT / "launch").rglob("*") if p.is_file()]
+    return files + [p for p in (ROOT / "docker").rglob("*") if p.is_file()]
+
+
+def names_in(files: list[Path]) -> set[str]:
+    return {n for p in files for n in NAME.findall(p.read_text(errors="replace"))}
+
+
+def test_every_variable_the_code_names_is_in_the_table_and_no_other():
+    used = names_in(code_files())
+    assert used - set(settings.SETTINGS) == set(), "named in the code, missing from the table"
+    assert set(settings.SETTINGS) - used == set(), "in the table, read by nothing"
+
+
+def test_the_package_reads_its_variables_only_through_settings():
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "distsort").rglob("*.py")
+                 if p.name not in ("settings.py", "binding.py")
+                 and DIRECT_READ.search(p.read_text())]
+    assert offenders == []
+
+
+def test_the_page_lists_the_table():
+    lines = (ROOT / "docs" / "settings.md").read_text().splitlines()
+    rows = [line.split("|")[1:3] for line in lines if line.startswith("| `DISTSORT_")]
+    page = {name.strip(" `"): default.strip(" `") for name, default in rows}
+    table = {name: s.default or "(none)" for name, s in settings.SETTINGS.items()}
+    assert page == table
+
+
+def test_values_come_as_their_kinds_and_blank_means_the_default(monkeypatch):
+    monkeypatch.setenv("DISTSORT_TIMEOUT", "2.5")
+    monkeypatch.setenv("DISTSORT_LANDING", "0")
+    monkeypatch.setenv("DISTSORT_CHUNKS", " 4 ")
+    monkeypatch.setenv("DISTSORT_BACKEND", "  ")
+    assert settings.value("DISTSORT_TIMEOUT") == 2.5
+    assert settings.value("DISTSORT_LANDING") is False
+    assert settings.value("DISTSORT_CHUNKS") == 4
+    assert settings.value("DISTSORT_BACKEND") == "auto"
+    monkeypatch.delenv("DISTSORT_CHUNKS")
+    assert settings.value("DISTSORT_CHUNKS") is None  # no default: the code's own choice
+    assert settings.value("DISTSORT_SEGMENTS", {"DISTSORT_SEGMENTS": "1"}) is True
+
+
+@pytest.mark.parametrize("name, text", [("DISTSORT_TIMEOUT", "soon"), ("DISTSORT_CHUNKS", "2.5"),
+                                        ("DISTSORT_LANDING", "yes"), ("DISTSORT_CHUNKS", "-1")])
+def test_a_value_of_the_wrong_kind_is_a_clear_error(monkeypatch, name, text):
+    monkeypatch.setenv(name, text)
+    with pytest.raises(DistsortError, match=f"{name}='{re.escape(text)}'"):
+        settings.value(name)
