@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4 unaligned4
 #   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   digits envab trace ab nccl4 filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) cold tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take
+#   digits envab trace ab nccl4 filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) steps cold tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take
 #   scatterab (SCATTER_AB, SCATTER_RANKS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
 #   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
@@ -73,6 +73,10 @@ for step in $steps; do
                --ranks "${FILEJOB_RANKS:-1}" --reps "${FILEJOB_REPS:-3}" --dir /tmp --out "$OUT" \
                ${FILEJOB_ARGS:-} \
                2>&1 | tail -20 ;;
+    steps) dir=$(mktemp -d)  # one rank's file job step by step; KvikIO beside ours if installed
+           python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
+           timeout 300 python3 bench/file_steps.py "$dir/in.npy" --reps 3 --out "$OUT" 2>&1 | tail -20
+           rm -rf "$dir" ;;
     cold) # which kernels a fresh process still compiles after `compile` (names in the cubins)
           dir=$(mktemp -d); mkdir -p "$dir/h" "$dir/x" "$dir/c"
           python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet

@@ -13,8 +13,8 @@ import os
 
 from ..workers import spread
 
-PIECE = 8 << 20  # bytes a request: large enough that a call's cost vanishes, small enough to
-# spread one 64 MiB staging buffer over 8 threads
+PIECE = 4 << 20  # bytes a request: large enough that a call's cost vanishes, small enough to
+# spread one 64 MiB staging buffer over all of a rank's threads (workers.MAX_THREADS)
 
 
 def pread_into(fd: int, view: memoryview, offset: int) -> int:
