@@ -152,8 +152,8 @@ def compile_all() -> None:
 
 
 @dataclass
-class _Summary:
-    """One rank's part of a check, combined over ranks by `_combine`."""
+class Summary:
+    """One rank's part of a check, combined over ranks by `combine`."""
 
     count_in: int = 0
     count_out: int = 0
@@ -214,7 +214,7 @@ def _element(data, i: int) -> str:
     return repr(row.item())
 
 
-def _order_problem(parts: list[_Summary]) -> tuple[int | None, str]:
+def _order_problem(parts: list[Summary]) -> tuple[int | None, str]:
     """(first bad rank, description) from every rank's summary, or (None, ""): the output
     positions (counting from 0) and values of the first two elements out of order."""
     last, last_rank, at = None, None, 0
@@ -231,7 +231,7 @@ def _order_problem(parts: list[_Summary]) -> tuple[int | None, str]:
     return None, ""
 
 
-def _disorder(parts: list[_Summary], position: int, before: str, after: str,
+def _disorder(parts: list[Summary], position: int, before: str, after: str,
               where: str = "") -> str:
     """'out of order at positions i and i+1: a then b', and a hint where the whole output runs
     the other way (its first element sorts after its last)."""
@@ -244,7 +244,8 @@ def _disorder(parts: list[_Summary], position: int, before: str, after: str,
     return said
 
 
-def _combine(comm, mine: _Summary) -> Verdict:
+def combine(comm, mine: Summary) -> Verdict:
+    """The verdict on every rank's Summary together (collective)."""
     parts = comm.allgather(mine)
     count_in = sum(p.count_in for p in parts)
     count_out = sum(p.count_out for p in parts)
@@ -274,12 +275,12 @@ def verify(comm, local_in, local_out, *, descending: bool = False, key_size: int
     go up piece by piece). For key-value sorts, values_in/values_out (one row per key, any
     dtype) enter the checksum paired with their keys. Every rank gets the same Verdict.
     """
-    mine = _Summary()
+    mine = Summary()
     for keys, values in pieces(local_in, values_in, xp):
         mine.add_input(keys, xp, values)
     for keys, values in pieces(local_out, values_out, xp):
         mine.add_output(keys, xp, descending, key_size, values)
-    return _combine(comm, mine)
+    return combine(comm, mine)
 
 
 def pieces(keys, values, xp, rows: int = 4 * _CHUNK):
@@ -328,12 +329,12 @@ def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
     src, dst = agree(comm, open_both)
     rank, size = comm.Get_rank(), comm.Get_size()
 
-    def summarize() -> _Summary:
-        mine = _Summary()
+    def summarize() -> Summary:
+        mine = Summary()
         for piece in _loaded(src, *rank_range(src.count, rank, size), chunk, xp):
             mine.add_input(piece, xp)
         for piece in _loaded(dst, *rank_range(dst.count, rank, size), chunk, xp):
             mine.add_output(piece, xp, descending, src.fmt.key_size)
         return mine
 
-    return _combine(comm, agree(comm, summarize))
+    return combine(comm, agree(comm, summarize))

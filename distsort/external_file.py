@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .check import _combine, _Summary, checksum
+from .check import Summary, checksum, combine
 from .errors import DistsortError, agree
 from .external import (
     external_sort,
@@ -93,7 +93,7 @@ class StreamCheck:
     as they are written."""
 
     def __init__(self, descending: bool, key_size: int | None):
-        self.summary = _Summary()
+        self.summary = Summary()
         self.descending, self.key_size = descending, key_size
         self.values_in = self.values_out = 0
 
@@ -109,7 +109,7 @@ class StreamCheck:
 
     def conclude(self, comm) -> None:
         """Raise on every rank (agreed) unless the output is the input sorted."""
-        verdict = _combine(comm, self.summary)
+        verdict = combine(comm, self.summary)
         values_in, values_out = comm.allreduce(self.values_in), comm.allreduce(self.values_out)
         problem = None if verdict.ok else verdict.message
         if problem is None and values_in % 2**64 != values_out % 2**64:
