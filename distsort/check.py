@@ -23,12 +23,15 @@ from .io.reader import open_input, rank_range
 from .io.staging import load
 from .keys import UNSIGNED, NumericCodec, record_key_words
 from .payload import stored
+from .workers import spread
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _CHUNK = 1 << 22  # rows hashed at a time: bounds the temporaries on the GPU
-_HOST_CHUNK = 1 << 16  # on the CPU: temporaries that stay in the core's cache
+_HOST_CHUNK = 1 << 15  # on the CPU: mix64's temporaries (8 bytes a row each) stay in a core's
+# L2 cache; twice as many rows spilled them and hashed 4x slower (bench/RESULTS.md, session 26)
+_HOST_TASK = 1 << 20  # rows one worker thread hashes at a time: its pieces outweigh the handing
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 
@@ -76,13 +79,24 @@ def checksum(data, xp=np, values=None) -> int:
     """
     if values is None and data.ndim == 1 and data.dtype.itemsize in CTYPES and _is_cupy(xp):
         return _device_hash_sum(data)
-    total, step = 0, _HOST_CHUNK if xp is np else _CHUNK
-    for lo in range(0, data.shape[0], step):
-        words = _words(data[lo : lo + step], xp)
+    if xp is np:  # the rank's share of the cores (workers.py) hash pieces side by side
+        parts = spread(lambda lo, hi: _rows_sum(data, values, lo, hi, np, _HOST_CHUNK),
+                       data.shape[0], _HOST_TASK)
+    else:
+        parts = [_rows_sum(data, values, 0, data.shape[0], xp, _CHUNK)]
+    return sum(parts) % 2**64
+
+
+def _rows_sum(data, values, lo: int, hi: int, xp, step: int) -> int:
+    """The sum of the hashes of rows [lo, hi), `step` rows at a time."""
+    total = 0
+    for at in range(lo, hi, step):
+        end = min(at + step, hi)
+        words = _words(data[at:end], xp)
         if values is not None:
-            words = xp.concatenate([words, _words(values[lo : lo + step], xp)], axis=1)
+            words = xp.concatenate([words, _words(values[at:end], xp)], axis=1)
         total += int(_hash_rows(words).sum(dtype=np.uint64))
-    return total % 2**64
+    return total
 
 
 def key_words(data, xp=np, descending: bool = False, key_size: int | None = None) -> list:

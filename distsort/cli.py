@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"distsort: error: {exc}", file=sys.stderr, flush=True)
             return 2
         abort(comm, 2, f"distsort: error: {exc}")
-    except KeyboardInterrupt:
-        abort(comm, 130, "distsort: interrupted")
+    except KeyboardInterrupt:  # Ctrl-C reaches every rank: one says so
+        abort(comm, 130, "distsort: interrupted" if comm.Get_rank() == 0 else None)
     except Exception as exc:
         oom = out_of_memory_message(comm.Get_rank(), exc)
         if oom:  # no other rank can be told: end the job, no rank waits, no output is left

@@ -130,6 +130,24 @@ def test_the_cli_prints_one_line_for_an_oom_and_aborts_the_job(monkeypatch, caps
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.parametrize("rank", [0, 1])
+def test_ctrl_c_is_said_once_and_ends_every_rank(monkeypatch, capsys, rank):
+    """Ctrl-C reaches every rank of the job: rank 0 says so, each ends the job with 130."""
+    def sort_file(args, comm):
+        raise KeyboardInterrupt
+
+    def abort(code):
+        raise AbortCalled(code)
+
+    world = types.SimpleNamespace(Get_rank=lambda: rank, Get_size=lambda: 4, Abort=abort)
+    monkeypatch.setattr(commands, "sort_file", sort_file)
+    monkeypatch.setattr(cli, "MPI", types.SimpleNamespace(COMM_WORLD=world))
+    with pytest.raises(AbortCalled) as aborted:
+        cli.main(["sort", "in.npy", "-o", "out.npy"])
+    assert aborted.value.args == (130,)
+    assert capsys.readouterr().err == ("distsort: interrupted\n" if rank == 0 else "")
+
+
 def fake_cupy(free: int, cached: int, limit: int, used: int,
               total: int = 80 << 30) -> types.ModuleType:
     pool = types.SimpleNamespace(free_bytes=lambda: cached, get_limit=lambda: limit,
