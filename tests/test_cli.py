@@ -341,7 +341,7 @@ def test_ctrl_c_on_mpiexec_stops_every_rank_cleanly(tmp_path):
         job.kill()
     err = "".join(lines.queue)
     assert job.returncode != 0
-    assert "Traceback" not in err
+    assert "Traceback" not in err and err.count("distsort: interrupted") <= 1  # not once a rank
     assert sorted(os.listdir(tmp_path)) == ["in.npy"]
 
 
