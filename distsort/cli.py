@@ -129,8 +129,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _format_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", help="element type of raw binary files (e.g. uint32, float64)")
-    p.add_argument("--record-size", type=int, help="bytes per fixed-size record")
-    p.add_argument("--key-size", type=int, help="leading bytes of a record that are its key")
+    p.add_argument("--record-size", type=int, help="bytes per fixed-size record (the whole "
+                   "record is its key unless --key-size gives fewer bytes)")
+    p.add_argument("--key-size", type=int, help="leading bytes of a record that are its key "
+                   "(default: all of them)")
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:

@@ -90,6 +90,16 @@ def test_sort_raw_descending_and_check(tmp_path):
     assert bad.returncode == 1 and "FAILED" in bad.stdout
 
 
+def test_records_without_a_key_size_are_keyed_by_the_whole_record_and_say_so(tmp_path):
+    records = np.random.default_rng(2).integers(0, 3, (3000, 6), dtype=np.uint8)
+    records.tofile(tmp_path / "in.dat")
+    run = distsort("sort", "in.dat", "-o", "out.dat", "--record-size", "6", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "6-byte records with 6-byte keys" in run.stdout
+    out = np.fromfile(tmp_path / "out.dat", dtype=np.uint8).reshape(-1, 6)
+    assert list(map(bytes, out)) == sorted(map(bytes, records))
+
+
 def test_records_come_out_in_memcmp_order(tmp_path):
     rng = np.random.default_rng(1)
     records = rng.integers(0, 256, (20000, 100), dtype=np.uint8)
