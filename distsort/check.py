@@ -22,27 +22,15 @@ from .io.formats import FileFormat, detect_format, is_npy
 from .io.reader import open_input, rank_range
 from .io.staging import load
 from .keys import UNSIGNED, NumericCodec, record_key_words
+from .mix import GOLDEN, mix64, splitmix64
 from .payload import stored
 from .workers import spread
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _CHUNK = 1 << 22  # rows hashed at a time: bounds the temporaries on the GPU
 _HOST_CHUNK = 1 << 15  # on the CPU: mix64's temporaries (8 bytes a row each) stay in a core's
 # L2 cache; twice as many rows spilled them and hashed 4x slower (bench/RESULTS.md, session 26)
 _HOST_TASK = 1 << 20  # rows one worker thread hashes at a time: its pieces outweigh the handing
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32}
-
-
-def mix64(x):
-    """splitmix64's finalizer on a uint64 array (a bijection with good avalanche)."""
-    x = x ^ (x >> np.uint64(30))  # a new array: the in-place steps below do not touch the input
-    x *= _M1
-    x ^= x >> np.uint64(27)
-    x *= _M2
-    x ^= x >> np.uint64(31)
-    return x
 
 
 def _words(data, xp):
@@ -65,9 +53,9 @@ def _words(data, xp):
 
 def _hash_rows(words):
     """One 64-bit hash per row, chained over the row's words so that word order matters."""
-    h = mix64(words[:, 0] + _GOLDEN)
+    h = splitmix64(words[:, 0])
     for j in range(1, words.shape[1]):
-        h = mix64(h ^ mix64(words[:, j] + np.uint64((j + 1) * int(_GOLDEN) % 2**64)))
+        h = mix64(h ^ mix64(words[:, j] + np.uint64((j + 1) * int(GOLDEN) % 2**64)))
     return h
 
 

@@ -32,17 +32,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .check import mix64
 from .errors import DistsortError, agree
 from .io.formats import FileFormat, output_format, parse_dtype
 from .io.reader import rank_range
 from .io.writer import ShardWriter
 from .keys import UNSIGNED, NumericCodec
+from .mix import GOLDEN, mix64
 
 DISTRIBUTIONS = ("uniform", "normal", "zipf", "equal", "fewdistinct", "sorted", "reverse",
                  "gensort", "specials")
 ZIPF_A = 1.2
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _CHUNK = 1 << 18  # elements generated at a time on the CPU (cache-sized temporaries)
 _GPU_CHUNK = 1 << 24
 
@@ -54,7 +53,7 @@ def _stream_key(seed: int, stream: int) -> np.uint64:
 
 def random_bits(seed: int, stream: int, idx, xp=np):
     """64 random bits for each global index in idx (uint64), in the stream (seed, stream)."""
-    return mix64(idx * _GOLDEN + _stream_key(seed, stream))
+    return mix64(idx * GOLDEN + _stream_key(seed, stream))
 
 
 def _unit(bits, xp, open_zero: bool = False):
@@ -194,7 +193,7 @@ def _gensort_body(idx, width: int, xp):
     out[:, 12:28] = np.uint8(48)  # the high 64 bits of gensort's 128-bit row number
     out[:, 28:44] = _hex_digits(idx, xp)
     out[:, 44:48] = xp.asarray(np.array([0x88, 0x99, 0xAA, 0xBB], np.uint8))
-    out[:, 48:96] = xp.repeat(_hex_digits(idx * _GOLDEN, xp)[:, 4:], 4, axis=1)
+    out[:, 48:96] = xp.repeat(_hex_digits(idx * GOLDEN, xp)[:, 4:], 4, axis=1)
     out[:, 96:100] = xp.asarray(np.array([0xCC, 0xDD, 0xEE, 0xFF], np.uint8))
     for lo in range(100, out.shape[1], 48):  # longer records: repeat the filler
         out[:, lo : lo + 48] = out[:, 48 : 48 + min(48, out.shape[1] - lo)]

@@ -1,5 +1,5 @@
 // splitmix64: Steele, Lea and Flood's 64-bit mixer (a bijection with good avalanche), the same
-// numbers as check.mix64(z + golden ratio) and splitters.uniforms compute on the host.
+// numbers as mix.py's splitmix64 computes on the host.
 
 typedef unsigned long long u64;
 

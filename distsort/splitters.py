@@ -22,6 +22,7 @@ import numpy as np
 
 from .cuda_source import CTYPES, load_module
 from .local.order import stable_order
+from .mix import splitmix64
 
 EPSILON = 0.04
 DELTA = 1e-9
@@ -70,24 +71,16 @@ def sample_sizes(counts: list[int], per_bucket=None) -> list[int]:
     return [min(n, math.ceil(want * n / total)) for n in counts]
 
 
-def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64 of every uint64 (wrapping arithmetic), as sample.cu computes it."""
-    z = z + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
 @functools.cache
 def stream_base(seed: int, rank: int) -> int:
     """The first counter of this rank's random stream for this seed (cached: NumPy takes
     ~0.05 ms for one value, in the sample phase of every sort)."""
-    return int(_mix(np.array([((seed << 32) | rank) & (2**64 - 1)], dtype=np.uint64))[0])
+    return int(splitmix64(np.array([((seed << 32) | rank) & (2**64 - 1)], dtype=np.uint64))[0])
 
 
 def uniforms(base: int, count: int) -> np.ndarray:
     """count fractions in [0, 1) from the stream at base: 53 bits of splitmix64(base + i)."""
-    z = _mix(np.uint64(base) + np.arange(count, dtype=np.uint64))
+    z = splitmix64(np.uint64(base) + np.arange(count, dtype=np.uint64))
     return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
