@@ -13,6 +13,7 @@ canonical encoding), records by memcmp of their key prefix.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -175,22 +176,39 @@ class Summary:
 
     def add_output(self, data, xp, descending: bool, key_size: int | None, values=None) -> None:
         """Feed the next piece of this rank's output, in order."""
-        n, self.descending = int(data.shape[0]), descending
-        if n:
-            words = key_words(data, xp, descending, key_size)
-            bad = first_disorder(words, xp)
-            first = tuple(int(w[0]) for w in words)
-            if self.bad_index is None and self.last_key is not None and first < self.last_key:
-                self.bad_index = self.count_out - 1
-                self.bad_pair = (self.last_text, _element(data, 0))
-            if self.bad_index is None and bad is not None:
-                self.bad_index = self.count_out + bad
-                self.bad_pair = (_element(data, bad), _element(data, bad + 1))
-            if self.first_key is None:
-                self.first_key, self.first_text = first, _element(data, 0)
-            self.last_key, self.last_text = tuple(int(w[-1]) for w in words), _element(data, n - 1)
-        self.count_out += n
+        self.descending = descending
+        if len(data):
+            self._ordered(key_words(data, xp, descending, key_size), xp,
+                          lambda i: _element(data, i))
+        self.count_out += int(data.shape[0])
         self.checksum_out = (self.checksum_out + checksum(data, xp, values)) % 2**64
+
+    def add_positions(self, keys: np.ndarray, positions: np.ndarray, descending: bool) -> None:
+        """Feed the next piece of an argsort's output (host arrays): its input positions, and
+        the input's keys at them, which must ascend in the product's order, ties by position
+        (argsort is stable). The checksum is the positions': a permutation of the input's."""
+        self.descending = descending
+        if len(positions):
+            words = key_words(keys, np, descending) + [positions.astype(np.uint64)]
+            self._ordered(words, np, lambda i: f"{_element(keys, i)} (input position "
+                                               f"{positions[i]})")
+        self.count_out += len(positions)
+        self.checksum_out = (self.checksum_out + checksum(positions)) % 2**64
+
+    def _ordered(self, words: list, xp, text) -> None:
+        """Note the first pair out of order within this piece of sort words (most significant
+        first) or between it and the last piece; text(i): row i of the piece for a message."""
+        bad, n = first_disorder(words, xp), len(words[0])
+        first = tuple(int(w[0]) for w in words)
+        if self.bad_index is None and self.last_key is not None and first < self.last_key:
+            self.bad_index = self.count_out - 1
+            self.bad_pair = (self.last_text, text(0))
+        if self.bad_index is None and bad is not None:
+            self.bad_index = self.count_out + bad
+            self.bad_pair = (text(bad), text(bad + 1))
+        if self.first_key is None:
+            self.first_key, self.first_text = first, text(0)
+        self.last_key, self.last_text = tuple(int(w[-1]) for w in words), text(n - 1)
 
 
 @dataclass
@@ -319,24 +337,77 @@ def _mismatch(output_path, out: FileFormat, fmt: FileFormat) -> DistsortError:
 
 
 def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
-              descending: bool = False, chunk: int = 1 << 24, xp=np) -> Verdict:
+              descending: bool = False, chunk: int = 1 << 24, xp=np,
+              values: tuple | None = None) -> Verdict:
     """Collective (`python -m distsort check IN OUT`): each rank reads an even share of both files
     (in pieces of `chunk` elements) and the shares are checked together as by verify, on xp's
-    device."""
+    device. values: the paths of the input's values and of the output's (`sort --values`):
+    each value is hashed with its key, so a value that left its key fails the check."""
     def open_both():
         in_fmt = fmt or detect_format(input_path)
         out_fmt = _output_options(output_path, in_fmt)
-        return open_input(input_path, in_fmt), open_input(output_path, out_fmt)
+        files = [open_input(input_path, in_fmt), open_input(output_path, out_fmt)]
+        for path, keys in zip(values or (), files):
+            files.append(_values_file(path, keys))
+        return files
 
-    src, dst = agree(comm, open_both)
+    src, dst, *paired = agree(comm, open_both)
     rank, size = comm.Get_rank(), comm.Get_size()
 
     def summarize() -> Summary:
         mine = Summary()
-        for piece in _loaded(src, *rank_range(src.count, rank, size), chunk, xp):
-            mine.add_input(piece, xp)
-        for piece in _loaded(dst, *rank_range(dst.count, rank, size), chunk, xp):
-            mine.add_output(piece, xp, descending, src.fmt.key_size)
+        for keys, side in ((src, 0), (dst, 1)):
+            span = rank_range(keys.count, rank, size)
+            pieces = _loaded(keys, *span, chunk, xp)
+            alongside = _loaded(paired[side], *span, chunk, xp) if paired else repeat(None)
+            for piece, vals in zip(pieces, alongside):
+                if side == 0:
+                    mine.add_input(piece, xp, vals)
+                else:
+                    mine.add_output(piece, xp, descending, src.fmt.key_size, vals)
+        return mine
+
+    return combine(comm, agree(comm, summarize))
+
+
+def _values_file(path, keys):
+    """The values file beside a keys file: one value per key."""
+    found = open_input(path, detect_format(path, payload=True))
+    if found.count != keys.count:
+        raise DistsortError(f"{path} holds {found.count} values but {keys.path} holds "
+                            f"{keys.count} keys")
+    return found
+
+
+def run_argsort_check(comm, input_path, positions_path, fmt: FileFormat | None = None, *,
+                      descending: bool = False, chunk: int = 1 << 22) -> Verdict:
+    """Collective (`check IN POS --argsort`): is POS (int64) a stable argsort of IN? Its
+    positions must be a permutation of 0..n-1 (count and checksum) and the input's keys at
+    them must ascend, ties by position. On the host: the keys are gathered from the input
+    file at the positions, which no device does faster than the page cache gives them."""
+    def open_both():
+        keys = open_input(input_path, fmt or detect_format(input_path))
+        if keys.fmt.kind == "records":
+            raise DistsortError("--argsort checks the positions of numeric keys, not records")
+        raw = None if is_npy(positions_path) else "int64"  # a raw file: int64 as written
+        found = open_input(positions_path, detect_format(positions_path, dtype=raw))
+        if found.fmt.native_dtype != np.int64:
+            raise DistsortError(f"{positions_path} holds {found.fmt.describe()}: an argsort's "
+                                "output is int64 positions")
+        return keys, found
+
+    src, pos = agree(comm, open_both)
+    rank, size = comm.Get_rank(), comm.Get_size()
+
+    def summarize() -> Summary:
+        mine, n = Summary(), src.count
+        lo, hi = rank_range(n, rank, size)
+        mine.add_input(np.arange(lo, hi, dtype=np.int64), np)  # what a permutation holds
+        keys = np.memmap(src.path, src.fmt.dtype, "r", src.offset, (n,))
+        for piece in _loaded(pos, *rank_range(pos.count, rank, size), chunk, np):
+            inside = np.clip(piece, 0, max(n - 1, 0))  # others fail the checksum
+            taken = keys[inside] if n else keys[:0]
+            mine.add_positions(taken.astype(src.fmt.native_dtype), piece, descending)
         return mine
 
     return combine(comm, agree(comm, summarize))

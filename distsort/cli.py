@@ -32,6 +32,7 @@ EXAMPLES = """examples:
   mpirun -n 4 python -m distsort gen recs.dat --count 1000000 --dist gensort
   mpirun -n 4 python -m distsort sort recs.dat -o sorted.dat --record-size 100 --key-size 10
   mpirun -n 4 python -m distsort check in.npy out.npy
+  mpirun -n 4 python -m distsort check in.npy pos.npy --argsort  # after sort --argsort
   mpirun -n 4 python -m distsort sort big.npy -o out.npy --device-memory 8GiB   # out of core
   mpirun -n 4 python -m distsort bench --count 2^30 --plot bench.png
   python -m distsort info --json
@@ -201,9 +202,15 @@ def _bench_parser(p: argparse.ArgumentParser) -> None:
 
 def _check_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("input")
-    p.add_argument("output")
+    p.add_argument("output", help="the sorted input; with --argsort its int64 positions")
     _format_options(p)
     p.add_argument("--descending", action="store_true")
+    p.add_argument("--values", nargs=2, metavar=("IN_VALUES", "OUT_VALUES"),
+                   help="the input's values and the output's (sort --values): each value must "
+                        "have stayed with its key")
+    p.add_argument("--argsort", action="store_true",
+                   help="OUTPUT holds positions (sort --argsort): a permutation of the input's, "
+                        "its keys in order, ties in input order (stable)")
     p.add_argument("--backend", choices=["auto", "cpu", "gpu"], default=None,
                    help="where to check (default: GPUs when every rank has one)")
     p.set_defaults(func=commands.check)

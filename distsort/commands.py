@@ -10,7 +10,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import api, external, external_file, progress
-from .check import run_check, verify
+from .check import run_argsort_check, run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import parse_dtype
@@ -131,7 +131,8 @@ def _input_format(args) -> FileFormat:
     if args.argsort and args.values:
         raise DistsortError("--argsort writes positions only: leave out --values")
     if args.argsort and args.verify:
-        raise DistsortError("--verify checks sorted keys; it cannot check an --argsort output")
+        raise DistsortError("--verify checks sorted keys, not an --argsort output: check the "
+                            "positions after with `distsort check INPUT OUTPUT --argsort`")
     return detect_format(args.input, args.dtype, args.record_size, args.key_size)
 
 
@@ -233,12 +234,24 @@ def check(args, comm) -> int:
     if args.dtype or args.record_size:
         fmt = agree(comm, lambda: detect_format(args.input, args.dtype, args.record_size,
                                                 args.key_size))
+    if args.argsort and (args.values or args.record_size):
+        agree(comm, _argsort_checks_keys)
     xp = agree(comm, lambda: array_module(comm, args.backend))  # a GPU where every rank has one
     use_threads(threads_for(node_place(comm)[1]))
-    verdict = run_check(comm, args.input, args.output, fmt, descending=args.descending, xp=xp)
+    if args.argsort:
+        verdict = run_argsort_check(comm, args.input, args.output, fmt,
+                                    descending=args.descending)
+    else:
+        verdict = run_check(comm, args.input, args.output, fmt, descending=args.descending,
+                            xp=xp, values=args.values)
     if comm.Get_rank() == 0:
         print(f"distsort check: {verdict.message}", flush=True)
     return 0 if verdict.ok else 1
+
+
+def _argsort_checks_keys() -> None:
+    raise DistsortError("--argsort checks the positions of numeric keys: leave out --values "
+                        "and --record-size")
 
 
 def compile_kernels(args, comm) -> int:

@@ -128,6 +128,58 @@ def test_values_stable_and_argsort(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), order)
 
 
+def check_run(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    return distsort("check", *args, ranks=3, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_check_argsort_positions_permutation_order_and_stability(tmp_path, descending):
+    """check --argsort passes a stable argsort (floats with NaN, -0.0 and many ties) and names
+    what is wrong with a broken one: ties out of input order, keys out of order, a position
+    twice."""
+    keys = mixed_keys("float32", 2000)
+    np.save(tmp_path / "k.npy", keys)
+    way = ["--descending"] if descending else []
+    run = distsort("sort", "k.npy", "-o", "p.npy", "--argsort", *way, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    ok = check_run(tmp_path, "k.npy", "p.npy", "--argsort", *way)
+    assert ok.returncode == 0 and "OK" in ok.stdout, ok.stdout + ok.stderr
+    good = np.load(tmp_path / "p.npy")
+    sorted_keys = keys[good]
+    tie = next(i for i in range(len(good) - 1) if sorted_keys[i] == sorted_keys[i + 1])
+    step = next(i for i in range(len(good) - 1)
+                if not np.isnan(sorted_keys[i + 1]) and sorted_keys[i] != sorted_keys[i + 1])
+    for broken, says in ((lambda p: p[[tie + 1, tie]], f"input position {good[tie + 1]}"),
+                         (lambda p: p[[step + 1, step]], "out of order"),
+                         (lambda p: p[[step, step]], "not a permutation")):
+        bad = good.copy()
+        rows = [tie, tie + 1] if "position" in says else [step, step + 1]
+        bad[rows] = broken(good)
+        np.save(tmp_path / "bad.npy", bad)
+        run = check_run(tmp_path, "k.npy", "bad.npy", "--argsort", *way)
+        assert run.returncode == 1 and says in run.stdout, run.stdout + run.stderr
+
+
+def test_check_values_each_value_stays_with_its_key(tmp_path):
+    keys = mixed_keys("int32", 1500)
+    np.save(tmp_path / "k.npy", keys)
+    np.save(tmp_path / "v.npy", np.arange(len(keys)).astype("datetime64[s]"))
+    run = distsort("sort", "k.npy", "-o", "s.npy", "--values", "v.npy", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    pairs = ["--values", "v.npy", "s.values.npy"]
+    ok = check_run(tmp_path, "k.npy", "s.npy", *pairs)
+    assert ok.returncode == 0 and "OK" in ok.stdout, ok.stdout + ok.stderr
+    out_keys, out_values = np.load(tmp_path / "s.npy"), np.load(tmp_path / "s.values.npy")
+    i = int(np.flatnonzero(out_keys[1:] != out_keys[:-1])[0])  # two rows with different keys
+    out_values[[i, i + 1]] = out_values[[i + 1, i]]  # their values swapped: same multiset
+    np.save(tmp_path / "swapped.npy", out_values)
+    run = check_run(tmp_path, "k.npy", "s.npy", "--values", "v.npy", "swapped.npy")
+    assert run.returncode == 1 and "not a permutation" in run.stdout, run.stdout
+    np.save(tmp_path / "short.npy", out_values[:-1])
+    short = check_run(tmp_path, "k.npy", "s.npy", "--values", "v.npy", "short.npy")
+    assert short.returncode == 2 and "values but s.npy holds" in short.stderr, short.stderr
+
+
 def test_values_files_of_any_dtype(tmp_path):
     """Values files are a payload: datetime64 in .npy, byte strings raw (--values-dtype)."""
     keys = mixed_keys("int32")
