@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_sort_mpi import everything, reference_order
+from helpers import everything, keys_with_specials, reference_order, same_bits
 
 import distsort
 
@@ -28,38 +28,6 @@ def swapped_on_odd_ranks(x: np.ndarray) -> np.ndarray:
     """x in big-endian order on odd ranks and at 1 rank, little-endian on even ones."""
     big = COMM.Get_rank() % 2 == 1 or COMM.Get_size() == 1
     return x.astype(x.dtype.newbyteorder(">" if big else "<"))
-
-
-def keys_with_specials(dtype: str, n: int) -> np.ndarray:
-    """Random keys with ties; floats also hold -0.0, 0.0, infinities and NaNs whose payloads
-    differ (a wrong byte order shows in any of them)."""
-    rng = np.random.default_rng([COMM.Get_rank(), 41])
-    dt = np.dtype(dtype)
-    x = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt)
-    if dt.kind != "f" or n < 8:
-        return x
-    word = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize]
-    nan_bits = np.array(np.nan, dt).view(word)
-    x[:8] = [-0.0, 0.0, np.inf, -np.inf, 1.0, 1.0, 0, 0]
-    x[6:8] = np.array([nan_bits | 1, nan_bits | 3], word).view(dt)
-    return x
-
-
-def bits(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x)
-    return x.astype(x.dtype.newbyteorder("=")).view(np.uint8).reshape(len(x), -1)
-
-
-def same_bits(got: np.ndarray, want: np.ndarray, exact: bool) -> None:
-    """got equals want byte for byte (exact), or is in the same order by value and holds the
-    same bits (equal keys -- -0.0 and 0.0, NaNs -- may come in any order)."""
-    if exact:
-        np.testing.assert_array_equal(bits(got), bits(want))
-        return
-    np.testing.assert_array_equal(got.astype(got.dtype.newbyteorder("=")), want)  # NaNs equal
-    for a, b in zip(np.unique(bits(got), axis=0, return_counts=True),
-                    np.unique(bits(want), axis=0, return_counts=True)):
-        np.testing.assert_array_equal(a, b)
 
 
 def host(x):

@@ -15,50 +15,14 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import distsort, mixed_keys, mpiexec
 
 import distsort as distsort_module
 from distsort.cli import parse_count
 from distsort.io.writer import TEMP_MARK
 
-RANKS = 4
 DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
           "float16", "float32", "float64", ">i4", ">f8"]
-
-
-def mpiexec() -> str:
-    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    found = here if os.path.exists(here) else shutil.which("mpiexec") or shutil.which("mpirun")
-    if not found:
-        pytest.skip("no mpiexec found")
-    return found
-
-
-def distsort(*args: str, ranks: int = RANKS, cwd=None) -> subprocess.CompletedProcess:
-    """Run `python -m distsort args` on `ranks` ranks (CPU backend); never hangs past 120 s."""
-    env = dict(os.environ, DISTSORT_BACKEND="cpu")
-    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
-    cmd = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "distsort", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
-
-
-def mixed_keys(dtype: str, n: int = 6000) -> np.ndarray:
-    """Uniform, normal, few-distinct, all-equal, sorted and reverse runs, plus specials."""
-    rng = np.random.default_rng(0)
-    dt = np.dtype(dtype)
-    parts = [
-        rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt),
-        (rng.standard_normal(n) * 50).astype(dt) if dt.kind != "u" else rng.integers(0, 99, n),
-        rng.integers(0, 16, n),
-        np.full(n, 5),
-        np.arange(n) % 120,
-        (np.arange(n) % 120)[::-1],
-    ]
-    x = np.concatenate([np.asarray(p).astype(dt) for p in parts])
-    if dt.kind == "f":
-        x[::97] = np.nan
-        x[::89] = -0.0
-        x[::83] = np.inf
-    return x
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

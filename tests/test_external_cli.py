@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 import pytest
-from test_cli import distsort, mixed_keys
+from helpers import distsort, mixed_keys
 
 
 def test_sort_with_a_small_device_budget_matches_numpy(tmp_path):

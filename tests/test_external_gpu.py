@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_gpu import tie_heavy
-from test_payload import odd_values
+from helpers import odd_values, tie_heavy
 
 import distsort
 from distsort import external

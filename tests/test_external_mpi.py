@@ -8,14 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_payload import odd_values
-from test_sort_mpi import (
-    assert_balanced,
-    everything,
-    local_data,
-    reference,
-    reference_order,
-)
+from helpers import assert_balanced, everything, local_data, odd_values, reference, reference_order
 
 import distsort
 from distsort import external

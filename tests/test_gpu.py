@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_payload import odd_values
+from helpers import odd_values, tie_heavy
 
 import distsort
 from distsort.report import SortReport
@@ -96,16 +96,6 @@ def test_keys_made_on_gpu_0_by_every_rank_are_sorted_on_each_ranks_own_gpu(n):
     assert keys.device.id == 0 and np.array_equal(cupy.asnumpy(keys), host)
     got = np.concatenate(COMM.allgather(cupy.asnumpy(shard)))
     np.testing.assert_array_equal(got, np.sort(np.concatenate(COMM.allgather(host))))
-
-
-def tie_heavy(dist: str, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """This rank's int32 keys with many ties (or globally sorted), and their global positions."""
-    rank = COMM.Get_rank()
-    rng = np.random.default_rng(rank)
-    x = {"equal": np.full(n, 3), "fewdistinct": rng.integers(0, 9, n),
-         "sorted": np.arange(n) + rank * n}[dist].astype(np.int32)
-    start = COMM.exscan(n) or 0
-    return x, np.arange(start, start + n)
 
 
 @pytest.mark.parametrize("dist", ["equal", "fewdistinct", "sorted"])

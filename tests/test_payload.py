@@ -8,21 +8,6 @@ import pytest
 from distsort.errors import DistsortError
 from distsort.payload import HELD, check_payload, restored, stored
 
-
-def odd_values(kind: str, n: int, start: int) -> np.ndarray:
-    """Values of a dtype CuPy lacks, each naming its global input position start + i."""
-    i = np.arange(start, start + n)
-    if kind == "datetime":
-        return i.astype("datetime64[ns]")
-    if kind == "bytes":
-        return np.char.encode(np.char.zfill(i.astype(str), 9))  # S9: 9-byte rows
-    if kind == "str":
-        return np.char.zfill(i.astype(str), 3)  # <U3 and longer where i has more digits
-    rows = np.zeros(n, dtype=[("pos", ">i8"), ("tag", "S3")])
-    rows["pos"], rows["tag"] = i, b"abc"
-    return rows
-
-
 ODD = [  # kinds CuPy does not hold: they travel as their bytes
     np.arange(7).astype("datetime64[ns]"),
     np.array([1, -2, 3], dtype="timedelta64[ms]"),

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import assert_balanced, everything, local_data, odd_values, reference, reference_order
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_payload import odd_values
 
 import distsort
 from distsort.errors import RemoteError
@@ -23,69 +23,6 @@ DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint6
 DISTS = ["uniform", "normal", "zipf", "equal", "fewdistinct", "sorted", "reverse", "specials"]
 
 pytestmark = pytest.mark.mpi
-
-
-def everything(x) -> np.ndarray:
-    """All ranks' pieces concatenated in rank order (on every rank)."""
-    return np.concatenate(COMM.allgather(np.asarray(x)))
-
-
-def reference(data: np.ndarray, descending: bool) -> np.ndarray:
-    """NumPy's sorted order; descending keeps NaN last as distsort promises."""
-    ref = np.sort(data, kind="stable")
-    if not descending:
-        return ref
-    nan = np.isnan(ref) if ref.dtype.kind == "f" else np.zeros(len(ref), bool)
-    return np.concatenate([ref[~nan][::-1], ref[nan]])
-
-
-def reference_order(data: np.ndarray, descending: bool) -> np.ndarray:
-    """The stable permutation under NumPy semantics (-0.0 == 0.0, NaNs equal, ties in order)."""
-    if not descending:
-        return np.argsort(data, kind="stable")
-    if data.dtype.kind == "f":
-        nan = np.isnan(data)
-        key = np.where(nan, 0, -data.astype(np.float64))
-        return np.lexsort((key, nan))
-    return np.argsort(-data.astype(object), kind="stable").astype(np.int64)
-
-
-def local_data(dist: str, dtype: str, n: int, seed: int) -> np.ndarray:
-    """This rank's piece of a data set; 'sorted'/'reverse' are global orders across ranks."""
-    rng = np.random.default_rng([seed, COMM.Get_rank()])
-    dt = np.dtype(dtype)
-    if dist == "uniform":
-        x = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt)
-        return np.nan_to_num(x, nan=1.5) if dt.kind == "f" else x
-    if dist == "normal":
-        x = rng.standard_normal(n) * (100 if dt.itemsize > 1 else 30)
-    elif dist == "zipf":
-        x = np.minimum(rng.zipf(1.3, n), 120)
-    elif dist == "equal":
-        x = np.full(n, 7)
-    elif dist == "fewdistinct":
-        x = rng.integers(0, 16, n) * 3
-    elif dist in ("sorted", "reverse"):
-        start, total = COMM.exscan(n) or 0, max(COMM.allreduce(n), 1)
-        x = np.arange(start, start + n) * 100 // total  # a monotone function of global position
-        x = x if dist == "sorted" else 100 - x
-    else:  # specials: extremes, and for floats NaN, +-inf, -0.0
-        codes = rng.integers(-3, 4, n)
-        x = np.abs(codes).astype(dt)
-        if dt.kind == "f":
-            x[codes == 3], x[codes == -3], x[codes == 2] = np.nan, -np.inf, -0.0
-        else:
-            x[codes == 3], x[codes == -3] = np.iinfo(dt).max, np.iinfo(dt).min
-        return x
-    if dt.kind == "u":
-        x = np.abs(x)
-    return np.asarray(x).astype(dt)
-
-
-def assert_balanced(shard, total: int) -> None:
-    p = COMM.Get_size()
-    biggest = max(COMM.allgather(len(shard)))
-    assert biggest <= max(-(-total // p), 1.05 * total / p), (biggest, total, p)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 import pytest
-from test_byte_order import keys_with_specials, same_bits
+from helpers import keys_with_specials, same_bits
 
 from distsort.io import FileFormat, ShardWriter, open_input, staging
 from distsort.payload import stored
