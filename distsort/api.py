@@ -27,6 +27,7 @@ from .errors import DistsortError, agree
 from .inputs import Call, as_array, begin, keys_check, native, on_gpu
 from .keys import NumericCodec, record_key_words
 from .payload import check_payload, restored, stored
+from .phases import phase
 from .pipeline import distributed_sort
 from .report import SortReport
 from .runtime import Runtime, get_runtime
@@ -96,7 +97,7 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
     report = _report(report, rt)
     codec = NumericCodec(keys.dtype, descending, canonical=True)
     offset = _offset(rt.comm, len(dev_keys))
-    with report.phase("encode", rt.backend.clock()):
+    with phase(report, "encode", rt.backend.clock()):
         positions = rt.xp.arange(offset, offset + len(dev_keys), dtype=np.int64)
         columns = [codec.encode(dev_keys, rt.xp), positions]
     out = distributed_sort(rt, columns, lambda c: [c[0]], report)
@@ -144,12 +145,12 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
     report, clock = _report(report, rt), rt.backend.clock()
     codec = NumericCodec(keys.dtype, descending, canonical=stable)
-    with report.phase("encode", clock):
+    with phase(report, "encode", clock):
         columns, carried = _encoded(rt, codec, dev_keys)
         if values is not None:
             columns.append(rt.xp.asarray(values))
     out = distributed_sort(rt, columns, lambda c: [c[0]], report)
-    with report.phase("decode", clock):  # and back to the caller's memory
+    with phase(report, "decode", clock):  # and back to the caller's memory
         keys_out = to_caller(out[1] if carried else codec.decode(out[0], rt.xp))
         values_out = to_caller(out[-1]) if values is not None else None
     if outs is not None:

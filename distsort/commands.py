@@ -16,6 +16,7 @@ from .io import FileFormat, ShardWriter, detect_format, open_input, output_forma
 from .io.formats import parse_dtype
 from .io.staging import load
 from .node import node_place
+from .phases import phase
 from .report import HostClock, SortReport, duration, rate, since_start, summarize
 from .runtime import array_module, get_runtime
 from .workers import threads_for, use_threads
@@ -55,9 +56,9 @@ def describe(summary: dict, what: str, report: SortReport, nbytes: int = 0) -> s
     rates = [rate(summary["keys"], seconds, "keys")]
     if nbytes:
         rates.append(rate(nbytes, seconds, "B"))
-    for phase in ("read", "write"):
-        if nbytes and phases.get(phase):
-            rates.append(f"{phase} {rate(nbytes, phases[phase], 'B')}")
+    for step in ("read", "write"):
+        if nbytes and phases.get(step):
+            rates.append(f"{step} {rate(nbytes, phases[step], 'B')}")
     how = ", ".join(x for x in (report.backend, f"engine {report.engine}", summary["path"],
                                 summary["transport"] and f"transport {summary['transport']}")
                     if x)
@@ -79,7 +80,7 @@ def sort_file(args, comm) -> int:
     started, began = since_start(), time.perf_counter()
     report = SortReport()
     report.timed["start"] = started  # the launch, imports and MPI start-up
-    with report.phase("init", HostClock()):  # the device, the kernels, the files' layouts
+    with phase(report, "init", HostClock()):  # the device, the kernels, the files' layouts
         rt = agree(comm, lambda: get_runtime(comm, args.backend or "auto"))
         use_threads(threads_for(rt.node_ranks))
         fmt = agree(comm, lambda: _input_format(args))
@@ -94,16 +95,16 @@ def sort_file(args, comm) -> int:
     if external.exceeds(rt, (stop - start) * row, budget):
         external_file.sort_file(rt, args, fmt, source, values, paths, budget, report)
     else:
-        with report.phase("read", HostClock()):
+        with phase(report, "read", HostClock()):
             local = agree(comm, lambda: _read(comm, source, start, stop, rt.xp, "read"))
             local_values = agree(comm, lambda: _read(comm, values, start, stop, rt.xp,
                                                      "values read")) if values else None
         outputs = _sort_local(args, fmt, local, local_values, comm, report, budget)
         if args.verify:
-            with report.phase("verify", HostClock(rt.backend.synchronize)):
+            with phase(report, "verify", HostClock(rt.backend.synchronize)):
                 _verify(args, fmt, comm, local, local_values, outputs, rt.xp)
         del local, local_values
-        with report.phase("write", HostClock()):
+        with phase(report, "write", HostClock()):
             _write(comm, paths, outputs, args.durable)
     report.wall = started + time.perf_counter() - began
     summary = summarize(comm.allgather(report.as_dict()), source.count)

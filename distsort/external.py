@@ -46,6 +46,7 @@ from .exchange.mpi import MpiTransport
 from .inputs import on_gpu
 from .keys import NumericCodec, record_key_words
 from .memory import PAGE, HostColumns, default_budget, host_empty, parse_size
+from .phases import phase
 from .pipeline import exchange, local_sort, plain_keys
 from .progress import Bar
 from .report import HostClock, SortReport
@@ -122,7 +123,7 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     report.count_in, report.global_count = source.count, sum(layout.counts)
     report.ranks, report.path = len(layout.counts), "out of core"
     clock = HostClock(rt.backend.synchronize)
-    with report.phase("partition", clock):  # the runs
+    with phase(report, "partition", clock):  # the runs
         runs = HostColumns(template, source.count, layout.runs(), rt.backend.name == "gpu",
                            given=store)
         try:
@@ -130,7 +131,7 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
         finally:
             runs.close()
         store = runs.columns
-    with report.phase("sample", clock):  # the splitters, and where they cut the runs
+    with phase(report, "sample", clock):  # the splitters, and where they cut the runs
         samples, picks = pick_splitters(rt.comm, sample, len(layout.counts) * layout.pieces)
         cuts = cut_runs(store, source.key_words, layout, samples, picks)
         totals = rt.comm.allreduce(bucket_sizes(cuts, len(picks) + 1))
@@ -138,7 +139,7 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     start, report.count_out = int(totals[:first].sum()), int(totals[first : first + q].sum())
     output = None
     if write is None:
-        with report.phase("finish", clock):
+        with phase(report, "finish", clock):
             output = write = agree(rt.comm, lambda: ShardOutput(
                 rt, source.decode(template), report.count_out, start, out))
     cost = row_cost(template, source.key_words(template))
@@ -146,7 +147,7 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     merge_rounds(rt, source, layout, store, cuts, report, write, start, room)
     if output is None:
         return None
-    with report.phase("finish", clock):
+    with phase(report, "finish", clock):
         return output.close()
 
 
@@ -359,13 +360,13 @@ def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts:
     staged = stage(rt, store, sends[0][0], lane) if on_device[0] else None
     done, bar = start, Bar(rt.comm, "key ranges merged", q, unit="range")
     for j, (slices, send_counts) in enumerate(sends):
-        with report.phase("exchange", clock):  # waits for the staged rows
+        with phase(report, "exchange", clock):  # waits for the staged rows
             columns = staged if on_device[j] else [gather(c, slices) for c in store]
             lane.join()
             ahead = j + 1 < q and on_device[j + 1]
             staged = stage(rt, store, sends[j + 1][0], lane) if ahead else None
             columns = exchange_round(rt, columns, send_counts, on_device[j], report, lane)
-        with report.phase("finish", clock):
+        with phase(report, "finish", clock):
             columns = local_sort(rt, columns, source.key_words)
             write(done, source.decode(columns))
         done += len(columns[0])

@@ -22,6 +22,7 @@ from .local import partition as gpu_partition
 from .local.landing import LandingSort
 from .local.order import stable_order
 from .local.rows import take
+from .phases import phase
 from .report import SortReport
 from .runtime import Runtime
 from .splitters import choose_splitters, classify, local_sample, sample_sizes
@@ -38,22 +39,22 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     report.count_in, report.global_count = counts[comm.Get_rank()], sum(counts)
     report.ranks = len(counts)
     if comm.Get_size() == 1 or sum(counts) == 0:
-        with report.phase("finish", clock):
+        with phase(report, "finish", clock):
             columns = local_sort(rt, columns, key_words)
             rt.backend.synchronize()
     else:
-        with report.phase("sample", clock):
+        with phase(report, "sample", clock):
             words = key_words(columns)  # made once for the sample and the partition
             sample = local_sample(words, counts, comm.Get_rank(), rt.backend)
             splitters = choose_splitters(rt, sample, sample_sizes(counts))
-        with report.phase("partition", clock):
+        with phase(report, "partition", clock):
             place = (offset, sum(counts), max(counts))
             routed = partition(rt, columns, words, place, splitters)
             del words
-        with report.phase("exchange", clock):
+        with phase(report, "exchange", clock):
             columns, blocks, spare, landed = routed.send(rt, report)
             del routed  # spare holds the only reference to the sent rows: finish takes it
-        with report.phase("finish", clock):
+        with phase(report, "finish", clock):
             if landed is not None:  # a sort begun as the blocks landed: its rest
                 columns = landed.finish(columns, spare.pop())
             else:

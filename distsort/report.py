@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import os
-import signal
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
-
-from . import settings
-from .watchdog import watchdog
 
 PHASES = ("sample", "partition", "exchange", "finish")
 
@@ -68,15 +62,14 @@ class SortReport:
         return self
 
     @contextmanager
-    def phase(self, name: str, clock: Clock) -> Iterator[None]:
-        """Time a phase between two of clock's marks (read when the phases are asked for)."""
-        with watchdog(name, self.rank):
-            start = clock.mark()
-            inject_fault(name, self.rank)
-            try:
-                yield
-            finally:
-                self.marks.append((name, clock, start, clock.mark()))
+    def timing(self, name: str, clock: Clock) -> Iterator[None]:
+        """Time phase `name` between two of clock's marks (read when the phases are asked for);
+        jobs run their phases through phases.phase."""
+        start = clock.mark()
+        try:
+            yield
+        finally:
+            self.marks.append((name, clock, start, clock.mark()))
 
     @property
     def phases(self) -> dict[str, float]:
@@ -120,23 +113,6 @@ class SortReport:
             "bytes_sent": self.bytes_sent, "bytes_received": self.bytes_received,
             "transfer_seconds": self.transfer_seconds,
         }
-
-
-def inject_fault(point: str, rank: int) -> None:
-    """Fault injection for the failure tests: DISTSORT_FAULT=POINT:RANK kills that rank there
-    (SIGKILL), POINT:RANK:term sends it SIGTERM, POINT:RANK:hang makes it stop answering.
-
-    The points are the phases, plus "written": a rank has written its piece of a temporary
-    output file (io/writer.py)."""
-    fault = settings.value("DISTSORT_FAULT")
-    how = fault.removeprefix(f"{point}:{rank}")
-    if how == fault or how not in ("", ":term", ":hang"):
-        return
-    sys.stderr.write(f"distsort: injected fault {fault}\n")
-    sys.stderr.flush()
-    if how == ":hang":
-        threading.Event().wait()
-    os.kill(os.getpid(), signal.SIGTERM if how == ":term" else signal.SIGKILL)
 
 
 def summarize(reports: list[dict], global_count: int) -> dict:

@@ -24,8 +24,8 @@ import numpy as np
 import numpy.lib.format as npformat
 
 from ..errors import DistsortError, agree
+from ..faults import inject_fault
 from ..inputs import on_gpu
-from ..report import inject_fault
 from . import staging
 from .formats import FileFormat
 from .guard import TempGuard, remove_later

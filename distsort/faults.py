@@ -1,0 +1,27 @@
+"""A test hook: faults the failure tests inject at named points of a job (DISTSORT_FAULT)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+
+from . import settings
+
+
+def inject_fault(point: str, rank: int) -> None:
+    """DISTSORT_FAULT=POINT:RANK kills that rank there (SIGKILL), POINT:RANK:term sends it
+    SIGTERM, POINT:RANK:hang makes it stop answering; elsewhere nothing happens.
+
+    The points are the phases (phases.py), plus "written": a rank has written its piece of a
+    temporary output file (io/writer.py)."""
+    fault = settings.value("DISTSORT_FAULT")
+    how = fault.removeprefix(f"{point}:{rank}")
+    if how == fault or how not in ("", ":term", ":hang"):
+        return
+    sys.stderr.write(f"distsort: injected fault {fault}\n")
+    sys.stderr.flush()
+    if how == ":hang":
+        threading.Event().wait()
+    os.kill(os.getpid(), signal.SIGTERM if how == ":term" else signal.SIGKILL)
