@@ -34,13 +34,13 @@ the transfers a third chunk pays (bench/RESULTS.md, runs 87-89 and 99).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 from mpi4py import MPI
 
 from . import settings
+from .backend import exchange_stream
 from .exchange import aligned_displacements, row_bytes
 from .local import partition as gpu_partition
 from .local import segments
@@ -339,14 +339,3 @@ def _scatter(part, bounds: tuple, table, starts, columns: list, outgoing: list,
     lo, hi = bounds
     others = [(column[lo:hi], out) for column, out in zip(columns[int(keyed):], outgoing[1:])]
     part.scatter(table, starts, outgoing[0], others, own)
-
-
-@functools.cache
-def exchange_stream(device: int):
-    """The transfers' stream, of the greatest priority (CUDA clamps -1000 to it): NCCL's blocks
-    get SMs before the pending blocks of a scatter queued ahead of them on the compute stream
-    (bench/RESULTS.md, run 106)."""
-    import cupy
-
-    return cupy.cuda.Stream(non_blocking=True, priority=-1000)
-
