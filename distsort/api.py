@@ -25,7 +25,7 @@ from mpi4py import MPI
 from . import external
 from .errors import DistsortError, agree
 from .inputs import Call, as_array, begin, keys_check, native, on_gpu
-from .keys import NumericCodec, record_key_words
+from .keys import NumericCodec, record_key_words, stand_ins
 from .payload import check_payload, restored, stored
 from .phases import phase
 from .pipeline import distributed_sort
@@ -47,9 +47,10 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
     outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending, "stable": stable},
                                      [keys_check(keys)], _listed(out), [(keys.dtype, ())],
                                      device_memory))
-    keys_out, _ = _sort_numeric(native(keys), None, comm, descending, stable, backend, report,
-                                device_memory, outs)
-    return _as_given(keys_out, keys.dtype, outs)
+    codes, order, stand = _stand_ins(native(keys), descending)
+    keys_out, _ = _sort_numeric(codes, None, comm, order, stable, backend, report,
+                                device_memory, _code_outs(outs, stand))
+    return _as_given(_from_codes(keys_out, stand, outs), keys.dtype, outs)
 
 
 def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: bool = False,
@@ -74,9 +75,11 @@ def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: boo
                                      [keys_check(keys), rows_match], out, like, device_memory))
     if outs is not None:
         outs[1] = stored(outs[1])  # a view of the caller's array, if the values travel as bytes
-    keys_out, values_out = _sort_numeric(native(keys), stored(native(values)), comm, descending,
-                                         stable, backend, report, device_memory, outs)
-    return _as_given(keys_out, keys.dtype, outs), restored(values_out, values)
+    codes, order, stand = _stand_ins(native(keys), descending)
+    keys_out, values_out = _sort_numeric(codes, stored(native(values)), comm, order, stable,
+                                         backend, report, device_memory, _code_outs(outs, stand))
+    return (_as_given(_from_codes(keys_out, stand, outs), keys.dtype, outs),
+            restored(values_out, values))
 
 
 def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = None,
@@ -89,7 +92,7 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
     outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending},
                                      [keys_check(keys)], _listed(out), [(np.int64, ())],
                                      device_memory))
-    keys = native(keys)
+    keys, descending, _ = _stand_ins(native(keys), descending)
     job = external.plan(keys, comm, backend, device_memory, extra_row_bytes=8)
     if job:
         return external.argsort(job, keys, descending, _report(report, job.rt), outs)
@@ -157,6 +160,33 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
         keys_out, *rest = _into(rt.comm, outs, [keys_out, values_out][: len(outs)])
         values_out = rest[0] if rest else None
     return keys_out, values_out
+
+
+def _stand_ins(keys, descending: bool) -> tuple:
+    """(keys, descending, None) for numbers; for bool, datetime64 and timedelta64 keys their
+    stand-ins (keys.StandIns), the order to sort those in, and the StandIns."""
+    stand = stand_ins(keys.dtype, descending)
+    if stand is None:
+        return keys, descending, None
+    return stand.encode(keys), stand.sort_descending, stand
+
+
+def _code_outs(outs: list | None, stand) -> list | None:
+    """The caller's out arrays, the keys' viewed as their stand-ins: the sort writes those."""
+    if outs is None or stand is None:
+        return outs
+    return [outs[0].view(stand.code_dtype)] + outs[1:]
+
+
+def _from_codes(keys_out, stand, outs: list | None):
+    """Sorted keys from their stand-ins; where those lie in the caller's out array (outs
+    given), decoded in place there."""
+    if stand is None:
+        return keys_out
+    if outs is not None:
+        keys_out[...] = stand.bits(keys_out).view(stand.code_dtype)
+        return keys_out.view(stand.dtype)
+    return stand.decode(keys_out)
 
 
 def _into(comm, outs: list | None, results: list) -> list:

@@ -22,7 +22,7 @@ from .errors import DistsortError, agree
 from .io.formats import FileFormat, detect_format, is_npy
 from .io.reader import open_input, rank_range
 from .io.staging import load
-from .keys import UNSIGNED, NumericCodec, record_key_words
+from .keys import UNSIGNED, NumericCodec, record_key_words, stand_ins
 from .mix import GOLDEN, mix64, splitmix64
 from .payload import stored
 from .workers import spread
@@ -92,6 +92,9 @@ def key_words(data, xp=np, descending: bool = False, key_size: int | None = None
     """Sort keys as unsigned words, most significant first, in the product's order."""
     if data.ndim == 2:
         return record_key_words(data, key_size or data.shape[1], xp, descending)
+    stand = stand_ins(data.dtype, descending)
+    if stand is not None:
+        data, descending = stand.encode(data), stand.sort_descending
     return [NumericCodec(data.dtype, descending, canonical=True).encode(data, xp)]
 
 
@@ -231,7 +234,7 @@ def _element(data, i: int) -> str:
     if getattr(row, "ndim", 0):
         raw = bytes(row.tolist())
         return raw[:16].hex() + ("..." if len(raw) > 16 else "")
-    return repr(row.item())
+    return str(row) if row.dtype.kind in "Mm" else repr(row.item())
 
 
 def _order_problem(parts: list[Summary]) -> tuple[int | None, str]:
@@ -353,6 +356,11 @@ def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
 
     src, dst, *paired = agree(comm, open_both)
     rank, size = comm.Get_rank(), comm.Get_size()
+    # the files hold bool and time keys as their bits: the host checks the keys themselves, a
+    # device (which has no such dtypes) their stand-ins
+    kind = xp is not np and src.fmt.kind != "records" and stand_ins(src.fmt.native_dtype,
+                                                                     descending)
+    order = kind.sort_descending if kind else descending
 
     def summarize() -> Summary:
         mine = Summary()
@@ -361,13 +369,21 @@ def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
             pieces = _loaded(keys, *span, chunk, xp)
             alongside = _loaded(paired[side], *span, chunk, xp) if paired else repeat(None)
             for piece, vals in zip(pieces, alongside):
+                piece = kind.encode(piece) if kind else _as_keys(piece, keys.fmt)
                 if side == 0:
                     mine.add_input(piece, xp, vals)
                 else:
-                    mine.add_output(piece, xp, descending, src.fmt.key_size, vals)
+                    mine.add_output(piece, xp, order, src.fmt.key_size, vals)
         return mine
 
     return combine(comm, agree(comm, summarize))
+
+
+def _as_keys(piece, fmt: FileFormat):
+    """A host piece of a keys file as its keys (bool and time keys are loaded as their bits)."""
+    if fmt.kind == "records" or piece.dtype == fmt.native_dtype:
+        return piece
+    return piece.view(fmt.native_dtype)
 
 
 def _values_file(path, keys):

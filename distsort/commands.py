@@ -15,6 +15,7 @@ from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import parse_dtype
 from .io.staging import load
+from .keys import stand_ins
 from .node import node_place
 from .phases import phase
 from .report import HostClock, SortReport, duration, rate, since_start, summarize
@@ -95,14 +96,22 @@ def sort_file(args, comm) -> int:
     if external.exceeds(rt, (stop - start) * row, budget):
         external_file.sort_file(rt, args, fmt, source, values, paths, budget, report)
     else:
+        stand = stand_ins(fmt.native_dtype, args.descending) if fmt.kind != "records" else None
+        order = stand.sort_descending if stand else args.descending
         with phase(report, "read", HostClock()):
             local = agree(comm, lambda: _read(comm, source, start, stop, rt.xp, "read"))
             local_values = agree(comm, lambda: _read(comm, values, start, stop, rt.xp,
                                                      "values read")) if values else None
-        outputs = _sort_local(args, fmt, local, local_values, comm, report, budget)
+        if stand:  # bool, datetime64, timedelta64: sorted and checked as their stand-ins
+            with phase(report, "encode", rt.backend.clock()):
+                local = stand.encode(local)
+        outputs = _sort_local(args, fmt, local, local_values, comm, report, budget, order)
         if args.verify:
             with phase(report, "verify", HostClock(rt.backend.synchronize)):
-                _verify(args, fmt, comm, local, local_values, outputs, rt.xp)
+                _verify(args, fmt, comm, local, local_values, outputs, rt.xp, order)
+        if stand and not args.argsort:
+            with phase(report, "decode", rt.backend.clock()):
+                outputs[0] = stand.bits(outputs[0])
         del local, local_values
         with phase(report, "write", HostClock()):
             _write(comm, paths, outputs, args.durable)
@@ -157,9 +166,10 @@ def _open_values(args, count: int):
     return values
 
 
-def _sort_local(args, fmt: FileFormat, local, local_values, comm, report, budget: int) -> list:
+def _sort_local(args, fmt: FileFormat, local, local_values, comm, report, budget: int,
+                descending: bool) -> list:
     """Sort this rank's piece; returns [keys or records or positions] (+ [values])."""
-    common = dict(comm=comm, descending=args.descending, backend=args.backend or "auto",
+    common = dict(comm=comm, descending=descending, backend=args.backend or "auto",
                   report=report, device_memory=budget)
     if fmt.kind == "records":
         return [api.sort_records(local, fmt.key_size, **common)]
@@ -170,11 +180,12 @@ def _sort_local(args, fmt: FileFormat, local, local_values, comm, report, budget
     return [api.sort(local, stable=args.stable, **common)]
 
 
-def _verify(args, fmt: FileFormat, comm, local, local_values, outputs, xp) -> None:
+def _verify(args, fmt: FileFormat, comm, local, local_values, outputs, xp,
+            descending: bool) -> None:
     pairs = {}
     if local_values is not None:
         pairs = dict(values_in=local_values, values_out=outputs[1])
-    verdict = verify(comm, local, outputs[0], descending=args.descending, key_size=fmt.key_size,
+    verdict = verify(comm, local, outputs[0], descending=descending, key_size=fmt.key_size,
                      xp=xp, **pairs)
     if not verdict.ok:
         def fail():

@@ -25,6 +25,7 @@ from .external import (
 )
 from .io import FileFormat, InputFile, ShardWriter, rank_range
 from .io.staging import load
+from .keys import stand_ins
 from .payload import restored
 from .report import SortReport
 from .runtime import Runtime
@@ -39,7 +40,9 @@ def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: Inp
     comm = rt.comm
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
     report.ran_on(rt)
-    check = StreamCheck(args.descending, fmt.key_size) if args.verify else None
+    stand = stand_ins(fmt.native_dtype, args.descending) if fmt.kind != "records" else None
+    order = stand.sort_descending if stand else args.descending
+    check = StreamCheck(order, fmt.key_size) if args.verify else None
     like = None if values is None else np.empty(0, values.fmt.native_dtype)  # 1-D or uint8 rows
     writers = []
     try:
@@ -49,12 +52,14 @@ def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: Inp
         def write(row: int, columns: list) -> None:
             if check:  # the bytes as they travelled: the checksum reads bytes alike
                 check.wrote(columns, rt.xp)
+            if stand and not args.argsort:  # the keys' bits from their stand-ins
+                columns = [stand.bits(columns[0])] + columns[1:]
             if values is not None:  # back to the values' dtype where they travelled as bytes
                 columns = [columns[0], restored(columns[1], like)]
             for writer, column in zip(writers, columns):
                 writer.write(row, column)
 
-        piecewise = file_source(rt, args, fmt, source, values, start, stop, check)
+        piecewise = file_source(rt, args, fmt, source, values, start, stop, check, stand)
         external_sort(rt, piecewise, budget, report, write=write)
         if check:
             check.conclude(comm)
@@ -66,18 +71,23 @@ def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: Inp
 
 
 def file_source(rt, args, fmt: FileFormat, source: InputFile, values: InputFile | None,
-                start: int, stop: int, check):
-    """The external.Source of this rank's range [start, stop) of the input (and values)."""
+                start: int, stop: int, check, stand=None):
+    """The external.Source of this rank's range [start, stop) of the input (and values);
+    stand: the keys' StandIns (bool, datetime64, timedelta64 keys), read as their stand-ins."""
     def read(lo: int, hi: int) -> list:  # on the device: through pinned buffers, no host copy
-        return [load(f, start + lo, start + hi, rt.xp) for f in (source, values) if f is not None]
+        files = [source] if values is None else [source, values]
+        columns = [load(f, start + lo, start + hi, rt.xp) for f in files]
+        return [stand.encode(columns[0])] + columns[1:] if stand else columns
 
     count = stop - start
+    dtype, order = (stand.code_dtype, stand.sort_descending) if stand else (fmt.native_dtype,
+                                                                            args.descending)
     if fmt.kind == "records":
         made = records_source(rt, count, read, fmt.key_size, args.descending)
     elif args.argsort:
-        made = positions_source(rt, count, read, start, fmt.native_dtype, args.descending)
+        made = positions_source(rt, count, read, start, dtype, order)
     else:
-        made = numeric_source(rt, count, read, fmt.native_dtype, args.descending, args.stable)
+        made = numeric_source(rt, count, read, dtype, order, args.stable)
     if not check:
         return made
 

@@ -26,22 +26,72 @@ UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # by width i
 
 
 def check_sortable(dtype: np.dtype, what: str = "keys") -> np.dtype:
-    """Return dtype if distsort can sort it as numbers, else raise a clear DistsortError."""
+    """Return dtype if distsort can sort it, else raise a clear DistsortError."""
     dtype = np.dtype(dtype)
-    if dtype.kind not in "iuf" or dtype.itemsize not in UNSIGNED:
+    numeric = dtype.kind in "iuf" and dtype.itemsize in UNSIGNED
+    if not (numeric or dtype.kind in "bMm"):
         raise DistsortError(
-            f"cannot sort {what} of dtype {dtype}: distsort sorts 8-64 bit integers and "
-            "float16/32/64; byte records sort with distsort.sort_records (on the command line: "
-            "--record-size and --key-size)"
+            f"cannot sort {what} of dtype {dtype}: distsort sorts 8-64 bit integers, "
+            "float16/32/64, bool, datetime64 and timedelta64; byte records sort with "
+            "distsort.sort_records (on the command line: --record-size and --key-size)"
         )
     return dtype
+
+
+class StandIns:
+    """bool, datetime64 and timedelta64 keys sorted through unsigned stand-ins of their width.
+
+    bool is uint8. A datetime64 or timedelta64 becomes a uint64 that ascends in the wanted
+    order with NaT last in both orders, as NumPy puts it: its int64 bits with the sign flipped,
+    less one, so that NaT (the smallest int64) wraps to the top; descending, the complement
+    less one, which reverses the rest and keeps NaT on top. Either is a bijection, so the
+    stand-ins sort ascending (sort_descending) and decode to the exact bits. encode takes the
+    keys or their bits (the form files and devices move them in: payload.stored)."""
+
+    SIGN, ONE = np.uint64(1 << 63), np.uint64(1)
+
+    def __init__(self, dtype: np.dtype, descending: bool):
+        self.dtype = np.dtype(dtype).newbyteorder("=")
+        self.time = self.dtype.kind in "Mm"
+        self.descending = descending
+        self.code_dtype = np.dtype(np.uint64 if self.time else np.uint8)
+
+    @property
+    def sort_descending(self) -> bool:
+        """The order to sort the stand-ins in: time stand-ins carry the order themselves."""
+        return self.descending and not self.time
+
+    def encode(self, keys):
+        codes = keys.view(self.code_dtype)
+        if not self.time:
+            return codes
+        codes = (codes ^ self.SIGN) - self.ONE  # a new array: the keys stay as they are
+        return ~codes - self.ONE if self.descending else codes
+
+    def bits(self, codes):
+        """The keys' bits (bool, or uint64) from their stand-ins, in a new array."""
+        if not self.time:
+            return codes.view(np.bool_)
+        codes = ~(codes + self.ONE) if self.descending else codes
+        return (codes + self.ONE) ^ self.SIGN
+
+    def decode(self, codes):
+        """The keys (NumPy: of the dtype) from their stand-ins."""
+        return self.bits(codes).view(self.dtype)
+
+
+def stand_ins(dtype, descending: bool) -> StandIns | None:
+    """StandIns for bool, datetime64 and timedelta64 keys; None for numbers."""
+    return StandIns(dtype, descending) if np.dtype(dtype).kind in "bMm" else None
 
 
 class NumericCodec:
     """Encode one numeric dtype to unsigned words of the same width and back."""
 
     def __init__(self, dtype: np.dtype, descending: bool = False, canonical: bool = False):
-        self.dtype = check_sortable(dtype)
+        self.dtype = np.dtype(dtype)
+        if self.dtype.kind not in "iuf" or self.dtype.itemsize not in UNSIGNED:
+            raise TypeError(f"NumericCodec takes numbers, not {self.dtype} (keys.StandIns)")
         self.native = self.dtype.newbyteorder("=")
         self.word = np.dtype(UNSIGNED[self.dtype.itemsize])
         self.bits = 8 * self.dtype.itemsize

@@ -169,3 +169,27 @@ def mixed_keys(dtype: str, n: int = 6000) -> np.ndarray:
         x[::89] = -0.0
         x[::83] = np.inf
     return x
+
+
+def bool_or_time_keys(kind: str, n: int) -> np.ndarray:
+    """This rank's keys of a bool, datetime64 or timedelta64 dtype: ties, the extremes and NaT,
+    big-endian on odd ranks (datetime and timedelta)."""
+    rng = np.random.default_rng([COMM.Get_rank(), 77])
+    if kind == "bool":
+        return rng.integers(0, 2, n).astype(bool)
+    bits = rng.integers(-50, 50, n)
+    bits[::7] = np.iinfo(np.int64).min  # NaT
+    bits[1::11] = np.iinfo(np.int64).min + 1  # the earliest value that is not NaT
+    bits[2::13] = np.iinfo(np.int64).max
+    x = bits.view(kind)
+    return x.astype(x.dtype.newbyteorder(">")) if COMM.Get_rank() % 2 else x
+
+
+def bool_or_time_order(data: np.ndarray, descending: bool) -> np.ndarray:
+    """The stable permutation NumPy's order gives (NaT last in both orders; descending: the
+    rest reversed, ties in input order)."""
+    if data.dtype.kind == "b":
+        return np.argsort(~data if descending else data, kind="stable")
+    nat, value = np.isnat(data), data.astype(data.dtype.newbyteorder("=")).view(np.int64)
+    rank = np.where(nat, 0, value)  # NaT's own bits would sort first
+    return np.lexsort((-rank if descending else rank, nat))

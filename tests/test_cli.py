@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import distsort, mixed_keys, mpiexec
+from helpers import bool_or_time_order, distsort, mixed_keys, mpiexec
 
 import distsort as distsort_module
 from distsort.cli import parse_count
@@ -90,6 +90,33 @@ def test_values_stable_and_argsort(tmp_path):
     run = distsort("sort", "k.npy", "-o", "p.npy", "--argsort", ranks=3, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), order)
+
+
+@pytest.mark.parametrize("dtype", [">M8[us]", "m8[s]", "bool"])
+@pytest.mark.parametrize("budget", [[], ["--device-memory", "64KiB"]])  # in memory, out of core
+def test_files_of_bool_and_time_keys_sort_in_numpys_order(tmp_path, dtype, budget):
+    rng = np.random.default_rng(5)
+    if dtype == "bool":
+        keys = rng.integers(0, 2, 40_000).astype(bool)
+    else:
+        bits = rng.integers(-1000, 1000, 40_000)
+        bits[::9] = np.iinfo(np.int64).min  # NaT
+        keys = bits.view(np.dtype(dtype).newbyteorder("=")).astype(dtype)
+    np.save(tmp_path / "k.npy", keys)
+    native = keys.astype(keys.dtype.newbyteorder("="))
+    for way in ([], ["--descending"]):
+        run = distsort("sort", "k.npy", "-o", "s.npy", "--verify", *way, *budget, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        got = np.load(tmp_path / "s.npy")
+        assert got.dtype == keys.dtype
+        want = native[bool_or_time_order(native, bool(way))]
+        assert got.astype(native.dtype).tobytes() == want.tobytes()
+        ok = check_run(tmp_path, "k.npy", "s.npy", *way)
+        assert ok.returncode == 0 and "OK" in ok.stdout, ok.stdout + ok.stderr
+        run = distsort("sort", "k.npy", "-o", "p.npy", "--argsort", *way, *budget, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        ok = check_run(tmp_path, "k.npy", "p.npy", "--argsort", *way)
+        assert ok.returncode == 0 and "OK" in ok.stdout, ok.stdout + ok.stderr
 
 
 def check_run(tmp_path, *args: str) -> subprocess.CompletedProcess:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import odd_values, tie_heavy
+from helpers import bool_or_time_keys, bool_or_time_order, everything, odd_values, tie_heavy
 
 import distsort
 from distsort.report import SortReport
@@ -77,6 +77,31 @@ def test_sort_cupy_arrays_matches_numpy(dtype, descending):
         np.concatenate(COMM.allgather(big_endian)), ref, equal_nan=True)
     biggest, total = max(COMM.allgather(len(shard))), len(everything)
     assert biggest <= max(1.05 * total / COMM.Get_size(), -(-total // COMM.Get_size()))
+
+
+@pytest.mark.parametrize("kind", ["datetime64[ms]", "timedelta64[s]", "bool"])
+@pytest.mark.parametrize("budget", [None, "1MiB"])  # in memory, out of core
+def test_gpu_bool_and_time_keys_in_numpys_order(kind, budget):
+    """NumPy datetime and timedelta keys sorted on the GPU (as stand-ins: CuPy has no such
+    dtypes) come back as NumPy arrays of their dtype; bool keys on the device stay there."""
+    import cupy
+
+    x = bool_or_time_keys(kind, 300_000)
+    data = everything(x.astype(x.dtype.newbyteorder("=")))
+    positions = np.arange(len(x)) + (COMM.exscan(len(x)) or 0)
+    given = cupy.asarray(x) if kind == "bool" else x
+    for descending in (False, True):
+        order = bool_or_time_order(data, descending)
+        got = distsort.sort(given, descending=descending, backend="gpu", device_memory=budget)
+        assert got.dtype == x.dtype and isinstance(got, type(given))
+        host = cupy.asnumpy(got) if kind == "bool" else got
+        assert everything(host.astype(data.dtype)).tobytes() == data[order].tobytes()
+        perm = distsort.argsort(given, descending=descending, backend="gpu", device_memory=budget)
+        np.testing.assert_array_equal(everything(cupy.asnumpy(perm)), order)
+        alongside = cupy.asarray(positions) if kind == "bool" else positions
+        _, values = distsort.sort_pairs(given, alongside, stable=True, descending=descending,
+                                        backend="gpu", device_memory=budget)
+        np.testing.assert_array_equal(everything(cupy.asnumpy(values)), order)
 
 
 @pytest.mark.parametrize("n", [1 << 16, 1 << 24])

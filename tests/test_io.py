@@ -129,7 +129,6 @@ def bad_inputs(tmp_path):
     np.save(tmp_path / "fortran.npy", np.asfortranarray(np.zeros((3, 4), np.int32)))
     np.save(tmp_path / "complex.npy", np.zeros(4, np.complex64))
     np.save(tmp_path / "object.npy", np.array([1, "a"], dtype=object), allow_pickle=True)
-    np.save(tmp_path / "bool.npy", np.zeros(4, bool))
     np.save(tmp_path / "text.npy", np.array(["ab", "cd"]))
     np.save(tmp_path / "scalar.npy", np.int32(3))
     np.save(tmp_path / "good.npy", np.arange(3))
@@ -150,7 +149,6 @@ def bad_inputs(tmp_path):
         ("0-d", t / "scalar.npy", {}, ["scalar.npy", "1-D"]),
         ("complex", t / "complex.npy", {}, ["complex.npy", "complex64"]),
         ("object", t / "object.npy", {}, ["object.npy", "object"]),
-        ("bool", t / "bool.npy", {}, ["bool.npy", "bool"]),
         ("strings", t / "text.npy", {}, ["text.npy", "<U2"]),
         ("truncated npy", t / "trunc.npy", {}, ["trunc.npy", "truncated"]),
         ("raw size", t / "odd.raw", {"dtype": "u4"}, ["odd.raw", "10 bytes", "multiple"]),
@@ -453,8 +451,7 @@ def test_values_files_take_any_fixed_size_dtype(tmp_path):
     its errors name --values-dtype."""
     stamps = tmp_path / "t.npy"
     np.save(stamps, np.arange(5).astype("datetime64[s]"))
-    with pytest.raises(DistsortError, match="cannot sort keys of dtype datetime64"):
-        detect_format(stamps)
+    assert detect_format(stamps).dtype == np.dtype("datetime64[s]")  # keys too (NaT last)
     fmt = detect_format(stamps, payload=True)
     assert fmt.dtype == np.dtype("datetime64[s]") and fmt.payload
     assert open_input(stamps, fmt).read(1, 3).tolist() == np.arange(1, 3).astype("M8[s]").tolist()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from distsort.errors import DistsortError
-from distsort.keys import NumericCodec, check_sortable, record_key_words
+from distsort.keys import NumericCodec, check_sortable, record_key_words, stand_ins
 
 NUMERIC = ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4", "f8", ">i4", ">f8", "<u2"]
 
@@ -76,7 +76,8 @@ def test_encode_says_where_canonical_codes_merged_bits(dtype, descending):
             assert exact == (merged[0] == 0), name
 
 
-@pytest.mark.parametrize("dtype", ["c8", "O", "?", "U3", "S4", "M8[s]"])
+@pytest.mark.parametrize("dtype", ["c8", "O", "U3", "S4", "V8", "f16" if hasattr(np, "float128")
+                                   else "c16"])
 def test_unsortable_dtypes_are_refused_clearly(dtype):
     with pytest.raises(DistsortError, match="cannot sort"):
         check_sortable(np.dtype(dtype))
@@ -91,3 +92,29 @@ def test_record_words_follow_memcmp(key_size, descending):
     order = np.lexsort(words[::-1])
     keys = [bytes(r[:key_size]) for r in records[order]]
     assert keys == sorted(keys, reverse=descending)
+
+
+@pytest.mark.parametrize("dtype", ["M8[ns]", ">m8[s]", "bool"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_stand_ins_ascend_in_numpys_order_and_give_back_every_bit(dtype, descending):
+    """Stand-ins of bool and time keys, sorted as sort_descending says, put the keys in NumPy's
+    order (NaT last in both orders) and decode to the exact bits; other dtypes have none."""
+    bits = np.array([np.iinfo(np.int64).min, -5, 0, 7, np.iinfo(np.int64).max,
+                     np.iinfo(np.int64).min + 1, 7, -5])
+    x = (bits % 2).astype(bool) if dtype == "bool" else bits.astype(np.int64).view(dtype)
+    stand = stand_ins(x.dtype, descending)
+    codes = stand.encode(x.astype(x.dtype.newbyteorder("=")))
+    assert codes.dtype.kind == "u" and codes.dtype.itemsize == x.dtype.itemsize
+    ordered = np.sort(codes)
+    got = stand.decode(ordered[::-1] if stand.sort_descending else ordered)
+    if dtype == "bool":
+        want = np.sort(x)[::-1] if descending else np.sort(x)
+    else:
+        native = x.astype(x.dtype.newbyteorder("="))
+        nat = np.isnat(native)
+        rest = np.sort(native[~nat])
+        want = np.concatenate([rest[::-1] if descending else rest, native[nat]])
+    assert got.tobytes() == want.tobytes()
+    assert stand.decode(codes).tobytes() == x.astype(x.dtype.newbyteorder("=")).tobytes()
+    assert stand.sort_descending == (descending and dtype == "bool")
+    assert stand_ins(np.dtype("f8"), descending) is None

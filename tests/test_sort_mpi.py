@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import assert_balanced, everything, local_data, odd_values, reference, reference_order
+from helpers import (
+    assert_balanced,
+    bool_or_time_keys,
+    bool_or_time_order,
+    everything,
+    local_data,
+    odd_values,
+    reference,
+    reference_order,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -76,6 +85,37 @@ def test_stable_sort_and_argsort_keep_input_order(dtype, dist):
         keys, values = distsort.sort_pairs(x, positions, stable=True, descending=descending)
         np.testing.assert_array_equal(everything(values), order)
         assert everything(keys).tobytes() == data[order].tobytes()  # -0.0 and NaN bits kept
+
+
+@pytest.mark.parametrize("kind", ["datetime64[ms]", "timedelta64[s]", "bool"])
+@pytest.mark.parametrize("budget", [None, "4KiB"])  # in memory, out of core
+def test_bool_and_time_keys_in_numpys_order(kind, budget):
+    """bool, datetime64 and timedelta64 keys sort as NumPy orders them (NaT last in both
+    orders), come back in the dtype each rank passed, and argsort and stable pairs keep ties
+    in input order."""
+    x = bool_or_time_keys(kind, 3000)
+    data = everything(x.astype(x.dtype.newbyteorder("=")))
+    positions = np.arange(len(x)) + (COMM.exscan(len(x)) or 0)
+    for descending in (False, True):
+        order = bool_or_time_order(data, descending)
+        got = distsort.sort(x, descending=descending, device_memory=budget)
+        assert got.dtype == x.dtype
+        assert everything(got.astype(data.dtype)).tobytes() == data[order].tobytes()
+        perm = distsort.argsort(x, descending=descending, device_memory=budget)
+        np.testing.assert_array_equal(everything(perm), order)
+        keys, values = distsort.sort_pairs(x, positions, stable=True, descending=descending,
+                                           device_memory=budget)
+        np.testing.assert_array_equal(everything(values), order)
+
+
+def test_time_keys_land_in_the_callers_out_array():
+    x = bool_or_time_keys("datetime64[us]", 2000).astype("datetime64[us]")
+    out = np.empty(distsort.shard_capacity(COMM.allreduce(len(x)), COMM.Get_size()), x.dtype)
+    for budget in (None, "4KiB"):
+        got = distsort.sort(x, descending=True, device_memory=budget, out=out)
+        assert np.shares_memory(got, out) and got.dtype == x.dtype
+        order = bool_or_time_order(everything(x), True)
+        assert everything(got).tobytes() == everything(x)[order].tobytes()
 
 
 @pytest.mark.parametrize("sizes", [(0,), (1,), (0, 5), (5, 0), (1, 0, 2), (0, 0, 0, 9)])

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 import pytest
-from helpers import keys_with_specials, same_bits
+from helpers import bool_or_time_order, keys_with_specials, same_bits
 
 from distsort.io import FileFormat, ShardWriter, open_input, staging
 from distsort.payload import stored
@@ -121,3 +121,30 @@ def test_in_memory_file_job_on_the_gpu(shared_dir, monkeypatch, case):
         values = np.load(f"{shared_dir}/out.values.npy")
         assert values.dtype == np.dtype(">M8[s]")
         np.testing.assert_array_equal(values, stamps[np.argsort(data, kind="stable")])
+
+
+@pytest.mark.parametrize("dtype", [">M8[us]", "m8[s]", "bool"])
+@pytest.mark.parametrize("budget", [[], ["--device-memory", "1MiB"]])  # in memory, out of core
+def test_files_of_bool_and_time_keys_on_the_gpu(shared_dir, dtype, budget):
+    """Keys CuPy has no dtype for travel as their stand-ins (keys.StandIns): NumPy's order, NaT
+    last in both orders, every bit back in the file's dtype; --verify and check agree."""
+    from distsort.cli import main
+
+    rng = np.random.default_rng(9)
+    total = 300_001
+    if dtype == "bool":
+        data = rng.integers(0, 2, total).astype(bool)
+    else:
+        bits = rng.integers(-10**6, 10**6, total)
+        bits[::9] = np.iinfo(np.int64).min  # NaT
+        data = bits.view(np.dtype(dtype).newbyteorder("=")).astype(dtype)
+    write_file(f"{shared_dir}/t.npy", FileFormat.npy(data.dtype), data)
+    native = data.astype(data.dtype.newbyteorder("="))
+    for way in ([], ["--descending"]):
+        out = f"{shared_dir}/t.out.npy"
+        args = ["sort", f"{shared_dir}/t.npy", "-o", out, "--backend", "gpu", "--verify"]
+        assert main([*args, "--quiet", *way, *budget]) == 0
+        got = np.load(out)
+        want = native[bool_or_time_order(native, bool(way))]
+        assert got.dtype == data.dtype and got.astype(native.dtype).tobytes() == want.tobytes()
+        assert main(["check", f"{shared_dir}/t.npy", out, "--backend", "gpu", *way]) == 0
