@@ -168,9 +168,10 @@ class HostColumns:
     """Host columns of `rows` rows shaped like the templates', page-locked on GPUs part by part
     (parts: [lo, hi) row ranges, in order) by a background thread: part i may take copies
     once ready(i) returns, while later parts are still being made. Faulting in and locking
-    8 GiB took 0.65 s on an H200 host (bench/RESULTS.md, session 26): made part by part, it
-    hides behind the work on the first parts. A part's bytes must start on a page (no two
-    registrations share one); where they would not, the columns are locked whole at once."""
+    a data set's worth of memory costs more than reading it from the page cache
+    (bench/RESULTS.md, session 26): made part by part, it hides behind the work on the first
+    parts. A part's bytes must start on a page (no two registrations share one); where they
+    would not, the columns are locked whole at once."""
 
     def __init__(self, templates: list, rows: int, parts: list[tuple[int, int]], pinned: bool,
                  given: list | None = None):
@@ -283,10 +284,10 @@ def huge_page_bytes() -> int:
 
 
 def first_touch(raw: np.ndarray) -> None:
-    """Fault in every page of a fresh uint8 array, by the I/O pool's threads at once: the
+    """Fault in every page of a fresh uint8 array, by the worker pool's threads at once: the
     kernel's zeroing of new pages is most of the cost of a large allocation, and the pool's
-    threads are not held to the one core a launcher may bind the rank to (one H200 host,
-    8 GiB: 1.38 s on that one core, 0.19 s on 16; bench/RESULTS.md, session 26)."""
+    threads are not held to the one core a launcher may bind the rank to (bench/RESULTS.md,
+    session 26: seven times faster on 16 cores)."""
     spread(lambda lo, hi: raw[lo:hi:PAGE].fill(0), len(raw), TOUCH_PIECE)
 
 
