@@ -1,0 +1,134 @@
+"""The CPU backend against one process's NumPy sort, in memory, in one run.
+
+`python bench/cpu_sort.py [--cases u32,f64,u64+u64] [--count 2^26] [--ranks 1,2,4] [--out DIR]`
+
+For each case: one process's `np.sort` of all the data (for pairs `np.argsort` and two gathers),
+then distsort on the CPU backend at each rank count (this script's worker under mpiexec), each
+timed on a fresh copy of the input made before the clock starts, a warm-up first, the median of
+--reps, every output checked (check.verify). The data are `distsort gen`'s uniform keys, the
+same whatever the rank count. The table gives seconds, the speed-up over np.sort and the largest
+peak host memory of a rank; cpu_sort.json has every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from distsort.cli import parse_count  # noqa: E402
+from distsort.gen import generate  # noqa: E402
+
+CASES = {"u32": (np.uint32, None), "f64": (np.float64, None), "u64+u64": (np.uint64, np.uint64)}
+
+
+def data(case: str, start: int, stop: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Elements [start, stop) of the case's global keys (and values)."""
+    keys, values = CASES[case]
+    made = generate("uniform", np.dtype(keys), start, stop, seed=1)
+    return made, None if values is None else generate("uniform", np.dtype(values), start,
+                                                      stop, seed=2)
+
+
+def numpy_seconds(case: str, count: int, reps: int) -> list[float]:
+    """One process sorting everything: np.sort, or for pairs np.argsort and two gathers."""
+    keys, values = data(case, 0, count)
+    times = []
+    for _ in range(reps + 1):  # the first is a warm-up
+        fresh = keys.copy()
+        start = time.perf_counter()
+        if values is None:
+            out = np.sort(fresh)
+        else:
+            order = np.argsort(fresh, kind="stable")
+            out, _ = fresh[order], values[order]
+        times.append(time.perf_counter() - start)
+        assert np.all(out[:-1] <= out[1:])
+    return times[1:]
+
+
+def worker(case: str, count: int, reps: int) -> None:
+    """One rank of a distsort run: prints the run's JSON on rank 0."""
+    from mpi4py import MPI
+
+    import distsort
+    from distsort.check import verify
+    from distsort.io.reader import rank_range
+
+    comm = MPI.COMM_WORLD
+    keys, values = data(case, *rank_range(count, comm.Get_rank(), comm.Get_size()))
+    times, verdict = [], None
+    for rep in range(reps + 1):  # the first is a warm-up
+        fresh = keys.copy()
+        comm.Barrier()
+        start = time.perf_counter()
+        if values is None:
+            out = distsort.sort(fresh, comm, backend="cpu")
+        else:
+            out, moved = distsort.sort_pairs(fresh, values, comm, backend="cpu")
+        times.append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
+        if rep == reps:
+            pairs = {} if values is None else {"values_in": values, "values_out": moved}
+            verdict = verify(comm, keys, out, **pairs)
+    peak = comm.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, op=MPI.MAX)
+    if comm.Get_rank() == 0:
+        print(json.dumps({"seconds": times[1:], "ok": verdict.ok, "message": verdict.message,
+                          "peak_rss_bytes": peak * 1024}))
+
+
+def distsort_run(case: str, count: int, ranks: int, reps: int) -> dict:
+    here = os.path.dirname(sys.executable)
+    mpiexec = os.path.join(here, "mpiexec") if os.path.exists(os.path.join(here, "mpiexec")) \
+        else "mpiexec"
+    env = dict(os.environ, DISTSORT_BACKEND="cpu", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = [mpiexec, "-n", str(ranks), sys.executable, __file__, "--worker", case, "--count",
+           str(count), "--reps", str(reps)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default="u32,f64,u64+u64")
+    parser.add_argument("--count", type=parse_count, default=2**26,
+                        help="keys in all (f64 and pairs: half as many)")
+    parser.add_argument("--ranks", default="1,2,4")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--out", default=".")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.count, args.reps)
+        return
+    results = {"cpus": os.cpu_count(), "cases": {}}
+    print(f"{'case':>10} {'keys':>12} {'np.sort s':>10} " + " ".join(
+        f"{'P=' + p + ' s':>9} {'x':>5} {'peak GB':>7}" for p in args.ranks.split(",")))
+    for case in args.cases.split(","):
+        count = args.count if case == "u32" else args.count // 2
+        base = numpy_seconds(case, count, args.reps)
+        runs = {p: distsort_run(case, count, int(p), args.reps) for p in args.ranks.split(",")}
+        results["cases"][case] = {"count": count, "numpy_seconds": base, "distsort": runs}
+        line = f"{case:>10} {count:>12} {statistics.median(base):>10.3f} "
+        for run in runs.values():
+            med = statistics.median(run["seconds"])
+            line += (f"{med:>9.3f} {statistics.median(base) / med:>5.2f} "
+                     f"{run['peak_rss_bytes'] / 1e9:>7.2f} " + ("" if run["ok"] else "FAILED "))
+        print(line, flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "cpu_sort.json"), "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
