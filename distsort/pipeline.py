@@ -84,6 +84,8 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
             [key_range(splitters, j, words[0].dtype)[0] for j in range(p)], dtype=np.uint64)
         layout = chunked.plan(rt, columns, words, (offset, total), splitters, lows, bits)
         return Chunked(columns, words, layout, landing_sort(rt, columns, words, layout, splitters))
+    if rt.backend.name == "cpu" and plain_keys(columns, words) and rt.transport.align_rows == 1:
+        return sorted_first(rt, words[0], offset, -(-total // p), splitters)
     xp = rt.xp
     small = classify(words, offset, splitters, xp).astype(np.uint16 if p < 2**16 else np.uint32)
     order = rt.backend.engine.argsort(small)
@@ -97,6 +99,32 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
     low, top, _ = key_range(splitters, rt.comm.Get_rank(), words[0].dtype)
     return Grouped([take(c, placed) for c in columns], ahead, send_counts, send_displs,
                    -(-total // p), _outside_key(words[0].dtype, low, top))
+
+
+def sorted_first(rt: Runtime, keys: np.ndarray, offset: int, even_rows: int,
+                 splitters: np.ndarray) -> Grouped:
+    """Plain keys on CPUs: sorted first, by one pass of NumPy's SIMD sort where a count and a
+    scatter by destination take several (bench/RESULTS.md, session 26), then cut where the
+    splitters fall: each rank's rows are then contiguous, and in order."""
+    ordered = rt.backend.engine.sort(keys)
+    ends = np.array([_rows_before(ordered, keys, offset, s) for s in splitters] + [len(keys)],
+                    dtype=np.int64)
+    counts = np.diff(ends, prepend=0)
+    low, top, _ = key_range(splitters, rt.comm.Get_rank(), keys.dtype)
+    return Grouped([ordered], [], counts, displacements(counts), even_rows,
+                   _outside_key(keys.dtype, low, top))
+
+
+def _rows_before(ordered: np.ndarray, keys: np.ndarray, offset: int, splitter) -> int:
+    """Rows of this rank before a splitter (key, global position) in the (key, position) order,
+    as classify counts them: those of smaller keys, and of its key those whose place in the
+    rank's input (from global position offset) comes before the splitter's position."""
+    key = keys.dtype.type(splitter[0])
+    smaller = int(np.searchsorted(ordered, key, "left"))
+    if smaller == len(ordered) or ordered[smaller] != key:
+        return smaller
+    before = min(max(int(splitter[-1]) - offset, 0), len(keys))
+    return smaller + int(np.count_nonzero(keys[:before] == key))
 
 
 def _placed(order, counts: np.ndarray, displs: np.ndarray, rt: Runtime):
