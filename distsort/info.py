@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import binding, settings
+from .errors import DistsortError
 
 #: Environment variables worth showing: they change how distsort, NCCL, UCX or the MPI behave.
 ENV_PREFIXES = ("DISTSORT_", "NCCL_", "UCX_", "OMPI_MCA_", "MPIR_CVAR_", "CUDA_VISIBLE_DEVICES")
@@ -49,6 +50,20 @@ def collect_info(comm=None) -> dict[str, Any]:
         "ranks": ranks,
         "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
     }
+
+
+def _setting_problem(name: str) -> str:
+    """'' for a variable distsort reads and can read; else why not, for the env line (a typo
+    in a name is otherwise ignored without a word)."""
+    if not name.startswith("DISTSORT_"):
+        return ""
+    if name not in settings.SETTINGS:
+        return "   <- not a distsort setting (docs/settings.md lists them)"
+    try:
+        settings.value(name)
+    except DistsortError as exc:
+        return f"   <- {exc}"
+    return ""
 
 
 def _distsort_version() -> str:
@@ -356,6 +371,6 @@ def format_info(d: Mapping[str, Any]) -> str:
         *_mpi_lines(d["mpi"]),
         f"packages    {packages}",
     ]
-    settings = [f"{k}={v}" for k, v in d["environment"].items()] or ["(none set)"]
-    lines += [f"env         {setting}" for setting in settings]
+    found = [f"{k}={v}{_setting_problem(k)}" for k, v in d["environment"].items()]
+    lines += [f"env         {setting}" for setting in found or ["(none set)"]]
     return "\n".join(lines + _rank_lines(d["ranks"]))

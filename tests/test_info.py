@@ -165,6 +165,19 @@ def test_rank_table_binds_like_the_runtime(monkeypatch):
     assert info.rank_table(None, device_count=4)[0]["gpu"] == 3
 
 
+def test_info_flags_unknown_and_unreadable_settings(no_cupy, monkeypatch):
+    """A misspelt DISTSORT_ name is otherwise ignored without a word: info says so, and says
+    why a value cannot be read; good settings stand as they are."""
+    monkeypatch.setenv("DISTSORT_BACKEND", "cpu")
+    monkeypatch.setenv("DISTSORT_CHUNK", "3")
+    monkeypatch.setenv("DISTSORT_TIMEOUT", "soon")
+    env = {line.split()[1].split("=")[0]: line for line in
+           info.format_info(info.collect_info()).splitlines() if line.startswith("env ")}
+    assert env["DISTSORT_CHUNK"].endswith("not a distsort setting (docs/settings.md lists them)")
+    assert "DISTSORT_TIMEOUT='soon': expected a float" in env["DISTSORT_TIMEOUT"]
+    assert env["DISTSORT_BACKEND"].endswith("DISTSORT_BACKEND=cpu")
+
+
 def test_info_command_runs(tmp_path):
     env = {"PYTHONPATH": str(ROOT), "DISTSORT_BACKEND": "cpu", "PATH": "/usr/bin:/bin"}
     result = subprocess.run(
