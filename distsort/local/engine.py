@@ -57,8 +57,10 @@ class LocalSortEngine(Protocol):
 
 
 class NumpyEngine:
-    """CPU engine: NumPy's radix sort (<= 16-bit keys) or timsort, both stable. It ignores the
-    bit range and the keyword options (low, overwrite, scratch): its results are new arrays."""
+    """CPU engine: plain keys by NumPy's default sort (SIMD where the CPU has it: equal plain
+    keys are alike, so it need not be stable), orders and pairs by its stable sort (radix for
+    keys of 16 bits or fewer, else timsort). It ignores the bit range and the keyword options
+    (low, overwrite, scratch): its results are new arrays."""
 
     name = "numpy"
 
