@@ -84,8 +84,8 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
             [key_range(splitters, j, words[0].dtype)[0] for j in range(p)], dtype=np.uint64)
         layout = chunked.plan(rt, columns, words, (offset, total), splitters, lows, bits)
         return Chunked(columns, words, layout, landing_sort(rt, columns, words, layout, splitters))
-    if rt.backend.name == "cpu" and plain_keys(columns, words) and rt.transport.align_rows == 1:
-        return sorted_first(rt, words[0], offset, -(-total // p), splitters)
+    if rt.backend.name == "cpu" and own_key(columns, words) and rt.transport.align_rows == 1:
+        return sorted_first(rt, columns, offset, -(-total // p), splitters)
     xp = rt.xp
     small = classify(words, offset, splitters, xp).astype(np.uint16 if p < 2**16 else np.uint32)
     order = rt.backend.engine.argsort(small)
@@ -101,17 +101,24 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
                    -(-total // p), _outside_key(words[0].dtype, low, top))
 
 
-def sorted_first(rt: Runtime, keys: np.ndarray, offset: int, even_rows: int,
+def sorted_first(rt: Runtime, columns: list, offset: int, even_rows: int,
                  splitters: np.ndarray) -> Grouped:
-    """Plain keys on CPUs: sorted first, by one pass of NumPy's SIMD sort where a count and a
-    scatter by destination take several (bench/RESULTS.md, session 26), then cut where the
-    splitters fall: each rank's rows are then contiguous, and in order."""
-    ordered = rt.backend.engine.sort(keys)
-    ends = np.array([_rows_before(ordered, keys, offset, s) for s in splitters] + [len(keys)],
-                    dtype=np.int64)
+    """Rows whose first column is their key, on CPUs: sorted first (plain keys by one pass of
+    NumPy's SIMD sort, rows with more columns by a stable order and gathers), where a count and
+    a scatter by destination take several passes (bench/RESULTS.md, session 26), then cut where
+    the splitters fall: each rank's rows are then contiguous and in order, and the receiver's
+    sort meets sorted runs."""
+    keys = columns[0]
+    if len(columns) == 1:
+        ordered = [rt.backend.engine.sort(keys)]
+    else:
+        order = rt.backend.engine.argsort(keys)
+        ordered = [take(c, order) for c in columns]
+    ends = np.array([_rows_before(ordered[0], keys, offset, s) for s in splitters]
+                    + [len(keys)], dtype=np.int64)
     counts = np.diff(ends, prepend=0)
     low, top, _ = key_range(splitters, rt.comm.Get_rank(), keys.dtype)
-    return Grouped([ordered], [], counts, displacements(counts), even_rows,
+    return Grouped(ordered, [], counts, displacements(counts), even_rows,
                    _outside_key(keys.dtype, low, top))
 
 
