@@ -358,8 +358,7 @@ def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
     rank, size = comm.Get_rank(), comm.Get_size()
     # the files hold bool and time keys as their bits: the host checks the keys themselves, a
     # device (which has no such dtypes) their stand-ins
-    kind = xp is not np and src.fmt.kind != "records" and stand_ins(src.fmt.native_dtype,
-                                                                     descending)
+    kind = xp is not np and src.fmt.stand_ins(descending)
     order = kind.sort_descending if kind else descending
 
     def summarize() -> Summary:

@@ -15,7 +15,6 @@ from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import parse_dtype
 from .io.staging import load
-from .keys import stand_ins
 from .node import node_place
 from .phases import phase
 from .report import HostClock, SortReport, duration, rate, since_start, summarize
@@ -96,7 +95,7 @@ def sort_file(args, comm) -> int:
     if external.exceeds(rt, (stop - start) * row, budget):
         external_file.sort_file(rt, args, fmt, source, values, paths, budget, report)
     else:
-        stand = stand_ins(fmt.native_dtype, args.descending) if fmt.kind != "records" else None
+        stand = fmt.stand_ins(args.descending)
         order = stand.sort_descending if stand else args.descending
         with phase(report, "read", HostClock()):
             local = agree(comm, lambda: _read(comm, source, start, stop, rt.xp, "read"))

@@ -25,7 +25,6 @@ from .external import (
 )
 from .io import FileFormat, InputFile, ShardWriter, rank_range
 from .io.staging import load
-from .keys import stand_ins
 from .payload import restored
 from .report import SortReport
 from .runtime import Runtime
@@ -40,7 +39,7 @@ def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: Inp
     comm = rt.comm
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
     report.ran_on(rt)
-    stand = stand_ins(fmt.native_dtype, args.descending) if fmt.kind != "records" else None
+    stand = fmt.stand_ins(args.descending)
     order = stand.sort_descending if stand else args.descending
     check = StreamCheck(order, fmt.key_size) if args.verify else None
     like = None if values is None else np.empty(0, values.fmt.native_dtype)  # 1-D or uint8 rows

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.lib.format as npformat
 
 from ..errors import DistsortError
-from ..keys import check_sortable
+from ..keys import StandIns, check_sortable, stand_ins
 from ..payload import check_payload, stored
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -83,6 +83,11 @@ class FileFormat:
         if self.kind == "records":
             return np.empty((0, self.record_size), np.uint8)
         return stored(np.empty(0, self.native_dtype))
+
+    def stand_ins(self, descending: bool) -> StandIns | None:
+        """The keys' StandIns where they are bool, datetime64 or timedelta64 (the file holds
+        their bits, and they sort as their stand-ins); None for numbers and records."""
+        return None if self.kind == "records" else stand_ins(self.native_dtype, descending)
 
     def describe(self) -> str:
         if self.kind == "records":
