@@ -160,5 +160,5 @@ def rate(amount: float, seconds: float, unit: str) -> str:
     value = amount / seconds if seconds else 0.0
     prefix = next(((p, f) for p, f in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
                    if value >= f), ("", 1.0))
-    space = " " if unit == "keys" else ""
-    return f"{value / prefix[1]:.3g} {prefix[0]}{space}{unit}/s"
+    name = f"{prefix[0]} {unit}" if unit == "keys" and prefix[0] else f"{prefix[0]}{unit}"
+    return f"{value / prefix[1]:.3g} {name}/s"

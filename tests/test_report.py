@@ -1,0 +1,19 @@
+"""The summary's numbers: rates with three significant digits and one space before the unit."""
+
+from __future__ import annotations
+
+import pytest
+
+from distsort.report import duration, rate
+
+
+@pytest.mark.parametrize("amount, unit, want", [
+    (43.4, "keys", "43.4 keys/s"), (8.12e8, "keys", "812 M keys/s"),
+    (4.31e9, "B", "4.31 GB/s"), (347, "B", "347 B/s"), (1.5e4, "B", "15 kB/s"),
+])
+def test_rates_read_cleanly_at_every_size(amount, unit, want):
+    assert rate(amount, 1.0, unit) == want
+
+
+def test_durations_in_seconds_or_milliseconds():
+    assert duration(2.414) == "2.41 s" and duration(0.0873) == "87.3 ms"
