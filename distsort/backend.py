@@ -200,7 +200,7 @@ def gpu_count() -> int:
 def exchange_stream(device: int):
     """The transfers' stream on `device` (the current one), of the greatest priority (CUDA
     clamps -1000 to it): NCCL's blocks get SMs before the pending blocks of a scatter queued
-    ahead of them on the compute stream (bench/RESULTS.md, run 106)."""
+    ahead of them on the compute stream."""
     import cupy
 
     return cupy.cuda.Stream(non_blocking=True, priority=-1000)

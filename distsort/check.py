@@ -29,7 +29,7 @@ from .workers import spread
 
 _CHUNK = 1 << 22  # rows hashed at a time: bounds the temporaries on the GPU
 _HOST_CHUNK = 1 << 15  # on the CPU: mix64's temporaries (8 bytes a row each) stay in a core's
-# L2 cache; twice as many rows spilled them and hashed 4x slower (bench/RESULTS.md, session 26)
+# L2 cache; twice as many rows spilled them and hashed several times slower
 _HOST_TASK = 1 << 20  # rows one worker thread hashes at a time: its pieces outweigh the handing
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 

@@ -14,7 +14,7 @@ Layouts, every block starting at a multiple of the transport's align_rows:
 The send buffer holds at least as many rows as the receive buffer, so the finish can take it as
 its scratch. With ByDigit, the scatters of chunks 1 and up write the rank's own block straight
 into its receive buffer, and the transfers skip it: at P=2 a copy of half of each chunk less in
-memory beside the scatters (bench/RESULTS.md, run 188). Chunk 0's scatter runs before the
+memory beside the scatters. Chunk 0's scatter runs before the
 receive layout is agreed, so its own block is still copied.
 
 With a landing sort (plain keys on our radix engine, local/landing.py), the finish starts during
@@ -27,9 +27,8 @@ For plain keys and key-value pairs (pipeline.digit_bits) the partition is ByDigi
 block leaves sorted by the low bits of key - low (low: its receiver's lowest key), the receiver's
 first radix digit, so the landing sort only counts digits as blocks land and runs one pass fewer
 in all (pairs: the values move in the same scatter, with no gather by destination after it).
-Its count kernel takes 1.7 ms for 2^30 uint32 keys on an H200, a little more than the plain
-one's ~1.5 (it writes every key's bucket byte for the scatter), and with no landing pass beside
-the transfers a third chunk pays (bench/RESULTS.md, runs 87-89 and 99).
+Its count kernel takes a little longer than the plain one's (it writes every key's bucket byte
+for the scatter), and with no landing pass beside the transfers a third chunk pays.
 """
 
 from __future__ import annotations
@@ -45,11 +44,9 @@ from .exchange import aligned_displacements, row_bytes
 from .local import partition as gpu_partition
 from .local import segments
 
-# Chunks of a large shard. Run 22 (x4, 4x2^30 uint32, partition + exchange ms): 1 chunk 20.8,
-# 2 chunks 18.5, 4 chunks 21.4, 8 chunks 21.5: two hide half the scatter; more, running beside
-# the transfers, slow NCCL down more than they hide.
-# With the senders' first digit (ByDigit: no landing pass beside the transfers), 3 chunks
-# (bench/RESULTS.md, run 88). DISTSORT_CHUNKS sets both.
+# Chunks of a large shard: two hide half the scatter; more, running beside the transfers, slow
+# NCCL down more than they hide. With the senders' first digit (ByDigit: no landing pass beside
+# the transfers), 3 chunks (bench/RESULTS.md). DISTSORT_CHUNKS sets both.
 CHUNKS, DIGIT_CHUNKS = 2, 3
 MIN_CHUNK = 1 << 24  # rows: smaller chunks cost more in launches than the overlap saves
 
@@ -200,8 +197,8 @@ class Plan(BlockRows):
 def buffer_rows(need: int, even_rows: int) -> int:
     """Rows of an exchange buffer that must hold `need`: the same for every sort of about the
     same shards -- an even shard (even_rows) and 1/64 more, if that holds them -- so that a sort
-    reuses the memory pool's blocks of the sort before rather than allocating anew (~1 ms a 4 GB
-    block: bench/RESULTS.md, runs 95-98)."""
+    reuses the memory pool's blocks of the sort before rather than allocating anew (a large
+    block is costly to allocate)."""
     quantum = max(1, even_rows // 64)
     return -(-max(need, even_rows + quantum) // quantum) * quantum
 
@@ -217,7 +214,7 @@ def plan(rt, columns: list, words: list, place: tuple[int, int], splitters: np.n
     (offset, total), keys, p = place, words[0], len(splitters) + 1
     # Ranks that share a GPU take one chunk: a chunk's transfers overlap the next one's
     # partition only where the kernels of the two can run at once, and the processes on one
-    # GPU take turns on it (bench/RESULTS.md, session 24).
+    # GPU take turns on it.
     chunks = settings.value("DISTSORT_CHUNKS") or (DIGIT_CHUNKS if bits else CHUNKS)
     chunks = 1 if rt.shared_devices else chunks
     bounds = chunk_bounds(len(keys), chunks, MIN_CHUNK)
@@ -302,10 +299,9 @@ def overlapped(chunks: int, prepare, send, land, report, lag: int = 1) -> None:
     caller's); the report gets the transfers' span.
 
     lag 2 queues chunk c + 1's preparation before chunk c - 1's landing, which waits for chunk
-    c - 1's transfers: so the next send does not wait behind a landing (0.4 ms of idle link at
-    P=4 with lag 1: bench/RESULTS.md, run 103). It pays with the exchange stream's priority:
-    a scatter queued as soon as the one before ends would otherwise hold the SMs ahead of the
-    transfers beside it (runs 105-106)."""
+    c - 1's transfers: so the next send does not wait behind a landing (with lag 1 the link
+    sits idle meanwhile). It pays with the exchange stream's priority: a scatter queued as soon
+    as the one before ends would otherwise hold the SMs ahead of the transfers beside it."""
     import cupy
 
     compute, side = cupy.cuda.get_current_stream(), exchange_stream(cupy.cuda.Device().id)

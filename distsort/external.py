@@ -60,7 +60,7 @@ WORK_FACTOR = 4  # a rank's in-memory sort needs about this many times its shard
 MIN_ROUNDS, MIN_PIECE = 32, 1 << 16  # see plan_layout
 # On GPUs a rank's input is cut into at least MIN_RUNS runs (of at least MIN_RUN_ROWS rows),
 # however large the budget: run i+1 comes in while run i-1 goes out, so with two or three runs
-# most of the copying runs one way at a time. One H200, 32 GB: 2 runs 1.96 s, 8 runs 1.41 s.
+# most of the copying runs one way at a time, and eight runs sort markedly faster.
 MIN_RUNS, MIN_RUN_ROWS = 8, 1 << 26
 
 
@@ -256,8 +256,8 @@ def to_device(rt: Runtime, host, lane: CopyLane):
 def regular_sample(rt: Runtime, words: list, stride: int, run: int):
     """Rows (key words..., run, index) of every stride-th element of a sorted run, left on the
     backend's device: form_runs reads them back once, after the last run. A small read from
-    the device mid-loop waits for the run copies in flight (on one H200 it held each run
-    back by a whole download: bench/RESULTS.md, run 36)."""
+    the device mid-loop waits for the run copies in flight (it held each run back by a whole
+    download)."""
     index = rt.xp.arange(0, len(words[0]), stride, dtype=np.int64)
     rows = device_rows(words, index, rt.xp, extra=2)
     rows[:, -2], rows[:, -1] = run, index
@@ -306,7 +306,8 @@ def _plain(columns: list, key_words) -> bool:
 def cut_plain(keys: np.ndarray, run: int, splitters: np.ndarray) -> np.ndarray:
     """cut_run for every splitter at once where a run's keys are its only key word: a binary
     search of the whole sorted run (a few dozen page reads per splitter, and no Python
-    loop: 100 splitters x 49 runs took 73 ms one by one, bench/RESULTS.md run 36)."""
+    loop: searched one by one, every splitter in every run, they took a costly share of a
+    merge)."""
     key = splitters[:, 0].astype(keys.dtype)
     theirs = splitters[:, -2].astype(np.int64)
     ties_before = run < theirs  # the run's elements equal to the key come before the splitter

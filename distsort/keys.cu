@@ -1,7 +1,7 @@
 // Order-preserving key codes on the GPU: the transforms of keys.py, fused into one kernel each way.
 //
 // Why: written as array expressions the float transform takes five or six passes with
-// temporaries (13 ms for 2^28 float32 on an H100, twice the sort itself); one kernel reads each
+// temporaries (slower than the sort itself); one kernel reads each
 // key once and writes its code once (8 bytes per 4-byte key). Everything works on the bit pattern,
 // so one template per width serves integers and floats. kind: 0 unsigned, 1 signed, 2 float.
 
@@ -52,8 +52,8 @@ __global__ void decode_keys(const U* in, U* out, long long n, int kind, int desc
 // One key word of fixed-size byte records (keys.py: record_key_words): `size` bytes from byte
 // `start` of every record, big-endian, zero-padded on the right to the word's width (memcmp
 // order), complemented for a descending sort. Why a kernel: as array expressions every key byte
-// is a pass over all records (9.1 ms for the two words of 2^25 100-byte records with 10-byte
-// keys on an H200); here a thread reads its record's bytes once: a 32-byte sector a record.
+// is a pass over all records; here a thread reads its record's bytes once: a 32-byte sector a
+// record.
 template <typename W>
 __global__ void record_word(const unsigned char* records, W* out, long long n,
                             long long record_size, int start, int size, int descending) {

@@ -120,9 +120,9 @@ def host_empty(shape: tuple, dtype, pinned: bool) -> np.ndarray:
     and a failed CUDA allocation is one too, rather than the kernel killing a process. How it is
     made (DISTSORT_PINNED, timed by bench/pinned.py): "register" (default) an anonymous mapping
     (huge pages asked for), first touched by threads, then cudaHostRegister: exactly the bytes
-    asked for, 0.27 s/GB; "alloc" cudaHostAlloc through CuPy's pinned pool, which on an H200
-    host took 0.70 s/GB and held 1.72x the bytes of a 5 GB request (rounded up to 8 GiB), so 4
-    ranks pinning 2 x 50 GB each outgrew a 512 GiB host (bench/RESULTS.md, runs 26-27).
+    asked for, and faster; "alloc" cudaHostAlloc through CuPy's pinned pool, which is slower
+    and rounds a request up (a 5 GB one to 8 GiB), so several ranks pinning large data sets can
+    outgrow the host's memory.
     """
     dtype = np.dtype(dtype)
     if not pinned:
@@ -168,8 +168,8 @@ class HostColumns:
     """Host columns of `rows` rows shaped like the templates', page-locked on GPUs part by part
     (parts: [lo, hi) row ranges, in order) by a background thread: part i may take copies
     once ready(i) returns, while later parts are still being made. Faulting in and locking
-    a data set's worth of memory costs more than reading it from the page cache
-    (bench/RESULTS.md, session 26): made part by part, it hides behind the work on the first
+    a data set's worth of memory costs more than reading it from the page cache: made part by
+    part, it hides behind the work on the first
     parts. A part's bytes must start on a page (no two registrations share one); where they
     would not, the columns are locked whole at once."""
 
@@ -286,8 +286,8 @@ def huge_page_bytes() -> int:
 def first_touch(raw: np.ndarray) -> None:
     """Fault in every page of a fresh uint8 array, by the worker pool's threads at once: the
     kernel's zeroing of new pages is most of the cost of a large allocation, and the pool's
-    threads are not held to the one core a launcher may bind the rank to (bench/RESULTS.md,
-    session 26: seven times faster on 16 cores)."""
+    threads are not held to the one core a launcher may bind the rank to (several times faster
+    with many cores)."""
     spread(lambda lo, hi: raw[lo:hi:PAGE].fill(0), len(raw), TOUCH_PIECE)
 
 

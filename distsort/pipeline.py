@@ -89,8 +89,8 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
     xp = rt.xp
     small = classify(words, offset, splitters, xp).astype(np.uint16 if p < 2**16 else np.uint32)
     order = rt.backend.engine.argsort(small)
-    # the counts from the grouped buckets (bincount's atomics on a few bins took 1.7 ms for
-    # 2^25 rows on an H200, bench/RESULTS.md run 162)
+    # the counts from the grouped buckets (bincount's atomics on a few bins are slow: every
+    # row contends for the same counters)
     ends = rt.backend.to_host(xp.searchsorted(small[order], xp.arange(1, p + 1, dtype=small.dtype)))
     send_counts = np.diff(ends.astype(np.int64), prepend=0)
     send_displs = aligned_displacements(send_counts, rt.transport.align_rows)
@@ -105,7 +105,7 @@ def sorted_first(rt: Runtime, columns: list, offset: int, even_rows: int,
                  splitters: np.ndarray) -> Grouped:
     """Rows whose first column is their key, on CPUs: sorted first (plain keys by one pass of
     NumPy's SIMD sort, rows with more columns by a stable order and gathers), where a count and
-    a scatter by destination take several passes (bench/RESULTS.md, session 26), then cut where
+    a scatter by destination take several passes, then cut where
     the splitters fall: each rank's rows are then contiguous and in order, and the receiver's
     sort meets sorted runs."""
     keys = columns[0]
@@ -136,8 +136,8 @@ def _rows_before(ordered: np.ndarray, keys: np.ndarray, offset: int, splitter) -
 
 def _placed(order, counts: np.ndarray, displs: np.ndarray, rt: Runtime):
     """order (rows grouped by destination, counts[j] for rank j), spread out so that rank j's
-    rows start at displs[j], where the transport moves them fastest (NCCL: 300 against 200
-    GB/s unaligned, bench/RESULTS.md run 42); on GPUs as many rows as sorts of about the same
+    rows start at displs[j], where the transport moves them fastest (NCCL moves aligned blocks
+    much faster than unaligned ones); on GPUs as many rows as sorts of about the same
     shard ask for (chunked.buffer_rows), so the pool gives them the same memory. The rows
     between and after the blocks, never sent, are row 0."""
     xp, n = rt.xp, len(order)
@@ -310,7 +310,7 @@ def receive_buffers(rt: Runtime, columns: list, blocks: tuple, even_rows: int | 
     """With even_rows (GPUs), receive buffers for the blocks (counts, starts) of these columns
     with rows for any shard of about that size (chunked.buffer_rows): the pool hands every such
     sort the same memory, which the copy engines' peers keep mapped (a new buffer costs a new
-    allocation and new mappings: bench/RESULTS.md, run 155); all cut from one allocation, so a
+    allocation and new mappings, both costly); all cut from one allocation, so a
     peer maps one allocation however the columns are sent (words ahead of their rows, in
     calls of their own: two allocations would have each call close the other's mapping,
     exchange/ipc.py: KEEP). Else None."""
@@ -367,7 +367,7 @@ def received_order(rt: Runtime, words: list, blocks, outside: tuple | None) -> o
     rows of the receive buffers: the blocks (rows, start), not the gaps between them. With
     outside (_outside_key of the first word's range: the words are this rank's to change), the
     gaps' first words are set to a key that sorts them to one end, where they are cut off: no
-    gathers of the blocks' rows (1.4 of 6.4 ms for 2^25 keys of two words, H200, run 163)."""
+    gathers of the blocks' rows (those took a good part of the sort's time)."""
     counts, starts = blocks
     n = int(counts.sum())
     if n == len(words[0]):  # no gaps
@@ -438,8 +438,8 @@ def own_key(columns: list, words: list) -> bool:
 def local_sort(rt: Runtime, columns: list, key_words: KeyWords, **options) -> list:
     """Sort this rank's rows by their key words, stably: plain keys directly; a key column with
     one more column (values, positions, the original floats) as pairs, which our radix engine
-    moves with their keys in its passes (3x faster than an order and gathers at 2^28 uint32
-    pairs: bench/RESULTS.md, run 53); else by a stable order. options (SortOptions, end_bit)
+    moves with their keys in its passes (several times faster than an order and gathers);
+    else by a stable order. options (SortOptions, end_bit)
     are for the engine where the first column is the only key word."""
     words, engine = key_words(columns), rt.backend.engine
     if own_key(columns, words) and len(columns) <= 2:

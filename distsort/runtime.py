@@ -103,7 +103,8 @@ def release(comm=None) -> None:
     """Give back what distsort keeps between sorts on comm (default COMM_WORLD): on GPUs of one
     node, the mappings of other ranks' receive buffers, which keep about a shard's bytes
     allocated on every GPU even after CuPy's pool frees its blocks. Collective; the next sort
-    maps them again (~17 ms). Call it before freeing CuPy's pool for other work."""
+    maps them again (costly: tens of ms). Call it before freeing CuPy's pool for other
+    work."""
     handle = MPI._handleof(comm if comm is not None else MPI.COMM_WORLD)
     for (owner, *_), rt in _cache.items():  # built by collective calls: the same on every rank
         if owner == handle:

@@ -1,7 +1,7 @@
 // This rank's share of the splitter sample, drawn on the device in one launch (splitters.py).
 //
 // Why: the stratified draw was a dozen small CuPy operations and a host-to-device copy of the
-// random fractions, ~1 ms of launches at 4 x 2^30 keys where the whole sort takes ~43 ms. Here
+// random fractions: launches that weighed on the sort even at large sizes. Here
 // one thread per stratum draws its fraction from a counter-based generator (splitmix64 of
 // base + stratum, the same numbers splitters.uniforms gives on the host), picks the index
 // lo + floor(u * (hi - lo)) in stratum [i n / take, (i + 1) n / take), and writes the row

@@ -73,8 +73,8 @@ def sample_sizes(counts: list[int], per_bucket=None) -> list[int]:
 
 @functools.cache
 def stream_base(seed: int, rank: int) -> int:
-    """The first counter of this rank's random stream for this seed (cached: NumPy takes
-    ~0.05 ms for one value, in the sample phase of every sort)."""
+    """The first counter of this rank's random stream for this seed (cached: NumPy's
+    per-call overhead for one value lands in the sample phase of every sort)."""
     return int(splitmix64(np.array([((seed << 32) | rank) & (2**64 - 1)], dtype=np.uint64))[0])
 
 

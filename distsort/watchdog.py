@@ -41,8 +41,9 @@ def watchdog(phase: str, rank: int) -> Iterator[None]:
 class _Monitor:
     """One thread for the whole process that watches the deadlines of the phases under way.
 
-    A thread per phase (threading.Timer) cost about 0.2 ms to start and stop: 85 ms of a 0.45 s
-    out-of-core sort with 100 merge rounds of two phases each (bench/RESULTS.md, run 36)."""
+    A thread per phase (threading.Timer) is costly to start and stop: in an out-of-core sort
+    with many short merge rounds of two phases each, that added up to a large share of the
+    time."""
 
     def __init__(self):
         self.cond = threading.Condition()

@@ -9,8 +9,8 @@ The runtime builds what it names and `info` prints what it says, so both always 
   Ranks that share a GPU map each other's memory on that GPU, so they exchange this way; their
   small exchanges (and everything, where IPC fails) go through host memory and MPI (staged.py).
 - One rank alone exchanges nothing: nothing is built.
-- With a GPU for every rank: the copy engines up to AUTO_IPC_RANKS ranks on one node (they won
-  on 2 H200s and lost to NCCL on 4: bench/RESULTS.md), NCCL above and across nodes.
+- With a GPU for every rank: the copy engines up to AUTO_IPC_RANKS ranks on one node (they beat
+  NCCL on 2 GPUs and lost to it on 4: bench/RESULTS.md), NCCL above and across nodes.
 $DISTSORT_TRANSPORT ('auto', 'ipc', 'nccl') asks for one; asking for NCCL where ranks share a
 GPU is an error that names them.
 """

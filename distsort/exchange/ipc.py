@@ -2,10 +2,10 @@
 blocks straight into the receivers' buffers (cudaMemcpyAsync through CUDA IPC mappings).
 
 Why: NCCL moves the blocks with kernels, which share the SMs with the partition's scatters that
-run beside them in the chunked exchange, and each slows the other (bench/RESULTS.md, run 103:
-transfers at 87% of the plain all-to-all's rate, scatters 2.2 -> 3.2 ms a chunk). Copies by the
-copy engines take no SM. On 2 H200s (run 122, bench/ce_probe.py) they moved 388 GB/s sent per
-rank alone and 386 beside a sort, where NCCL's send/recv moved 335 and 297.
+run beside them in the chunked exchange, and each slows the other: the transfers lose some of
+their rate and the scatters take markedly longer. Copies by the copy engines take no SM: on 2
+GPUs (bench/ce_probe.py) they moved more than NCCL's send/recv, and kept their rate beside a
+sort where NCCL's dropped.
 
 Each call, on every rank, on the current stream:
 1. the rank marks its receive buffers free to be written (an interprocess event, `ready`);
@@ -21,7 +21,7 @@ barrier order those host calls, so no rank waits on a mark of another call.
 
 Calls that move few bytes (the sample, most tests) go to NCCL: two host collectives cost more
 than the copies save. A peer's allocation, once mapped, stays mapped: the memory pool hands the
-same allocations to sort after sort, and opening one costs ~17 ms (bench/RESULTS.md, run 137).
+same allocations to sort after sort, and opening one is costly (tens of ms).
 The price: memory stays allocated while another rank maps it, even once its owner's pool frees
 it (CUDA calls freeing it first undefined). Three things bound it:
 - a mapping that overlaps a peer's new allocation is closed (the peer freed the old one);
@@ -32,7 +32,7 @@ it (CUDA calls freeing it first undefined). Three things bound it:
 - release() (distsort.release) closes every mapping on every rank before any rank goes on to
   free its pool.
 Used only where every rank can map every other's memory (one node; checked once at start,
-else `small`): by default on 2 ranks with a GPU each (on 4 H200s the copies lost to NCCL), and
+else `small`): by default on 2 ranks with a GPU each (on 4 GPUs the copies lost to NCCL), and
 between ranks that share GPUs, which NCCL refuses (exchange/choice.py). Ranks on one GPU map
 each other's allocations on it like those of a peer GPU.
 """
@@ -238,8 +238,8 @@ class IpcTransport:
     def _evict(self, q: int, used: list) -> None:
         """Close peer q's least recently used mappings but this call's (`used`) while what is
         mapped of q passes KEEP times the bytes of this call's. Run only where the call opened
-        a mapping (~17 ms on the host, run 137), as closing one costs ~7 ms in the middle of a
-        sort (run 124); and where the pool hands two alternating sizes of sort their own
+        a mapping (costly on the host anyway), as closing one in the middle of a sort stalls
+        it; and where the pool hands two alternating sizes of sort their own
         allocations again, both stay mapped."""
         def nbytes(key) -> int:
             lo, hi = self.mapped[key][1]

@@ -2,9 +2,8 @@
 
 One NCCL group holds a send and a receive per rank (this one included) and column, byte-typed
 with 64-bit counts, so NCCL schedules all pairs at once over NVLink. The rank's own rows go
-through NCCL too: with them copied by cudaMemcpyAsync beside the group, a plain all-to-all of
-2^30 uint32 keys per rank on 2 H200s moved 291 GB/s sent per rank, and 335 with them in the
-group (bench/RESULTS.md, run 79). The communicator is built once per MPI communicator (its
+through NCCL too: a plain all-to-all moved noticeably more with them in the group than with
+them copied by cudaMemcpyAsync beside it. The communicator is built once per MPI communicator (its
 unique id travels over MPI) and reused: creating one costs far more than an exchange.
 """
 
@@ -28,9 +27,8 @@ class NcclTransport:
         uid = comm.bcast(uid, root=0)
         self.nccl_comm = nccl.NcclCommunicator(comm.Get_size(), uid, comm.Get_rank())
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
-        # NCCL moved blocks at unaligned addresses at 193 GB/s per rank and aligned ones at 300
-        # (bench/RESULTS.md, run 12), so every block starts at a multiple of 1024 rows: the
-        # sort's exchange went from 16.9 to 12.3 ms at 4x2^30 (run 13).
+        # NCCL moves blocks at aligned addresses much faster than unaligned ones, so every
+        # block starts at a multiple of 1024 rows.
         # DISTSORT_NCCL_ALIGN_ROWS=1 packs them back to back.
         self.align_rows = settings.value("DISTSORT_NCCL_ALIGN_ROWS")
         self._connect()

@@ -72,7 +72,7 @@ class TempGuard:
 
 def remove_later(path: str) -> None:
     """Unlink path in a process of its own, which this one does not wait for: the kernel frees
-    a large file's cached pages inside the unlink (about 0.8 s/GB), and nobody need wait for
+    a large file's cached pages inside the unlink (slow for a large file), and nobody need wait for
     that. Where no process can be started, now."""
     try:
         subprocess.Popen([sys.executable, "-I", "-S", "-c", _REMOVER, path],

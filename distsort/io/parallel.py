@@ -1,7 +1,7 @@
 """Positioned reads and writes of large byte ranges, spread over a pool of threads.
 
-Reads from the page cache scale with threads (one H100 host: 3.7 GB/s with 1 thread, 23 with
-8, 36 with 16; writes stayed near 3 GB/s from 1 to 16 threads: bench/RESULTS.md, run 192), so
+Reads from the page cache scale with threads (many times faster with 16 threads than with one;
+writes did not scale: bench/RESULTS.md), so
 a rank's range is cut into PIECE-byte requests that the pool's threads serve at once. The ranks
 of a node share its cores: each takes its share of them (workers.threads_for), whatever core
 the launcher bound it to.

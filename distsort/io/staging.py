@@ -3,9 +3,9 @@ file, through a few pinned host buffers.
 
 Threads read the file into one buffer (parallel.py) while the buffer before it is copied up to
 the device, and one buffer is copied down while the one before it is written out: the copies
-(about 25 GB/s over PCIe from pinned memory) hide behind the file's reads and writes, and no
-pageable copy or allocation of the whole range is made on the host. STAGES buffers of
-STAGE_BYTES are made once a process (page-locking costs about 0.3 s/GB).
+(fast over PCIe from pinned memory) hide behind the file's reads and writes, and no pageable
+copy or allocation of the whole range is made on the host. STAGES buffers of STAGE_BYTES are
+made once a process (page-locking is costly).
 """
 
 from __future__ import annotations

@@ -207,7 +207,8 @@ class ShardWriter:
         """Rename the temporary file to the output. Over a large output already there, swap the
         two names instead (as atomic), and free the old file in the background: renaming over
         it would wait while ext4 writes the new file out (it does so on a rename that replaces
-        a file: 2 s for 4 GB) and then frees the old one's pages (0.8 s/GB)."""
+        a file, which takes seconds for a large one) and then frees the old one's pages
+        (slow too)."""
         try:
             if self._large_file_there() and _exchange(self.temp, self.path):
                 remove_later(self.temp)  # the old output, under the temporary name now

@@ -7,14 +7,14 @@
 // (bucket-major) gives every tile's start in every bucket; the scatter ranks the tile's keys
 // stably and stages them in shared memory in bucket order, so that its writes are coalesced runs,
 // not scattered partial sectors.
-// Both kernels are bound by instructions per key, not by memory (H200, 2^30 uint32, 4 buckets:
-// the first version counted at 1.0 TB/s and scattered at 0.9 TB/s against a 1.7 TB/s device copy,
-// bench/partition.py; ncu on the scatter: 72% SM throughput, 33% DRAM), so the per-key work is
+// Both kernels are bound by instructions per key, not by memory (both ran well below a device
+// copy's rate, and ncu shows the scatter busy on the SMs rather than on DRAM: bench/partition.py),
+// so the per-key work is
 // kept small: counts go to lane-private shared counters (no votes), ranking takes one ballot per
 // bit of the bucket number (2 for 4 buckets, 8 for 256) instead of one per bucket, the staged
 // bucket numbers spare the write-out a search, the tie with a splitter is one 32-bit compare of
-// the key's index, and only threads of the last tile check bounds (these two: count 2.30 -> 1.55
-// ms, scatter 7.5 -> 6.6 ms, bench/RESULTS.md run 45).
+// the key's index, and only threads of the last tile check bounds (these two sped up both
+// kernels markedly).
 // Ties with a splitter's key are broken by global position (offset + index), which spreads runs of
 // equal keys over ranks. Splitters live in shared memory; the bucket search is a binary search.
 
@@ -106,7 +106,7 @@ __device__ __forceinline__ void load_keys(const K* keys, long long n, long long 
 // Both kernels are persistent (a few blocks per SM, each walking tiles tile += gridDim.x): the
 // splitters are loaded once per block, and the next tile's keys are loaded while this one's are
 // still being counted or written, so the load latency hides behind work (the first version, one
-// block per tile, waited on it: 2.6 ms to count and 8.1 ms to scatter 2^30 uint32 keys, H200).
+// block per tile, waited on it and was markedly slower).
 
 // counts[b * tiles + t] = keys of tile t that go to bucket b. Dynamic shared memory: (ns + 1) x 32
 // counters, copy l of each in bank l, so a warp's adds never conflict whatever their buckets.

@@ -97,8 +97,8 @@ __device__ __forceinline__ void flush_copies(const u32* hist, int bins, u32* cou
 // Count one key's digit of every pass: at[p] is the shared address of this lane's copy of pass
 // p's digit 0, the copies of one digit 4 * LANES bytes apart. Per pass: shift, mask, one add for
 // the address, the reduction. (With index arithmetic and a run-time pass count it took 33
-// instructions per uint32 key over 3 passes and the kernel was issue-bound: ncu, H200, 2^28
-// keys, 0.336 ms; now 13 in the PTX and ~0.29-0.31 ms, bench/RESULTS.md runs 50-52.)
+// instructions per uint32 key over 3 passes and the kernel was issue-bound; now 13 in the PTX,
+// and faster.)
 // The last pass's digit is clamped to 255 (see radix_histogram).
 template <typename K, int PASSES, int LANES>
 __device__ __forceinline__ void count_key(K key, const int (&shift)[PASSES],
@@ -116,8 +116,8 @@ __device__ __forceinline__ void count_key(K key, const int (&shift)[PASSES],
 // 1024 threads per SM, each thread loading 4 vectors before counting them. Each counter has
 // LANES copies, copy l in bank l, so the lanes of a warp add to different banks whatever their
 // digits (2 lanes a bank for 64-bit keys, which have twice the passes): with one copy, bank
-// conflicts of the shared atomics bound the kernel (ncu, H100, 2^28 uint32: 1.15 ms at 84% SM
-// throughput). The pass count is a template parameter, so the count of a key is straight-line
+// conflicts of the shared atomics bound the kernel (ncu). The pass count is a template
+// parameter, so the count of a key is straight-line
 // code. Dynamic shared memory: PASSES x 256 x LANES x 4 bytes. Pass p's digit is bits
 // [begin_bit + 8p, +8) of key - low; the last pass takes every bit up to end_bit, and where
 // that is more than 8, its digit is clamped to 255 (the landing sort's clamped last pass).
@@ -284,8 +284,7 @@ __device__ __forceinline__ u32 look_back(const void* flags, int wide, u32 tile, 
 
 // Lanes of the warp whose digit equals this lane's, from one ballot per digit bit (NBITS = 9 in
 // a partial tile, where absent keys carry digit RADIX). __match_any_sync does the same in one
-// instruction but is slow: the pass took 2.7 ms with it, 1.9 ms with ballots (ncu, H100, 2^28
-// uint32 keys, other changes alongside).
+// instruction but is slow: the pass ran markedly faster with ballots (ncu).
 template <int NBITS>
 __device__ __forceinline__ u32 match_peers(u32 d)
 {
@@ -506,9 +505,8 @@ __device__ __forceinline__ void onesweep_next(const K* keys_in, K* keys_out, con
 // VMODE 0: keys only; 1: values read from vals_in (VI) and written as VO; 2: the value is the
 // key's input position (argsort's first pass), written as VO. Registers are held to 80 (3 blocks
 // per SM), or 128 (2 blocks) with a value wider than the key; larger tiles spill, yet ran faster:
-// 18/16 keys per thread (~90 bytes) beat 16/12 (none) on an H100, and for key-only passes 24/18
-// (~300 bytes) beat 18/16 by 8% / 1% on an H200, 26 was within 1% of 24, 28 and 32 slower
-// (bench/local_sort.py --tune; bench/RESULTS.md run 58).
+// 18/16 keys per thread (~90 bytes) beat 16/12 (none), and for key-only passes 24/18 (~300
+// bytes) beat 18/16, 26 was no better than 24, 28 and 32 slower (bench/local_sort.py --tune).
 // Tile descriptors (tile_start, tile_rows; both null for the usual consecutive tiles): tile t
 // reads tile_rows[t] <= TILE keys from tile_start[t] on. Tiles cut from pieces that lie apart
 // read the pieces in tile order as if they were one array: the landing sort's second pass

@@ -16,8 +16,8 @@ of the two buffers and `scratch` (or a new array) the other, so input + one scra
 lands in the input after an even number of passes, in the scratch after an odd one.
 
 Where CUB (cupy.sort / cupy.argsort, through CubEngine) runs instead of our kernels:
-- below the sizes in MIN_N, per operation, where CUB measured faster (bench/local_sort.py on an
-  H100, bench/RESULTS.md): launch and Python overheads weigh more there, and full-width key-only
+- below the sizes in MIN_N, per operation, where CUB measured faster (bench/local_sort.py,
+  bench/RESULTS.md): launch and Python overheads weigh more there, and full-width key-only
   sorts only pay off on large arrays; a bit range narrower than the key ("narrow") saves passes;
 - uint8/uint16 keys (CUB sorts them natively in 1-2 narrow passes; ours would widen them);
 - 2^32 keys or more (our kernels keep 32-bit positions);
@@ -56,11 +56,11 @@ DEFINES = {"RADIX_LOOKBACK_WINDOW": 4, "RADIX_EARLY_COUNTS": 1}
 SYNC_MIN = 1 << 22  # from here on the host learns which digits are constant, to skip them
 MAX_PASSES = 8  # 64-bit keys, 8-bit digits
 # From these sizes on our kernels run, CUB below: the smallest power of two from which ours was
-# at least as fast in bench/local_sort.py (H100, 2026-11-22; bench/RESULTS.md). "sort" is for
+# at least as fast in bench/local_sort.py (bench/RESULTS.md). "sort" is for
 # 32-bit keys, "sort64" for 64-bit ones, "narrow" for a bit range (of key - low) that saves
 # passes. "narrow64" (64-bit keys, a pass or more saved) is not measured but inferred: with all
-# 8 passes ours was 0.99x CUB at 2^24 and 0.92x at 2^22, and CUB sorts all 64 bits whatever
-# the range, so one pass fewer (1/8 less work) wins from 2^24.
+# 8 passes ours was about even with CUB at 2^24 and a little slower below, and CUB sorts all 64
+# bits whatever the range, so one pass fewer (1/8 less work) wins from 2^24.
 MIN_N = {
     "sort": 1 << 26,
     "sort64": 1 << 27,
@@ -207,7 +207,7 @@ def _constant_words(device: int) -> tuple:
     same for every key: (their device address, a NumPy view), kept for the process's lifetime.
     Read on the host after the scan, with no copy: a copy from the device (even of 32 bytes)
     waits for the copies other streams have in flight, which held each out-of-core run back by
-    a whole download (bench/RESULTS.md, run 36)."""
+    a whole download."""
     runtime = _cupy().cuda.runtime
     host = runtime.hostAlloc(4 * MAX_PASSES, getattr(runtime, "hostAllocMapped", 2))  # kept
     words = np.ctypeslib.as_array((ctypes.c_uint32 * MAX_PASSES).from_address(host))

@@ -1,16 +1,16 @@
 // Rows taken in an order (rows.py: take): dst[i] = src[order[i]], each row `words` words of W.
 //
 // Why a kernel: CuPy's indexing computes a source index for every element, so 100-byte records
-// moved as 4-byte words went at ~1.2 TB/s (5.4 ms for 2^25 of them on an H200). Here a row's
+// moved as 4-byte words went well below the memory's rate. Here a row's
 // words are read by 2^SHIFT lanes side by side (the least power of two >= words, 8 to 32: one
 // coalesced read of the row), so a warp reads 32 >> SHIFT rows an instruction, and each lane
 // loads its word of R such rows before it stores any: R loads in flight a lane. With one row a
-// warp and one load a lane, the copy waited on memory latency (~1.7 TB/s read and written, 4.0
-// ms for 2^25 records of 100 bytes; R = 8: 2.3-2.7 TB/s, bench/RESULTS.md runs 168-172). The
+// warp and one load a lane, the copy waited on memory latency; several loads in flight (R = 8)
+// made it markedly faster (bench/take_rows.py). The
 // lanes of a step hold its rows' order, one a lane (R << (5 - SHIFT) <= 32 rows), handed round
 // by shuffles. No division per element. Rows of 32 bytes or more only (rows.py keeps CuPy's
 // indexing for narrower ones).
-// SHIFT is a template parameter: with run-time lane arithmetic 100-byte rows went ~12% slower.
+// SHIFT is a template parameter: with run-time lane arithmetic the copy went slower.
 template <typename I, typename W, int R, int SHIFT>
 __global__ void take_rows(const W* __restrict__ src, W* __restrict__ dst,
                           const I* __restrict__ order, long long n, int words)

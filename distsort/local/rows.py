@@ -15,9 +15,9 @@ ORDERS = {np.dtype(np.int64): "long long", np.dtype(np.int32): "int",
 
 
 def take(column, order):
-    """column[order] (rows). CuPy indexes element by element: 2^25 records of 100 bytes took
-    26.2 ms as bytes and 5.4 ms as 4-byte words on an H200 (bench/RESULTS.md, runs 154 and
-    156), so on the GPU wide rows go by a kernel that copies several rows a warp at once
+    """column[order] (rows). CuPy indexes element by element: records moved as bytes take
+    several times longer than as 4-byte words, and even those stay slow, so on the GPU wide
+    rows go by a kernel that copies several rows a warp at once
     (rows.cu) and narrower rows of several elements as the widest words that divide them."""
     if isinstance(column, np.ndarray) or column.ndim == 1 or not column.flags.c_contiguous:
         return column[order]

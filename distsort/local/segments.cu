@@ -70,7 +70,7 @@ template <typename K> struct Buckets {
 
     // The buckets of U keys of a thread, key u at index idx[u] of the shard.
     // Splitter-major: each splitter is read from shared memory once for all U keys (key-major,
-    // the shared loads bound the kernel: 5.7 ms to count 2^30 uint32 keys, H100).
+    // the shared loads bound the kernel).
     template <int U>
     __device__ __forceinline__ void of(const K (&k)[U], const u32 (&idx)[U], u32 (&out)[U]) const
     {
@@ -97,8 +97,8 @@ template <typename K> struct Buckets {
 // key's position, which the write-out no longer knows, and the splitter search cost the scatter
 // ~40 instructions a key), read as a byte beside the key and staged in shared memory. A tile's
 // bytes come in as aligned 16-byte vectors through `window` (the tile's key buffer, not yet in
-// use), a vector or two a thread, where a byte load per key took 24 load instructions a thread:
-// the scatter of 2^30 uint32 keys 6.49 -> 6.27 ms on an H200 (bench/RESULTS.md, run 184). The
+// use), a vector or two a thread, where a byte load per key took 24 load instructions a thread
+// and made the scatter slower. The
 // buckets have 16 bytes to spare on either side (segments.py) for the vectors' overhang.
 template <typename K, int ITEMS> struct BucketDigit {
     static constexpr bool STAGED = true;
@@ -142,8 +142,8 @@ template <typename K, int ITEMS> struct BucketDigit {
 
 // Keys per bucket over the whole shard (counts: 256 words, zeroed), for the scatter's bases, and
 // every key's bucket (one byte a key) for the scatter. One read of the keys, a quarter (uint32)
-// or an eighth of it written. Issue-bound: ~67 PTX instructions a key took 2.5 ms for 2^30
-// uint32 keys, where reading them takes ~1.3. Now ~36: 16-byte loads of V keys, U of them a
+// or an eighth of it written. Issue-bound: with ~67 PTX instructions a key it took about twice
+// as long as reading the keys. Now ~36: 16-byte loads of V keys, U of them a
 // thread in flight before any is counted (one load in flight per thread leaves the kernel
 // waiting on memory latency), 32-bit indices (a shard has fewer than 2^32 keys), one store of a
 // vector's V bucket bytes (buckets + head is V bytes aligned: the host shifts the buckets), and

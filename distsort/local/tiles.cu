@@ -5,8 +5,8 @@
 // digit-major; a segment sort's first pass: every source's run of each segment, segment by
 // segment) reads them cut into tiles of at most `tile` keys; one (start, rows[, segment]) entry a
 // tile tells the onesweep kernel where to read (radix.cu). There are ~n / tile entries (~350 k
-// for 2^31 keys): built here, one thread block per piece, they cost microseconds, where a NumPy
-// build on the host cost ~5 ms a pass at 2^30 keys, on the critical path. A piece's first tile
+// for 2^31 keys): built here, one thread block per piece, they cost far less than a NumPy build
+// on the host, which lay on the critical path of every pass. A piece's first tile
 // and start come from scans done before (CuPy, or the host for a few thousand pieces).
 // seg (or null: no segments): the piece's segment, with SEG_HEAD where the piece is the first
 // non-empty one of its segment; only the piece's first tile keeps that mark. Descriptors past

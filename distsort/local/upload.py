@@ -7,7 +7,8 @@ import numpy as np
 
 def on_device(*arrays: np.ndarray) -> list:
     """Small host arrays on the device in one copy, as views (each from an 8-byte boundary):
-    the first chunk's count waits for its arguments, and each copy costs the host ~25 us."""
+    the first chunk's count waits for its arguments, and each copy has a fixed cost on the
+    host."""
     import cupy
 
     starts = np.cumsum([0] + [-(-a.nbytes // 8) * 8 for a in arrays])
