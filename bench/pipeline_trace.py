@@ -30,7 +30,7 @@ from distsort.check import verify  # noqa: E402
 from distsort.cli import parse_count  # noqa: E402
 from distsort.exchange.ipc import IpcTransport  # noqa: E402
 from distsort.exchange.nccl import NcclTransport  # noqa: E402
-from distsort.local import landing, segments  # noqa: E402
+from distsort.local import digit_partition, landing  # noqa: E402
 from distsort.report import SortReport  # noqa: E402
 
 COMM = MPI.COMM_WORLD
@@ -39,7 +39,8 @@ STEPS = [  # (module or class, attribute, label)
     (pipeline, "local_sample", "sample"), (pipeline, "choose_splitters", "splitters"),
     (splitters, "stable_order", "order"),
     (pipeline, "partition", "route"), (chunked, "plan", "plan"),
-    (segments.BucketPartition, "__init__", "args"), (segments.BucketPartition, "counts", "count"),
+    (digit_partition.BucketPartition, "__init__", "args"),
+    (digit_partition.BucketPartition, "counts", "count"),
     (chunked, "_scatter", "scatter"), (NcclTransport, "alltoallv", "send"),
     (IpcTransport, "alltoallv", "send"), (IpcTransport, "_agree", "agree"),
     (IpcTransport, "_targets", "targets"), (chunked, "exchange", "exchange"),

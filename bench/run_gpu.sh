@@ -2,10 +2,11 @@
 # One device call: GPU tests on 1 GPU and on every GPU under MPI, the default job, and the
 # distributed benchmark at P = 1, 2, 4 (as many GPUs as the machine has). Logs go to $OUT.
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
-#   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4 unaligned4
-#   partition cub4 pinned pcie external external4 examples scaling chunks4 landing4 sample4
-#   digits envab trace ab nccl4 filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) steps cold tune segments segprof segtests segmented segab segweak segmpi passprof a2a ce ipctests ipcalone take
-#   scatterab (SCATTER_AB, SCATTER_RANKS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB (EXTERNAL_TOTAL=100GB: less;
+#   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
+#   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
+#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) steps cold tune passprof a2a ce ipctests
+#   ipcalone take (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
+#   (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
 #   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
 #   more bench/dist_sort.py options for ab and envab (e.g. --per-rank 2^30); trace: the cases
@@ -18,8 +19,7 @@ export PYTHONPATH=$PWD:/tmp/site
 [ -d .whl ] && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 gpus=$(nvidia-smi -L | wc -l)
 mpi="mpirun --oversubscribe -x NCCL_NVLS_ENABLE -x PYTHONPATH -x PYTHONUNBUFFERED -x DISTSORT_ENGINE"
-mpi="$mpi -x DISTSORT_CHUNKS -x DISTSORT_LANDING -x DISTSORT_SEGMENTS -x DISTSORT_SEGMENT_CHUNKS"
-mpi="$mpi -x DISTSORT_DIGITS -x DISTSORT_TRANSPORT -x DISTSORT_IPC_MIN_BYTES"
+mpi="$mpi -x DISTSORT_TRANSPORT -x DISTSORT_IPC_MIN_BYTES"
 steps=${*:-tests mpitests quickstart bench}
 host_memory() {  # what the kernel would kill for: free memory, cgroup limit and OOM kills, locking
   grep -E "MemTotal|MemAvailable|Mlocked|AnonHugePages" /proc/meminfo | tr -s ' ' | paste -sd' '
@@ -36,7 +36,7 @@ for step in $steps; do
   case $step in
     tests) timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py \
              tests/test_gen.py tests/test_check.py tests/test_radix_gpu.py \
-             tests/test_landing_gpu.py tests/test_segments_gpu.py tests/test_external_gpu.py \
+             tests/test_landing_gpu.py tests/test_digit_partition_gpu.py tests/test_external_gpu.py \
              tests/test_oom_gpu.py tests/test_byte_order.py tests/test_staging_gpu.py \
              tests/test_pinned_gpu.py 2>&1 \
              | tail -25 ;;
@@ -93,25 +93,8 @@ for step in $steps; do
               --rows-per-lane "${TAKE_R:-4,8}" --out "$OUT" 2>&1 | tail -30
           done ;;
     bench4) timeout 200 $mpi -n 4 python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6 ;;
-    unaligned4) timeout 100 $mpi -x DISTSORT_NCCL_ALIGN_ROWS=1 -n 4 python3 bench/dist_sort.py \
-                  --cases u32-4x2^30 --no-baselines --out "$OUT/unaligned" 2>&1 | tail -3 ;;
-    landing4) for landing in 0 1; do  # the finish's first pass as blocks land, or after
-                for c in 2 3 4; do
-                  echo "DISTSORT_LANDING=$landing DISTSORT_CHUNKS=$c"
-                  DISTSORT_LANDING=$landing DISTSORT_CHUNKS=$c timeout 100 $mpi -n 4 python3 \
-                    bench/dist_sort.py --cases u32-4x2^30,u64-4x2^29 --no-baselines --reps 5 \
-                    --out "$OUT/landing${landing}_chunks$c" 2>&1 | tail -2
-                done
-              done ;;
-    digits) i=0; for d in 1 0 1 0; do  # senders' first digit on/off, default chunks (3 / 2)
-              i=$((i + 1)); echo "DISTSORT_DIGITS=$d"
-              DISTSORT_DIGITS=$d timeout 120 $mpi -n "$gpus" python3 bench/dist_sort.py \
-                --cases u32-4x2^30,u64-4x2^29 --no-baselines --reps 5 \
-                --out "$OUT/digits${i}_d$d" > "$OUT/digits$i.log" 2>&1
-              grep -a "P=\|Error" "$OUT/digits$i.log" | head -4
-            done ;;
     envab) for i in 1 2; do  # environment settings alternated, all GPUs
-             for setting in ${AB_ENV:-DISTSORT_CHUNKS=3 DISTSORT_CHUNKS=4}; do
+             for setting in ${AB_ENV:-DISTSORT_TRANSPORT=auto DISTSORT_TRANSPORT=mpi}; do
                vars=(${setting//,/ }); echo "$setting"
                env "${vars[@]}" timeout 120 $mpi ${vars[@]/#/-x } -n "$gpus" python3 bench/dist_sort.py \
                  --cases "${AB_CASES:-u32-4x2^30,u64-4x2^29}" --no-baselines --reps 5 ${AB_ARGS:-} \
@@ -131,10 +114,6 @@ for step in $steps; do
                --out "$OUT/ab${i}_$(basename "$tree")" 2>&1 | grep -a "P=\|Error" | head -4)
           done
         done ;;
-    chunks4) for c in 1 2 4 8; do  # chunks of the overlapped partition + exchange
-               DISTSORT_CHUNKS=$c timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
-                 u32-4x2^30,u64-4x2^29 --no-baselines --reps 3 --out "$OUT/chunks$c" 2>&1 | tail -2
-             done ;;
     nccl4) for setting in NCCL_DEBUG=WARN NCCL_MIN_NCHANNELS=32 NCCL_MIN_P2P_NCHANNELS=8 \
              NCCL_P2P_NVL_CHUNKSIZE=2097152 NCCL_BUFFSIZE=16777216 NCCL_P2P_READ_ENABLE=1; do
              echo "$setting"  # the plain all-to-all under one NCCL setting each
@@ -142,48 +121,6 @@ for step in $steps; do
                --exchange-only --reps 5 2>&1 | tail -1
            done ;;
     sample4) timeout 100 $mpi -n 4 python3 bench/sample.py 2>&1 | tail -6 ;;
-    segmented) for s in 1 0; do  # the segmented exchange (plain keys) on and off, all GPUs
-                 echo "DISTSORT_SEGMENTS=$s"
-                 DISTSORT_SEGMENTS=$s timeout 150 $mpi -n "$gpus" python3 bench/dist_sort.py \
-                   --cases u32-4x2^30,u64-4x2^29,u32-4x2^28 --no-baselines --reps 5 \
-                   --out "$OUT/segments$s" 2>&1 | tail -3
-               done ;;
-    segab) i=0; for run in 1:2 0:2 1:4 1:2 0:2; do  # u32 4x2^30, segmented:chunks, alternated
-             s=${run%:*} c=${run#*:} i=$((i + 1)); echo "DISTSORT_SEGMENTS=$s DISTSORT_SEGMENT_CHUNKS=$c"
-             DISTSORT_SEGMENTS=$s DISTSORT_SEGMENT_CHUNKS=$c timeout 120 $mpi -n "$gpus" python3 \
-               bench/dist_sort.py --cases u32-4x2^30 --no-baselines --reps 5 \
-               --out "$OUT/segab${i}_s${s}_c${c}" 2>&1 | tail -1
-           done ;;
-    segweak) for run in 1:4 0:2 1:6 1:4 0:2; do  # 2^30 u32 / 2^29 u64 keys per rank: P=4's shards
-               s=${run%:*} c=${run#*:}; echo "DISTSORT_SEGMENTS=$s DISTSORT_SEGMENT_CHUNKS=$c"
-               for case in u32-4x2^30:2^30 u64-4x2^29:2^29; do
-                 DISTSORT_SEGMENTS=$s DISTSORT_SEGMENT_CHUNKS=$c timeout 120 $mpi -n "$gpus" \
-                   python3 bench/dist_sort.py --cases "${case%:*}" --per-rank "${case#*:}" \
-                   --no-baselines --reps 5 --out "$OUT/segweak_s${s}_c$c" 2>&1 | tail -1
-               done
-             done ;;
-    segmpi) timeout 300 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
-              --with-mpi tests/test_gpu.py -k "segmented_exchange or landing" 2>&1 \
-              | grep -aE "passed|failed|Error|error|assert" | tail -10 ;;
-    scatterab) for round in 1 2; do  # bench/segments.py's sender (count, scatter, radix pass)
-                 # under radix.cu/segments.cu defines (SCATTER_AB: "A=0,B=1 A=1,B=1"), alternated
-                 for setting in ${SCATTER_AB:-RADIX_LOOKBACK_WINDOW=4 RADIX_LOOKBACK_WINDOW=2}; do
-                   echo "$setting"
-                   timeout 200 python3 -c "import sys; sys.path[:0] = ['.', 'bench']
-import distsort.local.radix as r; r.DEFINES.update(dict(kv.split('=') for kv in '$setting'.split(',')))
-import segments; print(segments.sender(1 << 30, 5, ${SCATTER_RANKS:-4}))" 2>&1 | tail -2
-                 done
-               done ;;
-    segments) for r in 2 4; do
-                timeout 200 python3 bench/segments.py --ranks $r 2>&1 | tail -2
-              done ;;
-    segprof) ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)  # scatter vs pass
-             timeout 200 "$ncu" --clock-control none -k regex:"bucket_scatter|radix_onesweep" -c 2 \
-               --section SpeedOfLight --section WarpStateStats --section InstructionStats \
-               --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis_Tables \
-               python3 bench/segments.py --log 28 --reps 1 >"$OUT/segprof.txt" 2>&1
-             grep -aE "bucket_scatter|radix_onesweep|Duration|Executed Ipc A|Instructions  |Registers|Local|Achieved Occ|Bank|No Eligible|Stall" \
-               "$OUT/segprof.txt" | head -60 ;;
     ce) for k in 1 2; do  # an all-to-all by the copy engines (CUDA IPC) against NCCL's
           timeout 120 $mpi -n "$gpus" python3 bench/ce_probe.py --pieces $k --out "$OUT" 2>&1 | tail -40
         done ;;
@@ -208,8 +145,6 @@ e = R(min_n=0); [e.sort(cp.random.randint(0, 2**32, 1 << 28, dtype=cp.uint32)) f
     ipctests) timeout 200 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
                 --with-mpi tests/test_gpu.py -k ipc 2>&1 | grep -aE "passed|failed|Error|error|assert" \
                 | tail -20 ;;
-    segtests) timeout 200 python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_segments_gpu.py \
-                tests/test_radix_gpu.py tests/test_landing_gpu.py 2>&1 | tail -15 ;;
     partition) timeout 150 python3 bench/partition.py 2>&1 | tail -8 ;;
     tune) timeout 200 python3 bench/local_sort.py --tune --out "$OUT" 2>&1 | grep tune ;;
     cub4) DISTSORT_ENGINE=cub timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \

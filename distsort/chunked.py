@@ -38,15 +38,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from mpi4py import MPI
 
-from . import settings
 from .backend import exchange_stream
 from .exchange import aligned_displacements, row_bytes
+from .local import digit_partition
 from .local import partition as gpu_partition
-from .local import segments
 
 # Chunks of a large shard: two hide half the scatter; more, running beside the transfers, slow
 # NCCL down more than they hide. With the senders' first digit (ByDigit: no landing pass beside
-# the transfers), 3 chunks (bench/RESULTS.md). DISTSORT_CHUNKS sets both.
+# the transfers), 3 chunks (bench/RESULTS.md).
 CHUNKS, DIGIT_CHUNKS = 2, 3
 MIN_CHUNK = 1 << 24  # rows: smaller chunks cost more in launches than the overlap saves
 
@@ -122,14 +121,12 @@ class ByDestination:
 class ByDigit:
     """One chunk of keys (or key-value pairs) partitioned by (destination, first radix digit):
     each block leaves sorted by the low `bits` bits of key - low (low: its destination's lowest
-    key), the receiver's first radix digit (segments.cu), so the receiver runs one pass fewer."""
+    key), the receiver's first radix digit (digit_partition.cu), so the receiver runs one pass
+    fewer."""
 
     def __init__(self, keys, offset: int, splitters: np.ndarray, lows: np.ndarray, bits: int):
-        dests = np.zeros((len(lows), 3), dtype=np.uint64)
-        dests[:, 0] = lows
         self.ranks, self.digits = len(lows), 1 << bits
-        self.part = segments.BucketPartition(keys, offset, splitters, dests, bits,
-                                             self.digits - 1)
+        self.part = digit_partition.BucketPartition(keys, offset, splitters, lows, bits)
         self.counts = self.part.counts()
 
     def table(self):
@@ -144,7 +141,7 @@ class ByDigit:
         if len(others) > 1:
             raise ValueError("ByDigit moves one column of values at most")
         xp = self.part.cp.get_array_module(table)
-        bases = xp.zeros(segments.BUCKETS, dtype=np.int64)
+        bases = xp.zeros(digit_partition.BUCKETS, dtype=np.int64)
         bases[: table.size] = (starts[:, None] + table.cumsum(axis=1) - table).reshape(-1)
         if own is not None:
             rank, buffers = own
@@ -215,7 +212,7 @@ def plan(rt, columns: list, words: list, place: tuple[int, int], splitters: np.n
     # Ranks that share a GPU take one chunk: a chunk's transfers overlap the next one's
     # partition only where the kernels of the two can run at once, and the processes on one
     # GPU take turns on it.
-    chunks = settings.value("DISTSORT_CHUNKS") or (DIGIT_CHUNKS if bits else CHUNKS)
+    chunks = DIGIT_CHUNKS if bits else CHUNKS
     chunks = 1 if rt.shared_devices else chunks
     bounds = chunk_bounds(len(keys), chunks, MIN_CHUNK)
     if bits:

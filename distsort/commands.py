@@ -272,14 +272,14 @@ def compile_kernels(args, comm) -> int:
     from . import keys, splitters
     from .backend import gpu_count
     from .cuda_source import kernel_cache, use_kernel_cache
-    from .local import partition, radix, rows, segments, tiles
+    from .local import digit_partition, partition, radix, rows, tiles
 
     if not comm.allreduce(gpu_count() > 0, op=MPI.LAND):
         agree(comm, _no_gpu_to_compile_for)
     rt = agree(comm, lambda: get_runtime(comm, "gpu"))  # built for this GPU's architecture
     use_kernel_cache(fill=True)
     start = time.perf_counter()
-    for module in (check_module, keys, splitters, partition, radix, rows, segments, tiles):
+    for module in (check_module, keys, splitters, partition, radix, rows, digit_partition, tiles):
         module.compile_all()
     for dtype in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
                   "float16", "float32", "float64"):

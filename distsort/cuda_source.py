@@ -33,21 +33,32 @@ def kernel_cache() -> str:
 
 
 @functools.cache
-def load_module(filename: str, names: tuple[str, ...]):
-    """The compiled module of distsort/<filename> with the given template instantiations,
-    compiled once per process (and once per machine: see the module doc)."""
-    return compiled(source(filename), ("-std=c++17",), names)
+def load_module(filename: str, names: tuple[str, ...], defines: tuple = ()):
+    """The compiled module of distsort/<filename> with the given template instantiations and
+    defines ((NAME, value) pairs), compiled once per process (and once per machine: see the
+    module doc)."""
+    options = ("-std=c++17",) + tuple(f"-D{name}={value}" for name, value in defines)
+    return compiled(source(filename), options, names)
 
 
-def source(filename: str) -> str:
+def source(filename: str, seen: set | None = None) -> str:
     """distsort/<filename> with each `#include "NAME"` line replaced by the text of NAME (beside
-    the file): the shared device code is in the source CuPy compiles and caches by, and no
-    include path (an install's folder) enters the compiler's options."""
+    the file), each header once (seen: those already in): the shared device code is in the
+    source CuPy compiles and caches by, and no include path (an install's folder) enters the
+    compiler's options."""
+    seen = set() if seen is None else seen
     folder = os.path.dirname(os.path.join(HERE, filename))
     with open(os.path.join(HERE, filename)) as f:
         text = f.read()
-    return _INCLUDE.sub(lambda m: source(os.path.relpath(os.path.join(folder, m[1]), HERE)),
-                        text)
+
+    def include(match: re.Match) -> str:
+        name = os.path.relpath(os.path.join(folder, match[1]), HERE)
+        if name in seen:
+            return ""
+        seen.add(name)
+        return source(name, seen)
+
+    return _INCLUDE.sub(include, text)
 
 
 def compiled(source: str, options: tuple, names: tuple[str, ...]):

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import chunked, segmented, settings
+from . import chunked
 from .exchange import aligned_displacements, displacements, row_bytes
-from .local import landing, segments
+from .local import digit_partition, landing
 from .local import partition as gpu_partition
 from .local.landing import LandingSort
 from .local.order import stable_order
@@ -67,17 +67,12 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
 def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, int],
               splitters):
     """Route every row to its destination rank by its key words; place is (global position of
-    this rank's first row, rows on all ranks, rows on the rank that has most). On GPUs, with
-    DISTSORT_SEGMENTS=1, plain keys move at once into value sub-ranges of their destinations
-    (segmented.py); by default and for other data, rows are counted per rank chunk by chunk, to
-    be grouped while the exchange runs (chunked.py; plain keys and pairs also by their
-    receiver's first radix digit: digit_bits); elsewhere all are grouped now, stably, by a sort
-    of their destinations, and key words that are not a column (records) go with them, to be
-    sent ahead of the rows (Grouped)."""
+    this rank's first row, rows on all ranks, rows on the rank that has most). On GPUs, rows
+    are counted per rank chunk by chunk, to be grouped while the exchange runs (chunked.py;
+    plain keys and pairs also by their receiver's first radix digit: digit_bits); elsewhere all
+    are grouped now, stably, by a sort of their destinations, and key words that are not a
+    column (records) go with them, to be sent ahead of the rows (Grouped)."""
     p, (offset, total, largest) = len(splitters) + 1, place
-    if plain_keys(columns, words) and segmented.usable(rt, words[0], total):
-        keys = rt.xp.ascontiguousarray(words[0])  # the kernels index it as one flat array
-        return Segmented(*segmented.partition(rt, keys, offset, splitters, -(-total // p)))
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
         bits = digit_bits(rt, columns, words, total, largest)
         lows = None if not bits else np.array(  # uint64: NumPy picks float64 for ints past 2^63
@@ -206,21 +201,6 @@ class Ordered:
 
 
 @dataclass
-class Segmented:
-    """Plain keys in the send buffer by destination and value sub-range, to be sent and sorted
-    chunk by chunk."""
-
-    layout: segmented.Plan
-    outgoing: object
-
-    def send(self, rt: Runtime, report: SortReport) -> tuple:
-        """The exchange, with every chunk's sort but the last: ([received keys], no blocks,
-        [[the send buffer]], the last chunk's sort)."""
-        incoming, last = segmented.exchange(rt, self.layout, self.outgoing, report)
-        return [incoming], None, [[self.outgoing]], last
-
-
-@dataclass
 class Chunked:
     """Rows counted per destination, chunk by chunk, to be grouped while they are sent."""
 
@@ -241,27 +221,26 @@ def digit_bits(rt: Runtime, columns: list, words: list, total: int, largest: int
     """Bits of the first radix digit by which the senders sort each block for its receiver's
     landing sort (chunked.ByDigit), or 0: keys of 4 or 8 bytes, alone or with one column of
     values that the passes move (radix_rows), that our radix engine will sort, on up to
-    segments.MAX_RANKS ranks, from landing.MIN_ROWS keys a rank and up to segmented.MAX_ROWS
-    on the largest shard (the bucket scatter places rows by 32-bit offsets in buffers of about
-    a shard's rows); DISTSORT_DIGITS=0 or DISTSORT_LANDING=0: none. The same on every rank: it
-    depends on global facts only."""
+    digit_partition.MAX_RANKS ranks, from landing.MIN_ROWS keys a rank and up to
+    digit_partition.MAX_ROWS on the largest shard (the bucket scatter places rows by 32-bit
+    offsets in buffers of about a shard's rows). The same on every rank: it depends on global
+    facts only."""
     ranks, keys = rt.comm.Get_size(), words[0]
     # the senders sort each block by its receiver's first radix digit (chunked.ByDigit), so the
     # landing sort runs one pass fewer
-    if not (settings.value("DISTSORT_LANDING") and settings.value("DISTSORT_DIGITS")
-            and radix_rows(columns, words)
+    if not (radix_rows(columns, words)
             and rt.backend.engine.name == "radix" and keys.dtype.itemsize in (4, 8)
-            and ranks <= segments.MAX_RANKS and total // ranks >= landing.MIN_ROWS
-            and largest <= segmented.MAX_ROWS):
+            and ranks <= digit_partition.MAX_RANKS and total // ranks >= landing.MIN_ROWS
+            and largest <= digit_partition.MAX_ROWS):
         return 0
-    return segments.bucket_bits(ranks)
+    return digit_partition.bucket_bits(ranks)
 
 
 def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
                  splitters) -> LandingSort | None:
     """A sort to start as the blocks land, for plain keys that our radix engine will sort, and
-    for pairs (radix_rows) that the senders sorted by their first digit (DISTSORT_LANDING=0:
-    none, the finish sorts after the exchange)."""
+    for pairs (radix_rows) that the senders sorted by their first digit; else None (the finish
+    sorts after the exchange)."""
     keys, rank = words[0], rt.comm.Get_rank()
     pairs = len(columns) > 1
     if (not radix_rows(columns, words) or rt.backend.engine.name != "radix"
@@ -269,7 +248,7 @@ def landing_sort(rt: Runtime, columns: list, words: list, layout: chunked.Plan,
         return None
     low, top, end_bit = key_range(splitters, rank, keys.dtype)
     counts, starts = layout.blocks()
-    if not settings.value("DISTSORT_LANDING") or not landing.usable(
+    if not landing.usable(
             layout.recv_rows, keys.dtype.itemsize, end_bit, rt.transport.align_rows,
             layout.bits > 0):
         return None

@@ -16,8 +16,7 @@ from typing import Any
 
 from .errors import DistsortError
 
-USERS, CLUSTERS, BENCHMARKS, EXPERIMENTS, TESTS = (
-    "users", "clusters", "benchmarks", "experiments", "tests")
+USERS, CLUSTERS, BENCHMARKS, TESTS = "users", "clusters", "benchmarks", "tests"
 
 
 @dataclass(frozen=True)
@@ -81,19 +80,6 @@ SETTINGS: dict[str, Setting] = {
     "DISTSORT_IPC_MIN_BYTES": Setting("16777216", int, BENCHMARKS, "exchange/ipc.py", "exchanges "
                                       "of fewer bytes (the most any rank sends) go over NCCL or "
                                       "MPI, not CUDA IPC copies"),
-    "DISTSORT_CHUNKS": Setting("", int, EXPERIMENTS, "chunked.py", "chunks of the overlapped "
-                               "partition and exchange (default: 3 with the senders' first "
-                               "digit, else 2)"),
-    "DISTSORT_LANDING": Setting("1", bool, EXPERIMENTS, "pipeline.py", "0: the finish's first "
-                                "radix pass waits for every block instead of running as they land"),
-    "DISTSORT_DIGITS": Setting("1", bool, EXPERIMENTS, "pipeline.py", "0: senders do not sort "
-                               "each block by its receiver's first digit"),
-    "DISTSORT_SEGMENTS": Setting("0", bool, EXPERIMENTS, "segmented.py", "1: the segmented "
-                                 "exchange of plain keys (not faster: bench/RESULTS.md)"),
-    "DISTSORT_SEGMENT_CHUNKS": Setting("4", int, EXPERIMENTS, "segmented.py", "chunks of the "
-                                       "segmented exchange"),
-    "DISTSORT_NCCL_ALIGN_ROWS": Setting("1024", int, EXPERIMENTS, "exchange/nccl.py", "rows each "
-                                        "NCCL block starts on a multiple of (1: back to back)"),
     "DISTSORT_FAULT": Setting("", str, TESTS, "report.py", "POINT:RANK[:term|:hang]: kill, stop "
                               "or hang that rank at that phase (the failure tests)"),
     "DISTSORT_TEST_VENV": Setting(".venv-test", str, TESTS, "launch/test.sh", "the test suite's "

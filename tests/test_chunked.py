@@ -91,11 +91,12 @@ def test_landing_is_used_where_it_can_run():
 
 def test_senders_sort_by_digit_only_where_every_buffer_offset_fits_32_bits():
     """pipeline.digit_bits: plain 4/8-byte keys on the radix engine, 2-16 ranks, from
-    landing.MIN_ROWS keys a rank on, and no shard past segmented.MAX_ROWS rows (the bucket
+    landing.MIN_ROWS keys a rank on, and no shard past digit_partition.MAX_ROWS rows (the bucket
     scatter's 32-bit offsets); the same answer from global facts on every rank."""
     from types import SimpleNamespace
 
-    from distsort import pipeline, segmented
+    from distsort import pipeline
+    from distsort.local import digit_partition
 
     def bits(ranks=4, dtype=np.uint32, largest=1 << 30, engine="radix", columns=None):
         rt = SimpleNamespace(comm=SimpleNamespace(Get_size=lambda: ranks),
@@ -105,8 +106,8 @@ def test_senders_sort_by_digit_only_where_every_buffer_offset_fits_32_bits():
         return pipeline.digit_bits(rt, cols, [keys], ranks << 30, largest)
 
     assert bits() == 6 and bits(ranks=2) == 7 and bits(ranks=16, dtype=np.uint64) == 4
-    assert bits(largest=segmented.MAX_ROWS) == 6
-    assert bits(largest=segmented.MAX_ROWS + 1) == 0  # P=2, 8x2^30 keys: 2^32 a rank
+    assert bits(largest=digit_partition.MAX_ROWS) == 6
+    assert bits(largest=digit_partition.MAX_ROWS + 1) == 0  # P=2, 8x2^30 keys: 2^32 a rank
     assert bits(ranks=17) == 0 and bits(dtype=np.uint16) == 0 and bits(engine="cub") == 0
     assert bits(columns=[np.zeros(4, np.uint32), np.zeros(4)]) == 0  # keys with values
 

@@ -347,17 +347,26 @@ def test_device_sample_draw_picks_the_host_draws_rows(dtype, n):
         np.testing.assert_array_equal(cupy.asnumpy(got), want)
 
 
+def force_chunks(monkeypatch, chunks: int) -> None:
+    """The overlapped partition and exchange in `chunks` chunks, of a partition tile or more."""
+    from distsort import chunked
+    from distsort.local.partition import TILE
+
+    monkeypatch.setattr(chunked, "CHUNKS", chunks)
+    monkeypatch.setattr(chunked, "DIGIT_CHUNKS", chunks)
+    monkeypatch.setattr(chunked, "MIN_CHUNK", TILE)
+
+
 def force_landing(monkeypatch, chunks: int, digits: bool) -> tuple[list, list]:
     """The landing finish (and ByDigit senders, if digits) at small sizes, in `chunks` chunks;
     returns lists that get an entry per landing finish run and per ByDigit scatter."""
-    from distsort import chunked
+    from distsort import chunked, pipeline
     from distsort.local import landing
-    from distsort.local.partition import TILE
 
-    monkeypatch.setenv("DISTSORT_CHUNKS", str(chunks))
-    monkeypatch.setattr(chunked, "MIN_CHUNK", TILE)
+    force_chunks(monkeypatch, chunks)
     monkeypatch.setattr(landing, "MIN_ROWS", 1)
-    monkeypatch.setenv("DISTSORT_DIGITS", "1" if digits else "0")
+    if not digits:
+        monkeypatch.setattr(pipeline, "digit_bits", lambda *args: 0)
     finished = []
     real_finish = landing.LandingSort.finish
     monkeypatch.setattr(landing.LandingSort, "finish",
@@ -431,45 +440,6 @@ def test_landing_finish_sorts_pairs_globally(monkeypatch, dtype, chunks, spread,
     assert_landed(finished, by_digit, True)
 
 
-@pytest.mark.parametrize("dtype", ["uint32", "uint64", "float32", "int64"])
-@pytest.mark.parametrize("chunks", [1, 3])
-@pytest.mark.parametrize("spread", ["uniform", "narrow", "skewed", "equal"])
-def test_segmented_exchange_sorts_globally(monkeypatch, dtype, chunks, spread):
-    """The segmented exchange (segmented.py), forced at small sizes: unequal shards, keys over
-    the whole range, a narrow one, a skewed one and all keys equal, one chunk or several."""
-    import cupy
-
-    from distsort import segmented
-
-    monkeypatch.setattr(segmented, "MIN_ROWS", 1)
-    monkeypatch.setenv("DISTSORT_SEGMENTS", "1")
-    monkeypatch.setenv("DISTSORT_SEGMENT_CHUNKS", str(chunks))
-    finished = []
-    real_finish = segmented.Finish.finish
-    monkeypatch.setattr(segmented.Finish, "finish",
-                        lambda self, i, o: finished.append(1) or real_finish(self, i, o))
-    rank, dt = COMM.Get_rank(), np.dtype(dtype)
-    n = 20000 * (1 + rank) + 77 * rank
-    rng = np.random.default_rng([rank, 5])
-    raw = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt)
-    if dt.kind == "f":
-        raw = np.nan_to_num(raw, nan=1.5, posinf=2.5, neginf=-2.5)
-    if spread == "narrow":
-        raw = (raw % 5000 + 77).astype(dt)
-    elif spread == "skewed":
-        raw = np.where(rng.random(n) < 0.8, raw[0], raw).astype(dt)
-    elif spread == "equal":
-        raw = np.full(n, 3, dtype=dt)
-    report = SortReport()
-    out = distsort.sort(cupy.asarray(raw), report=report)
-    everyone = np.concatenate(COMM.allgather(raw))
-    got = np.concatenate(COMM.allgather(cupy.asnumpy(out)))
-    np.testing.assert_array_equal(got, np.sort(everyone))
-    if COMM.Get_size() > 1:
-        assert finished, "the segmented exchange did not run"
-        assert report.as_dict()["transfer_seconds"] > 0
-
-
 @pytest.mark.parametrize("chunks", [1, 3])
 @pytest.mark.parametrize("with_values", [False, True])
 def test_chunked_exchange_keeps_order_and_stability(monkeypatch, chunks, with_values):
@@ -477,11 +447,9 @@ def test_chunked_exchange_keeps_order_and_stability(monkeypatch, chunks, with_va
     and rank borders: the result is the global stable order."""
     import cupy
 
-    from distsort import chunked
     from distsort.local.partition import TILE
 
-    monkeypatch.setenv("DISTSORT_CHUNKS", str(chunks))
-    monkeypatch.setattr(chunked, "MIN_CHUNK", TILE)
+    force_chunks(monkeypatch, chunks)
     rank = COMM.Get_rank()
     n = TILE * (2 + 2 * rank) + 123 * rank
     x = np.random.default_rng([rank, 3]).integers(0, 40, n).astype(np.uint32)

@@ -51,20 +51,20 @@ def test_the_page_lists_the_table():
 
 def test_values_come_as_their_kinds_and_blank_means_the_default(monkeypatch):
     monkeypatch.setenv("DISTSORT_TIMEOUT", "2.5")
-    monkeypatch.setenv("DISTSORT_LANDING", "0")
-    monkeypatch.setenv("DISTSORT_CHUNKS", " 4 ")
+    monkeypatch.setenv("DISTSORT_PROGRESS", "1")
+    monkeypatch.setenv("DISTSORT_DEVICE", " 4 ")
     monkeypatch.setenv("DISTSORT_BACKEND", "  ")
     assert settings.value("DISTSORT_TIMEOUT") == 2.5
-    assert settings.value("DISTSORT_LANDING") is False
-    assert settings.value("DISTSORT_CHUNKS") == 4
+    assert settings.value("DISTSORT_PROGRESS") is True
+    assert settings.value("DISTSORT_DEVICE") == 4
     assert settings.value("DISTSORT_BACKEND") == "auto"
-    monkeypatch.delenv("DISTSORT_CHUNKS")
-    assert settings.value("DISTSORT_CHUNKS") is None  # no default: the code's own choice
-    assert settings.value("DISTSORT_SEGMENTS", {"DISTSORT_SEGMENTS": "1"}) is True
+    monkeypatch.delenv("DISTSORT_DEVICE")
+    assert settings.value("DISTSORT_DEVICE") is None  # no default: the code's own choice
+    assert settings.value("DISTSORT_PROGRESS", {"DISTSORT_PROGRESS": "0"}) is False
 
 
-@pytest.mark.parametrize("name, text", [("DISTSORT_TIMEOUT", "soon"), ("DISTSORT_CHUNKS", "2.5"),
-                                        ("DISTSORT_LANDING", "yes"), ("DISTSORT_CHUNKS", "-1")])
+@pytest.mark.parametrize("name, text", [("DISTSORT_TIMEOUT", "soon"), ("DISTSORT_DEVICE", "2.5"),
+                                        ("DISTSORT_PROGRESS", "yes"), ("DISTSORT_DEVICE", "-1")])
 def test_a_value_of_the_wrong_kind_is_a_clear_error(monkeypatch, name, text):
     monkeypatch.setenv(name, text)
     with pytest.raises(DistsortError, match=f"{name}='{re.escape(text)}'"):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import settings
 from . import as_bytes, call_layout, row_bytes
+
+ALIGN_ROWS = 1024  # where every block starts, in rows
 
 
 class NcclTransport:
@@ -27,10 +28,8 @@ class NcclTransport:
         uid = comm.bcast(uid, root=0)
         self.nccl_comm = nccl.NcclCommunicator(comm.Get_size(), uid, comm.Get_rank())
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
-        # NCCL moves blocks at aligned addresses much faster than unaligned ones, so every
-        # block starts at a multiple of 1024 rows.
-        # DISTSORT_NCCL_ALIGN_ROWS=1 packs them back to back.
-        self.align_rows = settings.value("DISTSORT_NCCL_ALIGN_ROWS")
+        # NCCL moves blocks at aligned addresses much faster than unaligned ones
+        self.align_rows = ALIGN_ROWS
         self._connect()
 
     def release(self) -> None:

@@ -24,7 +24,7 @@
 #define TILE (BLOCK * ITEMS)
 #define MAX_BUCKETS 256
 
-typedef unsigned long long u64;
+#include "warp.cuh"
 
 template <typename K>
 __device__ __forceinline__ int bucket_of(K key, u64 pos, const K* sk, const u64* sp, int ns) {
@@ -68,19 +68,6 @@ __device__ __forceinline__ void buckets_of(const K (&key)[ITEMS], u64 pos0, long
         for (int k = 0; k < ITEMS; ++k)
             if (first + 32 * k >= n) bucket[k] = absent;
     }
-}
-
-// Lanes of this warp whose value equals this lane's, over the low NBITS bits: one ballot a bit,
-// unrolled (a loop over a run-time bit count cost the scatter its loop overhead per key).
-template <int NBITS>
-__device__ __forceinline__ unsigned int same_value(unsigned int v) {
-    unsigned int peers = 0xffffffffu;
-    #pragma unroll
-    for (int b = 0; b < NBITS; ++b) {
-        unsigned int vote = __ballot_sync(0xffffffffu, (v >> b) & 1u);
-        peers &= ((v >> b) & 1u) ? vote : ~vote;
-    }
-    return peers;
 }
 
 template <typename K>
@@ -158,7 +145,7 @@ __device__ __forceinline__ void rank_in_warp(unsigned int (&rank)[ITEMS], unsign
     #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
         const unsigned int bucket = rank[k];
-        const unsigned int peers = same_value<NBITS>(bucket);
+        const unsigned int peers = match_peers<NBITS>(bucket);
         const int leader = 31 - __clz(peers);
         unsigned int before = 0;
         if (lane == leader && bucket != absent) {

@@ -32,12 +32,11 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..cuda_source import compiled
+from ..cuda_source import load_module
 from .rows import take
 
 if TYPE_CHECKING:
@@ -113,18 +112,14 @@ def _module():
     """Compile radix.cu once per process (and once per machine: cuda_source.py)."""
     names = ["radix_scan"] + [_histogram_name(kb, p) for kb in (4, 8) for p in range(1, kb + 1)]
     names += [_onesweep_name(k, *v) for k in ("u32", "u64") for v in _VALUE_KINDS]
-    return module_with(None, tuple(names))
+    return load_module("local/radix.cu", tuple(names), onesweep_defines())
 
 
-def module_with(filename: str | None, names: tuple[str, ...]):
-    """radix.cu, followed by another .cu file of this folder that builds on its kernels (where
-    given), compiled as one text with radix.cu's settings, with these instances."""
-    folder = Path(__file__).parent
-    source = "\n".join((folder / f).read_text() for f in ("radix.cu", filename) if f)
+def onesweep_defines() -> tuple:
+    """The tile sizes and look-back settings of onesweep.cuh, for every module that includes it."""
     defines = {"ITEMS32": ITEMS[4], "ITEMS64": ITEMS[8], "ITEMS32_KEYS": KEY_ITEMS[4],
                "ITEMS64_KEYS": KEY_ITEMS[8], **DEFINES}
-    options = tuple(f"-D{k}={v}" for k, v in defines.items())  # NVRTC's default is C++17
-    return compiled(source, options, names)
+    return tuple(defines.items())
 
 
 @functools.cache
@@ -278,7 +273,7 @@ def onesweep(src, dst, kinds, shift_bits, low, pass_args, wide: bool, tiles: int
              descriptors=(), skip=None) -> None:
     """Launch one onesweep pass over `tiles` tiles: src/dst are (keys, values) arrays, kinds the
     value kind, pass_args (bases, tile counter, zeroed flags); descriptors, where given, are
-    (tile_start, tile_rows[, tile_seg]) uint32 arrays, one entry per tile (radix.cu), else
+    (tile_start, tile_rows) uint32 arrays, one entry per tile (radix.cu), else
     tiles are consecutive TILE-key runs of src; skip, where given, a device word that, where
     set by radix_scan, makes the pass do nothing."""
     vin, vout, vmode = kinds
@@ -286,7 +281,7 @@ def onesweep(src, dst, kinds, shift_bits, low, pass_args, wide: bool, tiles: int
     kernel = _kernel(src[0].device.id, name)
     scalars = (np.uint64(src[0].size), low, np.int32(shift_bits[0]), np.int32(shift_bits[1]))
     tail = tuple(pass_args) + (np.int32(wide),)
-    tail += tuple(descriptors) + (NULL,) * (3 - len(descriptors))
+    tail += tuple(descriptors) + (NULL,) * (2 - len(descriptors))
     tail += (NULL if skip is None else skip,)
     kernel((tiles,), (BLOCK,), src[:1] + dst[:1] + src[1:] + dst[1:] + scalars + tail)
 

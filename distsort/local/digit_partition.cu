@@ -1,23 +1,17 @@
-// The segmented exchange's kernels (segments.py), compiled after radix.cu in one module (they use
-// its onesweep tile). No headers: NVRTC compiles the two files as one text.
+// The partition by (destination, first radix digit): the GPU exchange's default for plain keys
+// and key-value pairs (chunked.ByDigit), driven by digit_partition.py.
 //
-// Why segments: after a plain exchange each rank sorts every varying bit of its key range (30
-// bits for uniform uint32 keys on 4 ranks: 4 passes). Here the sender's partition also splits
-// each destination's range into 2^sbits sub-ranges by value, so that 2^sbits x ranks <= 256
-// buckets; each receiver then sorts every sub-range (segment) on its own, over `shift` bits: 24
-// for uniform uint32 keys, 3 passes. Segments are aligned to 2^shift from a destination's base
-// (its lowest key rounded down), a = (key - base) >> shift; a range that takes 2^sbits + 1 of
-// them (2^30 + a little on 4 ranks: 65 of 2^24) merges its first two (extra = 1), and only that
-// segment needs one more bit: bucket = dest << sbits | max(a - extra, 0). The partition is two
-// kernels, as the plain one is: bucket_counts finds every key's bucket and counts the buckets
-// (one read of the keys, one byte a key written), bucket_scatter is one onesweep pass over the
-// bucket bytes (~2 moves per key and the byte).
+// Why: a key's bucket is dest << sbits | ((key - low[dest]) & (2^sbits - 1)): its destination
+// rank (the splitters below it) and the low sbits bits of key - low, low being its receiver's
+// lowest key, so 2^sbits x ranks <= 256 buckets. Each block then leaves sorted by the receiver's
+// first radix digit, and the receiver runs one radix pass fewer (landing.py). Two kernels, as
+// the plain partition (partition.cu): bucket_counts finds every key's bucket and counts the
+// buckets (one read of the keys, one byte a key written), bucket_scatter is one onesweep pass
+// over the bucket bytes (~2 moves per key and the byte).
 // A destination is the number of splitters below (key, position in the shard): ties with a
 // splitter's key are broken by position, as in partition.cu.
-// The default exchange (chunked.py) runs the same two kernels with another digit, the low sbits
-// bits of key - low: a = ((key - low) >> shift) & mask with shift 0, extra 0 and mask =
-// 2^sbits - 1 (segments: mask = ~0). Each block then leaves sorted by the receiver's first radix
-// digit, and the receiver runs one radix pass fewer (landing.py).
+
+#include "onesweep.cuh"
 
 #define MAX_SPLITTERS 15  // up to 16 ranks: every key is compared with every splitter
 #define COUNT_BLOCK 512   // bucket_counts: 512 threads, so that U keys each fit in registers
@@ -44,13 +38,12 @@ template <typename K> struct Buckets {
     K split[MAX_SPLITTERS];
     u32 thr[MAX_SPLITTERS];       // keys equal to split[j] from this shard index on are above it
     K low[MAX_SPLITTERS + 1];
-    u32 word[MAX_SPLITTERS + 1];  // shift | extra << 8 | (the destination's first bucket) << 16
-    u32 mask;                     // of (key - low) >> shift: ~0 for segments, 2^sbits - 1 digits
+    int sbits;  // bits of the digit: 2^sbits buckets a destination
     int ns;
 
     // first: the global position of the shard's key 0 (its n < 2^32 keys are indexed in 32 bits).
     __device__ void load(const K* split_keys, const u64* split_pos, int n_split, const K* lows,
-                         const int* shifts, int sbits, u32 digit_mask, u64 first)
+                         int digit_bits, u64 first)
     {
         const int t = threadIdx.x;
         if (t < n_split) {
@@ -58,13 +51,10 @@ template <typename K> struct Buckets {
             split[t] = split_keys[t];
             thr[t] = p <= first ? 0u : (u32)min(p - first, (u64)0xffffffffu);
         }
-        if (t <= n_split) {
-            low[t] = lows[t];
-            word[t] = (u32)shifts[t] | (u32)(t << sbits) << 16;
-        }
+        if (t <= n_split) low[t] = lows[t];
         if (t == 0) {
             ns = n_split;
-            mask = digit_mask;
+            sbits = digit_bits;
         }
     }
 
@@ -84,12 +74,8 @@ template <typename K> struct Buckets {
             for (int u = 0; u < U; ++u) take_below(dest[u], k[u], idx[u], s, t);
         }
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const u32 w = word[dest[u]];
-            const u32 a = (u32)((k[u] - low[dest[u]]) >> (w & 255)) & mask;
-            const u32 extra = (w >> 8) & 255;
-            out[u] = (w >> 16) + (a > extra ? a - extra : 0u);
-        }
+        for (int u = 0; u < U; ++u)
+            out[u] = dest[u] << sbits | ((u32)(k[u] - low[dest[u]]) & ((1u << sbits) - 1u));
     }
 };
 
@@ -99,7 +85,7 @@ template <typename K> struct Buckets {
 // bytes come in as aligned 16-byte vectors through `window` (the tile's key buffer, not yet in
 // use), a vector or two a thread, where a byte load per key took 24 load instructions a thread
 // and made the scatter slower. The
-// buckets have 16 bytes to spare on either side (segments.py) for the vectors' overhang.
+// buckets have 16 bytes to spare on either side (digit_partition.py) for the vectors' overhang.
 template <typename K, int ITEMS> struct BucketDigit {
     static constexpr bool STAGED = true;
     const unsigned char* __restrict__ buckets;
@@ -153,15 +139,15 @@ template <typename K, int ITEMS> struct BucketDigit {
 template <typename K>
 __global__ void __launch_bounds__(COUNT_BLOCK)
     bucket_counts(const K* __restrict__ keys, u32 n, u32 head, const K* split_keys,
-                  const u64* split_pos, int ns, const K* lows, const int* shifts, int sbits,
-                  u32 mask, u64 offset, u32* __restrict__ counts,
+                  const u64* split_pos, int ns, const K* lows, int sbits, u64 offset,
+                  u32* __restrict__ counts,
                   unsigned char* __restrict__ buckets)
 {
     constexpr int V = 16 / sizeof(K), U = 8 / V;  // 8 keys a thread a step
     __shared__ Buckets<K> b;
     __shared__ u32 hist[RADIX * 32];
     for (int i = threadIdx.x; i < RADIX * 32; i += blockDim.x) hist[i] = 0;
-    b.load(split_keys, split_pos, ns, lows, shifts, sbits, mask, offset);
+    b.load(split_keys, split_pos, ns, lows, sbits, offset);
     __syncthreads();
     const u32 lane = threadIdx.x & 31, step = gridDim.x * blockDim.x;
     const u32 first = blockIdx.x * blockDim.x + threadIdx.x, vecs = (n - head) / V;
@@ -229,70 +215,5 @@ __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(V) > sizeof(K)) ?
     __shared__ OnesweepSmem<K, V, VMODE> sm;
     BucketDigit<K, Items<K, VMODE>::value> dig{buckets, own_keys, own_vals, own_first, own_count};
     onesweep_next(keys_in, keys_out, vals_in, vals_out, n, dig, bases, tile_counter, flags, wide,
-                  (const u32*)nullptr, (const u32*)nullptr, (const u32*)nullptr, sm);
-}
-
-// Why: each segment's digit counts of every pass, for the segmented passes' bases. The tiles are
-// the first segmented pass's (tile_start, tile_rows, tile_seg: segment order); each block takes a
-// run of consecutive tiles, so it meets few segments, counts in shared memory (COPIES of each
-// counter against bank conflicts) and adds its counts to counts[pass][segment][digit] where the
-// segment changes. Digits of key - low, as in radix_histogram.
-template <typename K, int PASSES>
-__global__ void __launch_bounds__(BLOCK)
-    segment_histogram(const K* __restrict__ keys, K low, int end_bit, u32 tiles, int segs,
-                      const u32* __restrict__ tile_start, const u32* __restrict__ tile_rows,
-                      const u32* __restrict__ tile_seg, u32* __restrict__ counts)
-{
-    constexpr int COPIES = sizeof(K) == 4 ? 8 : 4, U = 4;  // U keys loaded before any is counted
-    __shared__ u32 hist[PASSES * RADIX * COPIES];
-    const u32 per = (tiles + gridDim.x - 1) / gridDim.x;
-    const u32 t0 = blockIdx.x * per, t1 = min(tiles, t0 + per);
-    const int copy = threadIdx.x % COPIES;
-    u32 mask[PASSES];
-#pragma unroll
-    for (int p = 0; p < PASSES; ++p) mask[p] = end_bit - 8 * p >= 8 ? 0xffu : (1u << (end_bit - 8 * p)) - 1u;
-    for (int i = threadIdx.x; i < PASSES * RADIX * COPIES; i += BLOCK) hist[i] = 0;
-    __syncthreads();
-    for (u32 t = t0; t < t1; ++t) {
-        const u32 seg = tile_seg[t] & ~SEG_HEAD, rows = tile_rows[t];
-        const K* tile = keys + tile_start[t];
-        for (u32 i = threadIdx.x; i < rows; i += U * BLOCK) {
-            K k[U];
-#pragma unroll
-            for (int u = 0; u < U; ++u) k[u] = i + u * BLOCK < rows ? tile[i + u * BLOCK] : low;
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                if (i + u * BLOCK >= rows) break;
-#pragma unroll
-                for (int p = 0; p < PASSES; ++p) {
-                    const u32 d = digit_of((K)(k[u] - low), 8 * p, mask[p]);
-                    atomicAdd(&hist[(p * RADIX + d) * COPIES + copy], 1u);
-                }
-            }
-        }
-        if (t + 1 == t1 || (tile_seg[t + 1] & ~SEG_HEAD) != seg) {  // flush this segment's counts
-            __syncthreads();
-            for (int i = threadIdx.x; i < PASSES * RADIX; i += BLOCK) {
-                u32 sum = 0;
-                for (int c = 0; c < COPIES; ++c) {
-                    sum += hist[i * COPIES + c];
-                    hist[i * COPIES + c] = 0;
-                }
-                if (sum) atomicAdd(&counts[((u64)(i / RADIX) * segs + seg) * RADIX + i % RADIX], sum);
-            }
-            __syncthreads();
-        }
-    }
-}
-
-// Exclusive scan of each (pass, segment)'s digit counts, plus the segment's first output row:
-// bases[pass][segment][digit]. Grid (segments, passes), one block of 256 threads each.
-extern "C" __global__ void __launch_bounds__(BLOCK)
-    segment_scan(const u32* __restrict__ counts, const u32* __restrict__ seg_start,
-                 u32* __restrict__ bases)
-{
-    __shared__ u32 s_warp[WARPS];
-    const u64 at = ((u64)blockIdx.y * gridDim.x + blockIdx.x) * RADIX + threadIdx.x;
-    u32 total;
-    bases[at] = seg_start[blockIdx.x] + block_excl_scan(counts[at], s_warp, &total);
+                  (const u32*)nullptr, (const u32*)nullptr, sm);
 }
