@@ -1,4 +1,4 @@
-"""The copy-engine transport alone (exchange/ipc.py): one all-to-all of 2^30 uint32 keys a rank,
+"""The copy-engine transport alone (transport/ipc.py): one all-to-all of 2^30 uint32 keys a rank,
 as it runs and with its interprocess-event waits skipped (a rank's `ready` before its peers copy
 into it, every peer's `done` at the end), into a buffer given or made anew each call. CUDA
 events on the calling stream, the GPUs idle and the ranks at a barrier before each call; median
@@ -22,8 +22,8 @@ from cupy.cuda import runtime
 from mpi4py import MPI
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from distsort.exchange import ipc  # noqa: E402
 from distsort.runtime import get_runtime  # noqa: E402
+from distsort.transport import ipc  # noqa: E402
 
 COMM = MPI.COMM_WORLD
 

@@ -19,8 +19,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from dist_sort import random_keys  # noqa: E402
 
 from distsort.cli import parse_count  # noqa: E402
-from distsort.exchange import displacements  # noqa: E402
 from distsort.local import partition  # noqa: E402
+from distsort.transport import displacements  # noqa: E402
 
 
 def event_ms(fn) -> float:

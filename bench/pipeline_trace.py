@@ -28,10 +28,10 @@ import distsort  # noqa: E402
 from distsort import api, chunked, external, pipeline, splitters  # noqa: E402
 from distsort.check import verify  # noqa: E402
 from distsort.cli import parse_count  # noqa: E402
-from distsort.exchange.ipc import IpcTransport  # noqa: E402
-from distsort.exchange.nccl import NcclTransport  # noqa: E402
 from distsort.local import digit_partition, landing  # noqa: E402
 from distsort.report import SortReport  # noqa: E402
+from distsort.transport.ipc import IpcTransport  # noqa: E402
+from distsort.transport.nccl import NcclTransport  # noqa: E402
 
 COMM = MPI.COMM_WORLD
 STEPS = [  # (module or class, attribute, label)

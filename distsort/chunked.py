@@ -39,9 +39,9 @@ import numpy as np
 from mpi4py import MPI
 
 from .backend import exchange_stream
-from .exchange import aligned_displacements, row_bytes
 from .local import digit_partition
 from .local import partition as gpu_partition
+from .transport import aligned_displacements, row_bytes
 
 # Chunks of a large shard: two hide half the scatter; more, running beside the transfers, slow
 # NCCL down more than they hide. With the senders' first digit (ByDigit: no landing pass beside

@@ -41,8 +41,6 @@ from mpi4py import MPI
 
 from .backend import Backend, CopyLane
 from .errors import DistsortError, agree
-from .exchange import displacements, row_bytes
-from .exchange.mpi import MpiTransport
 from .inputs import on_gpu
 from .keys import NumericCodec, record_key_words
 from .memory import PAGE, HostColumns, default_budget, host_empty, parse_size
@@ -52,6 +50,8 @@ from .progress import Bar
 from .report import HostClock, SortReport
 from .runtime import Runtime, get_runtime
 from .splitters import EPSILON, device_rows
+from .transport import displacements, row_bytes
+from .transport.mpi import MpiTransport
 
 SAMPLE_TARGET = 1 << 18  # samples in all, when the balance bound allows that few
 SAMPLE_LIMIT = 1 << 24  # the most samples (a whole small data set) every rank gathers

@@ -169,11 +169,11 @@ def backend_info(comm, gpus: Mapping[str, Any]) -> dict[str, Any]:
 
 def transport_info(comm, backend: str, device: str | None = None) -> str:
     """How a sort's exchange would move the rows between the ranks: MPI between CPUs; on GPUs
-    what exchange/choice.py picks (device: the PCI address of this rank's GPU). Collective."""
+    what transport/choice.py picks (device: the PCI address of this rank's GPU). Collective."""
     from mpi4py import MPI
 
-    from .exchange import choice
     from .node import placement
+    from .transport import choice
 
     comm = comm if comm is not None else MPI.COMM_WORLD
     where = placement(comm, device)  # collective: before any branch

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mpi4py import MPI
 
-from .exchange.choice import Placement
+from .transport.choice import Placement
 
 
 def node_place(comm) -> tuple[int, int]:

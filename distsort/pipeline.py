@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import chunked
-from .exchange import aligned_displacements, displacements, row_bytes
 from .local import digit_partition, landing
 from .local import partition as gpu_partition
 from .local.landing import LandingSort
@@ -26,6 +25,7 @@ from .phases import phase
 from .report import SortReport
 from .runtime import Runtime
 from .splitters import choose_splitters, classify, local_sample, sample_sizes
+from .transport import aligned_displacements, displacements, row_bytes
 
 KeyWords = Callable[[list], list]
 ALIGN_BYTES = 256  # where each column's receive buffer starts in their common allocation
@@ -292,7 +292,7 @@ def receive_buffers(rt: Runtime, columns: list, blocks: tuple, even_rows: int | 
     allocation and new mappings, both costly); all cut from one allocation, so a
     peer maps one allocation however the columns are sent (words ahead of their rows, in
     calls of their own: two allocations would have each call close the other's mapping,
-    exchange/ipc.py: KEEP). Else None."""
+    transport/ipc.py: KEEP). Else None."""
     if even_rows is None or rt.backend.name != "gpu":
         return None
     rows = chunked.buffer_rows(int(blocks[1][-1] + blocks[0][-1]), even_rows)

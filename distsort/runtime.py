@@ -2,7 +2,7 @@
 
 A rank binds to its GPU (local rank modulo the devices it can see) before anything touches CUDA,
 so the ranks of a node spread over its devices; where there are more ranks than GPUs, several
-ranks share one (exchange/choice.py picks a transport that works for them, and they split its
+ranks share one (transport/choice.py picks a transport that works for them, and they split its
 memory budget). The transport for an MPI communicator is built once and cached: building one
 costs far more than an exchange.
 """
@@ -19,9 +19,10 @@ from .backend import Backend, GpuBackend, gpu_count
 from .binding import bus_id, device_for_rank, device_from_env
 from .cuda_source import use_kernel_cache
 from .errors import DistsortError, agree
-from .exchange import Transport, choice
 from .gpu_safety import require_safe_cupy
 from .node import node_place, placement
+from .transport import Transport, choice
+from .transport.build import gpu_transport, host_transport
 
 BACKENDS = ("auto", "cpu", "gpu")
 
@@ -140,9 +141,7 @@ def choose_backend(comm, requested: str | None) -> str:
 
 def _build(comm, name: str, engine: str | None) -> Runtime:
     if name == "cpu":
-        from .exchange.mpi import MpiTransport
-
-        return Runtime(comm, Backend(engine), MpiTransport(comm), placement(comm))
+        return Runtime(comm, Backend(engine), host_transport(comm), placement(comm))
     use_kernel_cache()  # kernels that `compile` built, whatever this process's HOME
     where = placement(comm, device_id(bind_gpu(comm)))
     return Runtime(comm, GpuBackend(engine), gpu_transport(comm, where), where)
@@ -153,35 +152,6 @@ def device_id(device: int) -> str:
     import cupy
 
     return bus_id(cupy.cuda.runtime.getDeviceProperties(device))
-
-
-def gpu_transport(comm, where: choice.Placement) -> Transport:
-    """What exchange/choice.py picks for these ranks and $DISTSORT_TRANSPORT, built. Collective;
-    DistsortError on every rank where the setting cannot work or NCCL fails to start."""
-    from .exchange import ipc
-    from .exchange.staged import StagedTransport
-
-    setting = settings.value("DISTSORT_TRANSPORT")
-    name = agree(comm, lambda: choice.choose(setting, where))
-    if name in (choice.HOST, choice.ALONE):
-        return StagedTransport(comm, name)
-    if name == choice.IPC_HOST:
-        return ipc.connect(comm, StagedTransport(comm))
-    nccl = nccl_transport(comm)
-    return ipc.connect(comm, nccl) if name == choice.IPC else nccl
-
-
-def nccl_transport(comm) -> Transport:
-    """NCCL's communicator for comm; its failure to start is one DistsortError on every rank."""
-    from .exchange.nccl import NcclTransport
-
-    def start():
-        try:
-            return NcclTransport(comm)
-        except Exception as exc:  # cupy.cuda.nccl.NcclError and the CUDA errors under it
-            raise DistsortError(f"NCCL could not connect the ranks' GPUs: {exc}") from None
-
-    return agree(comm, start)
 
 
 def bind_gpu(comm=None) -> int:

@@ -32,7 +32,7 @@ SETTINGS: dict[str, Setting] = {
     "DISTSORT_BACKEND": Setting("auto", str, USERS, "runtime.py", "gpu, cpu or auto (GPUs where "
                                 "every rank sees one); the commands' --backend wins"),
     "DISTSORT_TRANSPORT": Setting("auto", str, USERS, "runtime.py", "how GPUs exchange rows: auto, "
-                                  "nccl or ipc (exchange/choice.py); ranks that share a GPU "
+                                  "nccl or ipc (transport/choice.py); ranks that share a GPU "
                                   "always use device copies"),
     "DISTSORT_TIMEOUT": Setting("1800", float, USERS, "watchdog.py", "seconds one phase may take "
                                 "before the job is aborted on every rank; 0: no limit"),
@@ -75,9 +75,9 @@ SETTINGS: dict[str, Setting] = {
     "DISTSORT_PINNED": Setting("register", str, BENCHMARKS, "memory.py", "how page-locked host "
                                "memory is made: register (cudaHostRegister) or alloc "
                                "(cudaHostAlloc); bench/pinned.py compares them"),
-    "DISTSORT_MPI_CHUNK_BYTES": Setting("268435456", int, BENCHMARKS, "exchange/mpi.py", "bytes "
+    "DISTSORT_MPI_CHUNK_BYTES": Setting("268435456", int, BENCHMARKS, "transport/mpi.py", "bytes "
                                         "of one MPI message of a host exchange"),
-    "DISTSORT_IPC_MIN_BYTES": Setting("16777216", int, BENCHMARKS, "exchange/ipc.py", "exchanges "
+    "DISTSORT_IPC_MIN_BYTES": Setting("16777216", int, BENCHMARKS, "transport/ipc.py", "exchanges "
                                       "of fewer bytes (the most any rank sends) go over NCCL or "
                                       "MPI, not CUDA IPC copies"),
     "DISTSORT_FAULT": Setting("", str, TESTS, "report.py", "POINT:RANK[:term|:hang]: kill, stop "

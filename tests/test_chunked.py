@@ -13,9 +13,9 @@ from distsort.chunked import (
     landed_rows,
     send_starts,
 )
-from distsort.exchange import aligned_displacements
 from distsort.local import landing
 from distsort.local.partition import TILE
+from distsort.transport import aligned_displacements
 
 
 @pytest.mark.parametrize("n", [0, 1, TILE - 1, TILE, 5 * TILE + 7, 100 * TILE])

@@ -12,8 +12,8 @@ from helpers import assert_balanced, everything, local_data, odd_values, referen
 
 import distsort
 from distsort import external
-from distsort.exchange import row_bytes
 from distsort.memory import parse_size
+from distsort.transport import row_bytes
 
 MPI = pytest.importorskip("mpi4py.MPI")
 COMM = MPI.COMM_WORLD

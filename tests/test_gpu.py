@@ -33,8 +33,8 @@ def splitters_for(keys: np.ndarray, buckets: int, rng) -> np.ndarray:
 def test_partition_kernel_is_a_stable_grouping(dtype, n, buckets, align):
     import cupy
 
-    from distsort.exchange import aligned_displacements
     from distsort.local.partition import partition_keys
+    from distsort.transport import aligned_displacements
 
     rng = np.random.default_rng(n + buckets)
     keys = rng.integers(0, 50 if n > 4 else 5, n).astype(dtype)  # many ties with splitters
@@ -471,8 +471,8 @@ def test_chunked_exchange_keeps_order_and_stability(monkeypatch, chunks, with_va
 def ipc_transport():
     """The copy-engine transport of this communicator (NCCL beside it for small calls), or a
     skip where CUDA IPC does not work between the ranks."""
-    from distsort.exchange import ipc
     from distsort.runtime import get_runtime
+    from distsort.transport import ipc
 
     transport = get_runtime(COMM, "gpu").transport  # ipc by default, where it works
     if transport.name != "ipc":
@@ -560,7 +560,7 @@ def test_ipc_transport_moves_what_nccl_moves(monkeypatch, ipc_transport, align, 
     given or made; and twice in a row (mappings reused)."""
     import cupy
 
-    from distsort.exchange import aligned_displacements
+    from distsort.transport import aligned_displacements
 
     monkeypatch.setenv("DISTSORT_IPC_MIN_BYTES", "0")
     rank, size, nccl = COMM.Get_rank(), COMM.Get_size(), ipc_transport.small
@@ -618,9 +618,9 @@ def test_staged_transport_writes_the_blocks_and_nothing_else(align):
     keys and 3-byte records, unequal and empty blocks, gaps on both sides."""
     import cupy
 
-    from distsort.exchange import aligned_displacements
-    from distsort.exchange.mpi import MpiTransport
-    from distsort.exchange.staged import StagedTransport
+    from distsort.transport import aligned_displacements
+    from distsort.transport.mpi import MpiTransport
+    from distsort.transport.staged import StagedTransport
 
     rank, size = COMM.Get_rank(), COMM.Get_size()
     matrix = np.random.default_rng(size).integers(0, 5000, (size, size))

@@ -1,4 +1,4 @@
-"""Which peer allocations the copy-engine transport keeps mapped (exchange/ipc.py), on the host:
+"""Which peer allocations the copy-engine transport keeps mapped (transport/ipc.py), on the host:
 the CUDA calls are faked, the policy is the transport's own."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections import OrderedDict
 
 import pytest
 
-from distsort.exchange import ipc
+from distsort.transport import ipc
 
 MIB = 1 << 20
 

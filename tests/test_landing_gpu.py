@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distsort.exchange import aligned_displacements
 from distsort.local import landing
 from distsort.local.landing import LandingSort
 from distsort.local.radix import tile_keys
+from distsort.transport import aligned_displacements
 
 pytestmark = pytest.mark.gpu
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import distsort
 from distsort.errors import RemoteError
-from distsort.exchange.mpi import MpiTransport
+from distsort.transport.mpi import MpiTransport
 
 MPI = pytest.importorskip("mpi4py.MPI")
 COMM = MPI.COMM_WORLD

@@ -1,4 +1,4 @@
-"""Which transport moves rows between GPUs (exchange/choice.py), for every placement of ranks on
+"""Which transport moves rows between GPUs (transport/choice.py), for every placement of ranks on
 nodes and devices and every $DISTSORT_TRANSPORT; and the runtime builds what it names (with the
 transports faked: no GPU here)."""
 
@@ -8,8 +8,8 @@ import pytest
 
 from distsort import runtime
 from distsort.errors import DistsortError
-from distsort.exchange import choice, ipc, nccl, staged
-from distsort.exchange.choice import ALONE, HOST, IPC, IPC_HOST, NCCL, Placement
+from distsort.transport import build, choice, ipc, nccl, staged
+from distsort.transport.choice import ALONE, HOST, IPC, IPC_HOST, NCCL, Placement
 
 
 def place(devices: str, nodes: str | None = None) -> Placement:
@@ -74,7 +74,7 @@ def test_the_runtime_builds_the_choice(monkeypatch, devices, nodes, built):
     monkeypatch.setattr(nccl, "NcclTransport", lambda comm: "nccl")
     monkeypatch.setattr(staged, "StagedTransport", lambda comm, name="host": name)
     monkeypatch.setattr(ipc, "connect", lambda comm, small: f"ipc over {small}")
-    assert runtime.gpu_transport(Comm(), place(devices, nodes)) == built
+    assert build.gpu_transport(Comm(), place(devices, nodes)) == built
 
 
 class Ranked:

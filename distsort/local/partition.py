@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..cuda_source import CTYPES, load_module
-from ..exchange import aligned_displacements
+from ..transport import aligned_displacements
 from .upload import on_device
 
 TILE = 256 * 16  # keep in step with partition.cu: BLOCK threads x ITEMS keys per thread

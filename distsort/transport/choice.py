@@ -4,7 +4,7 @@ The runtime builds what it names and `info` prints what it says, so both always 
 
 - NCCL needs a device of its own for every rank of a communicator (it refuses two ranks on one
   GPU), so where any ranks share a GPU it is never used.
-- The copy engines through CUDA IPC (exchange/ipc.py) need every rank to map every other's
+- The copy engines through CUDA IPC (transport/ipc.py) need every rank to map every other's
   memory: one node, and peer access where ranks are on different GPUs (checked when built).
   Ranks that share a GPU map each other's memory on that GPU, so they exchange this way; their
   small exchanges (and everything, where IPC fails) go through host memory and MPI (staged.py).

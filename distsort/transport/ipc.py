@@ -33,7 +33,7 @@ it (CUDA calls freeing it first undefined). Three things bound it:
   free its pool.
 Used only where every rank can map every other's memory (one node; checked once at start,
 else `small`): by default on 2 ranks with a GPU each (on 4 GPUs the copies lost to NCCL), and
-between ranks that share GPUs, which NCCL refuses (exchange/choice.py). Ranks on one GPU map
+between ranks that share GPUs, which NCCL refuses (transport/choice.py). Ranks on one GPU map
 each other's allocations on it like those of a peer GPU.
 """
 
@@ -258,7 +258,7 @@ class IpcTransport:
 
 
 def connect(comm, small):
-    """The copy-engine transport where every rank (all on one node: exchange/choice.py) can
+    """The copy-engine transport where every rank (all on one node: transport/choice.py) can
     reach every other's memory, else `small` itself; collective."""
     try:
         return IpcTransport(comm, small)
