@@ -11,7 +11,7 @@ both before the timer, each allocation timed and reported on its own line (with 
 them in transparent huge pages, worst rank); it draws random keys
 into the input (on the GPU, in pieces), takes their checksum, runs one small out-of-core sort as
 a warm-up (kernels compiled and loaded, NCCL set up), and then sorts with distsort's out-of-core
-path (external.external_sort, runs formed in place in the input, the shard written into the
+path (outofcore.sort.external_sort, runs formed in place in the input, the shard written into the
 output: out=), --reps times per budget with fresh keys each (the median is reported: the first
 large sort of a process ran slower, 0.55 s against 0.38-0.41 s in run 37). Every output is
 checked piece by piece, without a copy: order within and across ranks, count, and checksum
@@ -41,7 +41,6 @@ import numpy as np
 from mpi4py import MPI
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from distsort import external  # noqa: E402
 from distsort.check import checksum  # noqa: E402
 from distsort.errors import DistsortError, RemoteError, agree  # noqa: E402
 from distsort.memory import PINNED_RESERVE as RESERVE  # noqa: E402
@@ -54,6 +53,8 @@ from distsort.memory import (  # noqa: E402
     huge_page_bytes,
     parse_size,
 )
+from distsort.outofcore import layout as ooc_layout  # noqa: E402
+from distsort.outofcore import sort as ooc  # noqa: E402
 from distsort.report import SortReport  # noqa: E402
 from distsort.runtime import get_runtime  # noqa: E402
 
@@ -199,9 +200,9 @@ def warm_up(rt, budget_fraction: int) -> None:
     """One small out-of-core sort (many runs and rounds): kernels compiled and loaded, NCCL
     and the pools set up before the timed sort."""
     small = np.random.default_rng(COMM.Get_rank()).integers(0, 2**32, 1 << 20, np.uint32)
-    source = external.Source(len(small), lambda lo, hi: [small[lo:hi]], lambda c: c,
+    source = ooc_layout.Source(len(small), lambda lo, hi: [small[lo:hi]], lambda c: c,
                              lambda c: [c[0]], lambda c: c)
-    external.external_sort(rt, source, small.nbytes // budget_fraction, SortReport())
+    ooc.external_sort(rt, source, small.nbytes // budget_fraction, SortReport())
 
 
 def run(args) -> list[dict]:
@@ -210,7 +211,7 @@ def run(args) -> list[dict]:
     rt = get_runtime(COMM, args.backend)
     gpu, p, total_bytes = rt.backend.name == "gpu", COMM.Get_size(), parse_size(args.total)
     n = total_bytes // 4 // p
-    rows_out = external.shard_capacity(n * p, p)
+    rows_out = ooc_layout.shard_capacity(n * p, p)
     check_host_memory(n, rows_out)
     baseline = host_bytes("VmRSS")
     step(f"allocating the input: {n * 4 / 1e9:.1f} GB a rank")
@@ -225,8 +226,8 @@ def run(args) -> list[dict]:
     step("warm-up sort")
     warm_up(rt, max(args.budget_fraction or 8, 8))
     layouts = []
-    plan = external.plan_layout
-    external.plan_layout = lambda *a: layouts.append(plan(*a)) or layouts[-1]
+    plan = ooc.plan_layout
+    ooc.plan_layout = lambda *a: layouts.append(plan(*a)) or layouts[-1]
     results = []
     for i, wanted in enumerate(args.device_memory.split(",")):
         budget = budget_of(rt, wanted, keys.nbytes, args.budget_fraction)
@@ -266,7 +267,7 @@ def timed_sort(rt, keys: np.ndarray, out: np.ndarray, budget: int, keys_sum: int
     """One out-of-core sort of keys (runs in place) into out, timed and verified; on GPUs
     with its copies' and sorts' timeline written to `trace` (rank 0's) if given."""
     n = len(keys)
-    source = external.Source(n, lambda lo, hi: [keys[lo:hi]], lambda c: c,
+    source = ooc_layout.Source(n, lambda lo, hi: [keys[lo:hi]], lambda c: c,
                              lambda c: [c[0]], lambda c: c)
     report = SortReport(rank=COMM.Get_rank(), backend=rt.backend.name,
                         engine=rt.backend.engine.name)
@@ -282,7 +283,7 @@ def timed_sort(rt, keys: np.ndarray, out: np.ndarray, budget: int, keys_sum: int
         tracer = Tracer(rt.backend.engine)
         tracer.install()
     start = time.perf_counter()
-    shard = external.external_sort(rt, source, budget, report, store=[keys], out=[out])[0]
+    shard = ooc.external_sort(rt, source, budget, report, store=[keys], out=[out])[0]
     rt.backend.synchronize()
     elapsed = time.perf_counter() - start
     if tracer:

@@ -25,25 +25,27 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from dist_sort import CASES, random_keys  # noqa: E402
 
 import distsort  # noqa: E402
-from distsort import api, chunked, external, pipeline, splitters  # noqa: E402
+from distsort import api, pipeline  # noqa: E402
 from distsort.check import verify  # noqa: E402
 from distsort.cli import parse_count  # noqa: E402
 from distsort.local import digit_partition, landing  # noqa: E402
+from distsort.outofcore import sort as outofcore  # noqa: E402
 from distsort.report import SortReport  # noqa: E402
+from distsort.steps import chunks, exchange, splitters  # noqa: E402
 from distsort.transport.ipc import IpcTransport  # noqa: E402
 from distsort.transport.nccl import NcclTransport  # noqa: E402
 
 COMM = MPI.COMM_WORLD
 STEPS = [  # (module or class, attribute, label)
-    (api, "begin", "agree"), (external, "plan", "budget"), (api, "_prepare", "prepare"),
+    (api, "begin", "agree"), (outofcore, "plan", "budget"), (api, "_prepare", "prepare"),
     (pipeline, "local_sample", "sample"), (pipeline, "choose_splitters", "splitters"),
     (splitters, "stable_order", "order"),
-    (pipeline, "partition", "route"), (chunked, "plan", "plan"),
+    (pipeline, "partition", "route"), (chunks, "plan", "plan"),
     (digit_partition.BucketPartition, "__init__", "args"),
     (digit_partition.BucketPartition, "counts", "count"),
-    (chunked, "_scatter", "scatter"), (NcclTransport, "alltoallv", "send"),
+    (exchange, "scatter_chunk", "scatter"), (NcclTransport, "alltoallv", "send"),
     (IpcTransport, "alltoallv", "send"), (IpcTransport, "_agree", "agree"),
-    (IpcTransport, "_targets", "targets"), (chunked, "exchange", "exchange"),
+    (IpcTransport, "_targets", "targets"), (exchange, "exchange_chunks", "exchange"),
     (landing.LandingSort, "land", "land"), (landing.LandingSort, "finish", "finish"),
     (landing.LandingSort, "_run_tiles", "run_tiles"), (landing.LandingSort, "_pass", "pass"),
     (landing.LandingSort, "_sort_tail", "tail"),

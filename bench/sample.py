@@ -22,7 +22,8 @@ from dist_sort import random_keys, timed  # noqa: E402
 
 from distsort.cli import parse_count  # noqa: E402
 from distsort.runtime import get_runtime  # noqa: E402
-from distsort.splitters import choose_splitters, local_sample, sample_sizes  # noqa: E402
+from distsort.steps.sample import local_sample, sample_sizes  # noqa: E402
+from distsort.steps.splitters import choose_splitters  # noqa: E402
 
 COMM = MPI.COMM_WORLD
 

@@ -7,7 +7,7 @@
 
 from .api import argsort, sort, sort_pairs, sort_records
 from .errors import DistsortError
-from .external import shard_capacity
+from .outofcore.layout import shard_capacity
 from .runtime import bind_gpu, release
 
 __all__ = ["DistsortError", "argsort", "bind_gpu", "release", "shard_capacity", "sort",

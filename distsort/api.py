@@ -22,10 +22,11 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
-from . import external
 from .errors import DistsortError, agree
 from .inputs import Call, as_array, begin, keys_check, native, on_gpu
 from .keys import NumericCodec, record_key_words, stand_ins
+from .outofcore import sort as outofcore
+from .outofcore.sources import check_out_rows
 from .payload import check_payload, restored, stored
 from .phases import phase
 from .pipeline import distributed_sort
@@ -39,7 +40,7 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
     """Sort 1-D numeric keys across all ranks; return this rank's shard of the result.
 
     device_memory (bytes, or a size like "8GiB") bounds the device memory a rank may use; when
-    a rank's shard does not fit, the out-of-core sort runs (external.py). Default: a safe
+    a rank's shard does not fit, the out-of-core sort runs (outofcore/). Default: a safe
     fraction of the free device memory. Likewise for sort_pairs, argsort and sort_records.
     out: a NumPy array for the shard (see the module doc).
     """
@@ -93,9 +94,9 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
                                      [keys_check(keys)], _listed(out), [(np.int64, ())],
                                      device_memory))
     keys, descending, _ = _stand_ins(native(keys), descending)
-    job = external.plan(keys, comm, backend, device_memory, extra_row_bytes=8)
+    job = outofcore.plan(keys, comm, backend, device_memory, extra_row_bytes=8)
     if job:
-        return external.argsort(job, keys, descending, _report(report, job.rt), outs)
+        return outofcore.argsort(job, keys, descending, _report(report, job.rt), outs)
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
     report = _report(report, rt)
     codec = NumericCodec(keys.dtype, descending, canonical=True)
@@ -125,9 +126,9 @@ def sort_records(records, key_size: int, comm=None, *, descending: bool = False,
                                      {"key_size": key_size, "descending": descending}, [check],
                                      _listed(out), [(records.dtype, records.shape[1:])],
                                      device_memory))
-    job = external.plan(records, comm, backend, device_memory)
+    job = outofcore.plan(records, comm, backend, device_memory)
     if job:
-        return external.sort_records(job, records, key_size, descending,
+        return outofcore.sort_records(job, records, key_size, descending,
                                      _report(report, job.rt), outs)
     rt, dev_records, to_caller = _prepare(records, comm, backend)
     xp = rt.xp
@@ -141,10 +142,10 @@ def sort_records(records, key_size: int, comm=None, *, descending: bool = False,
 
 def _sort_numeric(keys, values, comm, descending, stable, backend, report, device_memory,
                   outs=None):
-    job = external.plan(keys, comm, backend, device_memory, values)
+    job = outofcore.plan(keys, comm, backend, device_memory, values)
     if job:
         report = _report(report, job.rt)
-        return external.sort_numeric(job, keys, values, descending, stable, report, outs)
+        return outofcore.sort_numeric(job, keys, values, descending, stable, report, outs)
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
     report, clock = _report(report, rt), rt.backend.clock()
     codec = NumericCodec(keys.dtype, descending, canonical=stable)
@@ -194,7 +195,7 @@ def _into(comm, outs: list | None, results: list) -> list:
     they are. Every rank raises if any rank's out is too short for its shard."""
     if outs is None:
         return results
-    agree(comm, lambda: external.check_out_rows(outs, len(results[0])))
+    agree(comm, lambda: check_out_rows(outs, len(results[0])))
     for o, r in zip(outs, results):
         o[: len(r)] = r
     return [o[: len(r)] for o, r in zip(outs, results)]

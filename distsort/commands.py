@@ -9,13 +9,14 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import api, external, external_file, progress
+from . import api, plan, progress
 from .check import run_argsort_check, run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import parse_dtype
 from .io.staging import load
 from .node import node_place
+from .outofcore import files as outofcore_files
 from .phases import phase
 from .report import HostClock, SortReport, duration, rate, since_start, summarize
 from .runtime import array_module, get_runtime
@@ -76,7 +77,7 @@ def sort_file(args, comm) -> int:
 
     In memory, a rank's range goes from the file straight to its device and its shard from the
     device straight to the output (io/staging.py); larger ranges go out of core
-    (external_file.py)."""
+    (outofcore/files.py)."""
     started, began = since_start(), time.perf_counter()
     report = SortReport()
     report.timed["start"] = started  # the launch, imports and MPI start-up
@@ -89,11 +90,11 @@ def sort_file(args, comm) -> int:
         values = agree(comm, lambda: _open_values(args, source.count))
         paths = agree(comm, lambda: _output_paths(args, out_fmt, values))
         agree(comm, lambda: _report_writable(args.report))
-        budget = agree(comm, lambda: external.budget(rt, args.device_memory))
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
     row = fmt.itemsize + (values.fmt.itemsize if values else 0) + 8 * bool(args.argsort)
-    if external.exceeds(rt, (stop - start) * row, budget):
-        external_file.sort_file(rt, args, fmt, source, values, paths, budget, report)
+    budget = agree(comm, lambda: plan.out_of_core(rt, stop - start, row, args.device_memory))
+    if budget is not None:
+        outofcore_files.sort_file(rt, args, fmt, source, values, paths, budget, report)
     else:
         stand = fmt.stand_ins(args.descending)
         order = stand.sort_descending if stand else args.descending
@@ -269,17 +270,18 @@ def compile_kernels(args, comm) -> int:
     """`compile`: every CUDA kernel a sort may use into the kernel cache (cuda_source.py): ours,
     and CuPy's own that a small sort of every kind compiles."""
     from . import check as check_module
-    from . import keys, splitters
+    from . import keys
     from .backend import gpu_count
     from .cuda_source import kernel_cache, use_kernel_cache
     from .local import digit_partition, partition, radix, rows, tiles
+    from .steps import sample
 
     if not comm.allreduce(gpu_count() > 0, op=MPI.LAND):
         agree(comm, _no_gpu_to_compile_for)
     rt = agree(comm, lambda: get_runtime(comm, "gpu"))  # built for this GPU's architecture
     use_kernel_cache(fill=True)
     start = time.perf_counter()
-    for module in (check_module, keys, splitters, partition, radix, rows, digit_partition, tiles):
+    for module in (check_module, keys, sample, partition, radix, rows, digit_partition, tiles):
         module.compile_all()
     for dtype in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
                   "float16", "float32", "float64"):

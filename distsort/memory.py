@@ -2,7 +2,7 @@
 
 A rank's *budget* is how many bytes of device memory one step of the sort may use (on the CPU
 backend the "device" is the host). When a rank's work does not fit it, the out-of-core sort
-(external.py) runs instead of the in-memory one.
+(outofcore/) runs instead of the in-memory one.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """splitmix64 on the host, for NumPy or CuPy arrays: the numbers mix.cuh computes on the device.
 
 The checksum hashes words with it (check.py), the generator draws its bits from it (gen.py) and
-the sample its random fractions (splitters.py), so host and device agree bit for bit.
+the sample its random fractions (steps/sample.py), so host and device agree bit for bit.
 """
 
 from __future__ import annotations

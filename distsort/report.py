@@ -43,7 +43,7 @@ class SortReport:
     backend: str = ""
     engine: str = ""
     transport: str = ""
-    path: str = "in memory"  # or "out of core" (external.py)
+    path: str = "in memory"  # or "out of core" (outofcore/)
     wall: float | None = None  # the whole command's seconds, process start included (CLI)
     timed: dict[str, float] = field(default_factory=dict)  # seconds per phase, from marks
     marks: list = field(default_factory=list)  # (phase, clock, start, end) not yet read

@@ -133,12 +133,16 @@ def test_compile_keeps_kernels_compiled_before_it_ran(fake_cupy, monkeypatch, tm
 def test_shared_device_code_is_inlined_where_a_source_includes_it(tmp_path, monkeypatch):
     from distsort import cuda_source
 
-    for name in ("sample.cu", "check.cu"):
+    for name in ("steps/sample.cu", "check.cu"):
         text = cuda_source.source(name)
         assert "#include" not in text and text.count("u64 splitmix64(u64 z)") == 1
+    for name in ("local/radix.cu", "local/digit_partition.cu", "local/partition.cu"):
+        text = cuda_source.source(name)  # warp.cuh once, whether included directly or not
+        assert "#include" not in text and text.count("u32 match_peers(u32 d)") == 1
     (tmp_path / "sub").mkdir()
     (tmp_path / "a.cuh").write_text("int a;\n")
     (tmp_path / "sub" / "b.cuh").write_text('#include "../a.cuh"\nint b;\n')
-    (tmp_path / "k.cu").write_text('#include "sub/b.cuh"\n#include <cstdint>\nint k;\n')
+    (tmp_path / "k.cu").write_text('#include "sub/b.cuh"\n#include "a.cuh"\n#include <cstdint>\n'
+                                   'int k;\n')
     monkeypatch.setattr(cuda_source, "HERE", str(tmp_path))
-    assert cuda_source.source("k.cu") == "int a;\n\nint b;\n\n#include <cstdint>\nint k;\n"
+    assert cuda_source.source("k.cu") == "int a;\n\nint b;\n\n\n#include <cstdint>\nint k;\n"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distsort import chunked
-from distsort.chunked import block_starts
 from distsort.local import digit_partition, tiles
+from distsort.steps import chunks
+from distsort.steps.chunks import block_starts
 
 pytestmark = pytest.mark.gpu
 
@@ -87,7 +87,7 @@ def test_bucket_partition_is_a_stable_grouping(cp, dtype, ranks, spread, size, s
 @pytest.mark.parametrize("spread", ["uniform", "narrow", "skewed"])
 @pytest.mark.parametrize("values", [None, np.uint32, np.float64])
 def test_digit_partition_sorts_each_block_by_its_first_digit(cp, dtype, ranks, spread, values):
-    """chunked.ByDigit: destination j's block holds its keys stably sorted by the low bits of
+    """chunks.ByDigit: destination j's block holds its keys stably sorted by the low bits of
     key - lows[j] (the receiver's first radix digit), at the block starts given; values (where
     given) where their keys went."""
     rng = np.random.default_rng([ranks, len(spread), 3])
@@ -97,7 +97,7 @@ def test_digit_partition_sorts_each_block_by_its_first_digit(cp, dtype, ranks, s
     keys = draw(rng, dtype, n, spread)
     splitters = splitters_of(keys, ranks, rng)
     bits = digit_partition.bucket_bits(ranks)
-    part = chunked.ByDigit(cp.asarray(keys), offset, splitters, lows_of(splitters), bits)
+    part = chunks.ByDigit(cp.asarray(keys), offset, splitters, lows_of(splitters), bits)
     want = buckets_of(keys, offset, splitters, bits)
     table = cp.asnumpy(part.table()).astype(np.int64)
     np.testing.assert_array_equal(table.reshape(-1), np.bincount(want, minlength=table.size))

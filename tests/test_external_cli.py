@@ -67,8 +67,9 @@ def test_values_stable_argsort_and_records_out_of_core(tmp_path):
 def test_verify_fails_a_wrong_sort_and_publishes_nothing(tmp_path, monkeypatch, capsys, budget):
     """A sort that loses one key (a bug stood in by a wrapper) is caught by --verify, in memory
     and out of core: one message, exit 2, no output and no temporary file."""
-    from distsort import api, external
+    from distsort import api
     from distsort.cli import main
+    from distsort.outofcore import merge as ooc_merge
 
     def lossy(sort):
         def wrapped(*args, **kwargs):
@@ -79,7 +80,7 @@ def test_verify_fails_a_wrong_sort_and_publishes_nothing(tmp_path, monkeypatch, 
         return wrapped
 
     monkeypatch.setattr(api, "sort", lossy(api.sort))
-    monkeypatch.setattr(external, "local_sort", lossy(external.local_sort))
+    monkeypatch.setattr(ooc_merge, "local_sort", lossy(ooc_merge.local_sort))
     np.save(tmp_path / "in.npy", np.arange(50_000, dtype=np.uint32)[::-1])
     code = main(["sort", str(tmp_path / "in.npy"), "-o", str(tmp_path / "out.npy"), "--verify",
                  "--backend", "cpu", *budget])

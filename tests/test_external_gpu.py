@@ -12,7 +12,8 @@ import pytest
 from helpers import odd_values, tie_heavy
 
 import distsort
-from distsort import external
+from distsort.outofcore import layout as ooc_layout
+from distsort.outofcore import sort as ooc
 
 MPI = pytest.importorskip("mpi4py.MPI")
 COMM = MPI.COMM_WORLD
@@ -31,8 +32,8 @@ def everything(x) -> np.ndarray:
 @pytest.fixture
 def layouts(monkeypatch):
     seen = []
-    plan = external.plan_layout
-    monkeypatch.setattr(external, "plan_layout", lambda *a: seen.append(plan(*a)) or seen[-1])
+    plan = ooc.plan_layout
+    monkeypatch.setattr(ooc, "plan_layout", lambda *a: seen.append(plan(*a)) or seen[-1])
     return seen
 
 
@@ -150,9 +151,9 @@ def test_gpu_out_holds_the_same_shard(layouts):
 def test_a_large_budget_still_cuts_at_least_min_runs(layouts, monkeypatch):
     """Just over budget, a rank's input would make 6 runs (row cost 6x); on GPUs it is cut
     into MIN_RUNS, so copies overlap both ways."""
-    monkeypatch.setattr(external, "MIN_RUN_ROWS", 1000)
+    monkeypatch.setattr(ooc_layout, "MIN_RUN_ROWS", 1000)
     x = np.random.default_rng([COMM.Get_rank(), 22]).integers(0, 2**32, N, dtype=np.uint32)
     budget = int(3.9 * COMM.allreduce(x.nbytes, op=MPI.MAX))  # under 4x: out of core
     shard = distsort.sort(x, device_memory=budget, backend="gpu")
     np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
-    assert layouts and min(layouts[-1].runs_per_rank) >= external.MIN_RUNS
+    assert layouts and min(layouts[-1].runs_per_rank) >= ooc_layout.MIN_RUNS

@@ -11,8 +11,9 @@ import pytest
 from helpers import assert_balanced, everything, local_data, odd_values, reference, reference_order
 
 import distsort
-from distsort import external
 from distsort.memory import parse_size
+from distsort.outofcore import layout as ooc_layout
+from distsort.outofcore import sort as ooc
 from distsort.transport import row_bytes
 
 MPI = pytest.importorskip("mpi4py.MPI")
@@ -25,13 +26,13 @@ pytestmark = pytest.mark.mpi
 def layouts(monkeypatch):
     """The layouts the out-of-core sorts chose, to check that they ran with many runs."""
     seen = []
-    plan = external.plan_layout
+    plan = ooc.plan_layout
 
     def spy(*args, **kwargs):
         seen.append(plan(*args, **kwargs))
         return seen[-1]
 
-    monkeypatch.setattr(external, "plan_layout", spy)
+    monkeypatch.setattr(ooc, "plan_layout", spy)
     return seen
 
 
@@ -137,7 +138,7 @@ def test_all_equal_keys_are_balanced_and_stable(layouts):
 @pytest.mark.parametrize("dist", ["uniform", "equal", "fewdistinct", "sorted", "reverse"])
 def test_sampled_splitters_cut_runs_right(layouts, monkeypatch, dist):
     """Few samples (stride > 1): cuts fall between samples and are found in the run's keys."""
-    monkeypatch.setattr(external, "SAMPLE_TARGET", 500)
+    monkeypatch.setattr(ooc_layout, "SAMPLE_TARGET", 500)
     x = local_data(dist, "int64", 20000 * (1 - COMM.Get_rank() % 2), seed=15)  # odd ranks empty
     positions = np.arange(len(x)) + (COMM.exscan(len(x)) or 0)
     budget = 112 * 2500  # 2500 rows of int64 keys and positions: 8 runs per rank
@@ -150,7 +151,7 @@ def test_sampled_splitters_cut_runs_right(layouts, monkeypatch, dist):
 
 
 def test_sampled_records_with_long_common_prefixes(layouts, monkeypatch):
-    monkeypatch.setattr(external, "SAMPLE_TARGET", 300)
+    monkeypatch.setattr(ooc_layout, "SAMPLE_TARGET", 300)
     rng = np.random.default_rng([16, COMM.Get_rank()])
     records = rng.integers(0, 3, (8000, 12), dtype=np.uint8)
     records[:, :8] = 9  # the first key word is the same everywhere: the second decides
@@ -198,14 +199,14 @@ def test_runs_formed_in_place_in_the_input(layouts):
     x = local_data("uniform", "uint32", 5000, seed=19)
     keys = x.copy()
     got = {}
-    source = external.Source(len(keys), lambda lo, hi: [keys[lo:hi]], lambda c: c,
+    source = ooc_layout.Source(len(keys), lambda lo, hi: [keys[lo:hi]], lambda c: c,
                              lambda c: [c[0]], lambda c: c)
 
     def write(row, columns):
         got[row] = columns[0].copy()
 
     rt = get_runtime(COMM, "cpu")
-    external.external_sort(rt, source, tight(x), SortReport(), write=write, store=[keys])
+    ooc.external_sort(rt, source, tight(x), SortReport(), write=write, store=[keys])
     rows = sorted(got)
     shard = np.concatenate([got[r] for r in rows]) if rows else x[:0]
     first = COMM.exscan(len(shard)) or 0
@@ -217,7 +218,7 @@ def test_runs_formed_in_place_in_the_input(layouts):
 def test_a_budget_far_too_small_is_a_clear_error(monkeypatch):
     from distsort.errors import DistsortError
 
-    monkeypatch.setattr(external, "SAMPLE_LIMIT", 1000)
+    monkeypatch.setattr(ooc_layout, "SAMPLE_LIMIT", 1000)
     x = local_data("uniform", "uint32", 3000, seed=20)
     with pytest.raises(DistsortError) as failed:
         distsort.sort(x, device_memory=256)
@@ -237,17 +238,17 @@ def test_host_memory_is_input_output_and_a_tenth(layouts, monkeypatch):
     from distsort.report import SortReport
     from distsort.runtime import get_runtime
 
-    monkeypatch.setattr(external, "SAMPLE_TARGET", 1 << 12)
+    monkeypatch.setattr(ooc_layout, "SAMPLE_TARGET", 1 << 12)
     keys = np.random.default_rng([22, COMM.Get_rank()]).integers(0, 2**32, 1 << 22, np.uint32)
     lowest = COMM.allreduce(int(keys.min()), op=MPI.MIN)
-    source = external.Source(len(keys), lambda lo, hi: [keys[lo:hi]], lambda c: c,
+    source = ooc_layout.Source(len(keys), lambda lo, hi: [keys[lo:hi]], lambda c: c,
                              lambda c: [c[0]], lambda c: c)
     budget = keys.nbytes // 4
     tracing = tracemalloc.is_tracing()
     tracemalloc.start()
     tracemalloc.reset_peak()
     before = tracemalloc.get_traced_memory()[0]
-    out = external.external_sort(get_runtime(COMM, "cpu"), source, budget, SortReport(),
+    out = ooc.external_sort(get_runtime(COMM, "cpu"), source, budget, SortReport(),
                                  store=[keys])[0]
     extra = tracemalloc.get_traced_memory()[1] - before - out.nbytes
     if not tracing:

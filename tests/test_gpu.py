@@ -12,7 +12,7 @@ from helpers import bool_or_time_keys, bool_or_time_order, everything, odd_value
 
 import distsort
 from distsort.report import SortReport
-from distsort.splitters import classify
+from distsort.steps.splitters import classify
 
 MPI = pytest.importorskip("mpi4py.MPI")
 COMM = MPI.COMM_WORLD
@@ -332,7 +332,7 @@ def test_device_sample_draw_picks_the_host_draws_rows(dtype, n):
     import cupy
 
     from distsort.backend import Backend
-    from distsort.splitters import local_sample
+    from distsort.steps.sample import local_sample
 
     class Gpu:
         name, xp = "gpu", cupy
@@ -349,30 +349,30 @@ def test_device_sample_draw_picks_the_host_draws_rows(dtype, n):
 
 def force_chunks(monkeypatch, chunks: int) -> None:
     """The overlapped partition and exchange in `chunks` chunks, of a partition tile or more."""
-    from distsort import chunked
     from distsort.local.partition import TILE
+    from distsort.steps import chunks as plan
 
-    monkeypatch.setattr(chunked, "CHUNKS", chunks)
-    monkeypatch.setattr(chunked, "DIGIT_CHUNKS", chunks)
-    monkeypatch.setattr(chunked, "MIN_CHUNK", TILE)
+    monkeypatch.setattr(plan, "CHUNKS", chunks)
+    monkeypatch.setattr(plan, "DIGIT_CHUNKS", chunks)
+    monkeypatch.setattr(plan, "MIN_CHUNK", TILE)
 
 
 def force_landing(monkeypatch, chunks: int, digits: bool) -> tuple[list, list]:
     """The landing finish (and ByDigit senders, if digits) at small sizes, in `chunks` chunks;
     returns lists that get an entry per landing finish run and per ByDigit scatter."""
-    from distsort import chunked, pipeline
     from distsort.local import landing
+    from distsort.steps import chunks, partition
 
     force_chunks(monkeypatch, chunks)
     monkeypatch.setattr(landing, "MIN_ROWS", 1)
     if not digits:
-        monkeypatch.setattr(pipeline, "digit_bits", lambda *args: 0)
+        monkeypatch.setattr(partition, "digit_bits", lambda *args: 0)
     finished = []
     real_finish = landing.LandingSort.finish
     monkeypatch.setattr(landing.LandingSort, "finish",
                         lambda self, k, s: finished.append(1) or real_finish(self, k, s))
-    by_digit, real_scatter = [], chunked.ByDigit.scatter
-    monkeypatch.setattr(chunked.ByDigit, "scatter",
+    by_digit, real_scatter = [], chunks.ByDigit.scatter
+    monkeypatch.setattr(chunks.ByDigit, "scatter",
                         lambda self, *a: by_digit.append(1) or real_scatter(self, *a))
     return finished, by_digit
 
@@ -406,7 +406,7 @@ def assert_landed(finished: list, by_digit: list, digits: bool) -> None:
 @pytest.mark.parametrize("digits", [True, False])
 def test_landing_finish_sorts_globally(monkeypatch, dtype, chunks, spread, digits):
     """The finish whose first radix pass runs as the chunks land (local/landing.py), or by
-    the senders (digits: chunked.ByDigit), forced at small sizes: unequal shards, several
+    the senders (digits: chunks.ByDigit), forced at small sizes: unequal shards, several
     chunks, keys over the whole range, a narrow one (fewer passes) and a skewed one (unequal
     blocks)."""
     import cupy

@@ -1,4 +1,4 @@
-"""The order of rows received in blocks with gaps between them (pipeline.received_order)."""
+"""The order of rows received in blocks with gaps between them (steps/finish.received_order)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from distsort.pipeline import _outside_key, received_order
 from distsort.runtime import get_runtime
+from distsort.steps.finish import received_order
+from distsort.steps.splitters import outside_key
 
 
 def _received(seed: int, low: int, top: int):
@@ -34,7 +35,7 @@ def test_received_rows_are_ordered_stably_and_the_gaps_left_out(low, top):
     words, blocks = _received(low % 7 + top % 5, low, top)
     rows = np.concatenate([np.arange(a, a + k) for k, a in zip(*blocks)])
     want = rows[np.lexsort([words[1][rows], words[0][rows]])]
-    outside = _outside_key(np.dtype(np.uint64), low, top)
+    outside = outside_key(np.dtype(np.uint64), low, top)
     assert (outside is None) == (low == 0 and top == 2**64 - 1)
     got = received_order(rt, [w.copy() for w in words], blocks, outside)
     np.testing.assert_array_equal(np.asarray(got), want)

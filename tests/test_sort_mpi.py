@@ -152,9 +152,9 @@ def test_balance_on_the_sampled_path(dist):
 
 
 def test_sampled_path_is_taken(monkeypatch):
-    import distsort.splitters as splitters
+    from distsort.steps import sample
 
-    monkeypatch.setattr(splitters, "samples_per_bucket", lambda p: 50)
+    monkeypatch.setattr(sample, "samples_per_bucket", lambda p: 50)
     x = local_data("uniform", "uint32", 5000, seed=4)
     shard = distsort.sort(x)
     np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))

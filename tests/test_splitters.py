@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from distsort.backend import Backend
-from distsort.splitters import (
-    classify,
+from distsort.steps.sample import (
     local_sample,
     sample_sizes,
     samples_per_bucket,
     stream_base,
     uniforms,
 )
+from distsort.steps.splitters import classify
 
 
 def test_sample_size_grows_with_ranks_and_stays_small():
@@ -66,7 +66,7 @@ def test_no_splitters_means_one_bucket():
 
 
 def test_key_range_covers_every_key_between_the_bounds():
-    from distsort.pipeline import key_range
+    from distsort.steps.splitters import key_range
 
     rng = np.random.default_rng(0)
     for _ in range(200):

@@ -1,5 +1,5 @@
 // The partition by (destination, first radix digit): the GPU exchange's default for plain keys
-// and key-value pairs (chunked.ByDigit), driven by digit_partition.py.
+// and key-value pairs (steps/chunks.ByDigit), driven by digit_partition.py.
 //
 // Why: a key's bucket is dest << sbits | ((key - low[dest]) & (2^sbits - 1)): its destination
 // rank (the splitters below it) and the low sbits bits of key - low, low being its receiver's
@@ -198,10 +198,10 @@ __global__ void __launch_bounds__(COUNT_BLOCK)
 }
 
 // Why: the partition as one stable onesweep pass over the bucket digit: every key (and value,
-// VMODE 1: key-value pairs, chunked.ByDigit) read once (with its bucket byte) and written once, at
+// VMODE 1: key-value pairs, steps/chunks.ByDigit) read once (with its bucket byte) and written once, at
 // bases[bucket] (the sender's layout: any place per bucket) plus its rank among the bucket's keys
 // before it. Consecutive tiles of the shard, of the onesweep pass's size for the VMODE.
-// Buckets [own_first, own_first + own_count) (the sender's own destination, chunked.py) go to
+// Buckets [own_first, own_first + own_count) (the sender's own destination, steps/chunks.py) go to
 // own_keys (own_vals) instead, their bases counted from there: the sender's own block lands in
 // its receive buffer with no copy from the send buffer after.
 template <typename K, typename V, int VMODE>

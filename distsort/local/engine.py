@@ -55,6 +55,10 @@ class LocalSortEngine(Protocol):
         """Return (sorted keys, values permuted alike), stable; values is 1-D of any dtype (the
         engine MAY overwrite keys and values when overwrite is True)."""
 
+    def workspace_bytes(self, rows: int, row_bytes: int) -> int:
+        """The memory a sort of `rows` rows of row_bytes bytes takes beyond its input: the
+        result and every temporary (CUB's temp-storage query, for the plan: plan.py)."""
+
 
 class NumpyEngine:
     """CPU engine: plain keys by NumPy's default sort (SIMD where the CPU has it: equal plain
@@ -63,6 +67,9 @@ class NumpyEngine:
     (low, overwrite, scratch): its results are new arrays."""
 
     name = "numpy"
+
+    def workspace_bytes(self, rows: int, row_bytes: int) -> int:
+        return rows * row_bytes  # the result: NumPy sorts a copy in place
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
         return np.sort(keys)
@@ -87,6 +94,9 @@ class CubEngine:
         import cupy
 
         self.cp = cupy
+
+    def workspace_bytes(self, rows: int, row_bytes: int) -> int:
+        return 2 * rows * row_bytes  # the result and CUB's double buffer
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
         return self.cp.sort(keys)

@@ -11,8 +11,8 @@ digit counts of every pass come from one histogram read of the block when it lan
 left to read after the last block.
 
 Presorted blocks: where the senders' partition already sorted every block by the low `bits`
-bits of key - low (chunked.ByDigit), with the counts of each digit, landing only counts the later
-digits, and every pass of [bits, end_bit) runs after the last block, the first of them reading
+bits of key - low (steps/chunks.ByDigit), with the counts of each digit, landing only counts the
+later digits, and every pass of [bits, end_bit) runs after the last block, the first of them reading
 the blocks' runs in the receive buffer: one pass fewer for the receiver. Key-value pairs (a
 column of 4 or 8 bytes beside the keys) land presorted only, and those passes move the values
 with their keys, out of the receive buffers with their gaps: no packing copy of either column.

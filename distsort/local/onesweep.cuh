@@ -1,7 +1,7 @@
-// The onesweep digit pass's device code (#include "onesweep.cuh"): the tile sizes, the
-// digit policies, the decoupled look-back and the work on one tile. radix.cu's passes and
-// digit_partition.cu's scatter by bucket both run onesweep_next; why each is shaped so is
-// said where it is defined.
+// The onesweep digit pass's device code, included by the kernels that run passes: the tile sizes,
+// the digit policies, the decoupled look-back and the work on one tile. radix.cu's passes and
+// digit_partition.cu's scatter by bucket both run onesweep_next; why each is shaped so is said
+// where it is defined.
 #include "warp.cuh"
 
 

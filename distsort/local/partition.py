@@ -44,7 +44,7 @@ def partition_keys(keys, offset: int, splitters: np.ndarray, want_dest: bool, al
     splitters: (p-1, 2) uint64 host array of (key, global position); key i sits at global
     position offset + i. dest[i] is where key i went, for moving other columns alike. Buckets
     start at multiples of align rows; the gaps between them hold no keys. (The pipeline drives
-    Launch chunk by chunk instead: chunked.py.)
+    Launch chunk by chunk instead: steps/chunks.py.)
     """
     import cupy
 

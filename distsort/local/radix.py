@@ -401,6 +401,13 @@ class RadixEngine:
         self.min_n = min_n
         self._cub = None
 
+    def workspace_bytes(self, rows: int, row_bytes: int) -> int:
+        """The passes' second buffer (the pipeline lends the sent rows as it, where they fit),
+        the tiles' flags and the digit counts; where CUB sorts instead, its double buffer."""
+        if rows < min(MIN_N.values()):
+            return self._fallback().workspace_bytes(rows, row_bytes)
+        return rows * row_bytes + (1 << 20)
+
     def _fallback(self):
         if self._cub is None:
             from .engine import CubEngine

@@ -1,5 +1,5 @@
 // Device code shared by the sort and partition kernels: the integer types and the warp's
-// ranking of equal values (#include "warp.cuh").
+// ranking of equal values (included where needed).
 typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef long long i64;

@@ -45,7 +45,7 @@ def as_bytes(a):
 
 def aligned_displacements(counts, align: int):
     """Where each peer's block starts when every block starts at a multiple of align rows
-    (int64; host or device arrays alike: chunked.plan lays out chunk 0 on the device)."""
+    (int64; host or device arrays alike: chunks.plan lays out chunk 0 on the device)."""
     padded = -(-counts.astype(np.int64) // align) * align
     return padded.cumsum() - padded
 

@@ -1,11 +1,13 @@
-"""The chunk and block layout arithmetic of the overlapped partition + exchange (chunked.py)."""
+"""The chunk and block layout of the overlapped partition + exchange (steps/chunks.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from distsort.chunked import (
+from distsort.local import landing
+from distsort.local.partition import TILE
+from distsort.steps.chunks import (
     Plan,
     block_starts,
     buffer_rows,
@@ -13,8 +15,6 @@ from distsort.chunked import (
     landed_rows,
     send_starts,
 )
-from distsort.local import landing
-from distsort.local.partition import TILE
 from distsort.transport import aligned_displacements
 
 
@@ -90,20 +90,20 @@ def test_landing_is_used_where_it_can_run():
 
 
 def test_senders_sort_by_digit_only_where_every_buffer_offset_fits_32_bits():
-    """pipeline.digit_bits: plain 4/8-byte keys on the radix engine, 2-16 ranks, from
+    """partition.digit_bits: plain 4/8-byte keys on the radix engine, 2-16 ranks, from
     landing.MIN_ROWS keys a rank on, and no shard past digit_partition.MAX_ROWS rows (the bucket
     scatter's 32-bit offsets); the same answer from global facts on every rank."""
     from types import SimpleNamespace
 
-    from distsort import pipeline
     from distsort.local import digit_partition
+    from distsort.steps import partition
 
     def bits(ranks=4, dtype=np.uint32, largest=1 << 30, engine="radix", columns=None):
         rt = SimpleNamespace(comm=SimpleNamespace(Get_size=lambda: ranks),
                              backend=SimpleNamespace(engine=SimpleNamespace(name=engine)))
         keys = np.zeros(4, dtype)
         cols = [keys] if columns is None else columns
-        return pipeline.digit_bits(rt, cols, [keys], ranks << 30, largest)
+        return partition.digit_bits(rt, cols, [keys], ranks << 30, largest)
 
     assert bits() == 6 and bits(ranks=2) == 7 and bits(ranks=16, dtype=np.uint64) == 4
     assert bits(largest=digit_partition.MAX_ROWS) == 6

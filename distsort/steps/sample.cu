@@ -1,4 +1,4 @@
-// This rank's share of the splitter sample, drawn on the device in one launch (splitters.py).
+// This rank's share of the splitter sample, drawn on the device in one launch (steps/sample.py).
 //
 // Why: the stratified draw was a dozen small CuPy operations and a host-to-device copy of the
 // random fractions: launches that weighed on the sort even at large sizes. Here
@@ -7,7 +7,7 @@
 // lo + floor(u * (hi - lo)) in stratum [i n / take, (i + 1) n / take), and writes the row
 // (key, global position). The driver guarantees take * n < 2^63, so the products fit.
 
-#include "mix.cuh"
+#include "../mix.cuh"
 
 template <typename K>
 __global__ void sample_rows(const K* __restrict__ keys, u64 n, u64 take, u64 base, u64 offset,

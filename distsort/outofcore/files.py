@@ -1,7 +1,7 @@
 """`sort INPUT -o OUTPUT` when a rank's sort does not fit its device memory budget.
 
 Each rank reads its range of the input piece by piece (one run at a time) straight into the
-out-of-core sort (external.py) and writes its shard of the output, piece by piece, at its
+out-of-core sort (sort.py) and writes its shard of the output, piece by piece, at its
 offset of the output file (ShardWriter: temporary name, renamed when every rank is done).
 Neither the whole input nor the whole output is ever in host memory: only the sorted runs (one
 copy of the rank's range) and one exchange round's buffers. --verify checks the pieces on the
@@ -15,19 +15,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from .check import Summary, checksum, combine
-from .errors import DistsortError, agree
-from .external import (
-    external_sort,
-    numeric_source,
-    positions_source,
-    records_source,
-)
-from .io import FileFormat, InputFile, ShardWriter, rank_range
-from .io.staging import load
-from .payload import restored
-from .report import SortReport
-from .runtime import Runtime
+from ..check import Summary, checksum, combine
+from ..errors import DistsortError, agree
+from ..io import FileFormat, InputFile, ShardWriter, rank_range
+from ..io.staging import load
+from ..payload import restored
+from ..report import SortReport
+from ..runtime import Runtime
+from .sort import external_sort
+from .sources import numeric_source, positions_source, records_source
 
 
 def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: InputFile | None,

@@ -1,9 +1,5 @@
-"""Oversampled splitters with (key, global position) tie-breaking, and classification by them.
-
-Every element is ordered by the tuple (key words..., global position), a strict total order that
-agrees with the key order and, among equal keys, with the input order. Splitters are elements of
-that order, so a run of equal keys is cut across ranks like any other run: no rank can be flooded
-by one repeated value, and a stable sort stays stable across ranks.
+"""Each rank's random sample of (key words, global position) rows, from which the splitters are
+picked (splitters.py).
 
 Sample size: a bucket receives more than (1+eps)·n/p keys only if fewer than its share of the
 sample fell into a (1+eps)·n/p-wide window. With s samples per bucket, a Chernoff bound puts that
@@ -20,9 +16,8 @@ import math
 
 import numpy as np
 
-from .cuda_source import CTYPES, load_module
-from .local.order import stable_order
-from .mix import splitmix64
+from ..cuda_source import CTYPES, load_module
+from ..mix import splitmix64
 
 EPSILON = 0.04
 DELTA = 1e-9
@@ -87,7 +82,7 @@ def uniforms(base: int, count: int) -> np.ndarray:
 def compile_all() -> None:
     """Compile every instance a sort may use (python -m distsort compile)."""
     for ctype in CTYPES.values():
-        load_module("sample.cu", (_sample_name(ctype),))
+        load_module("steps/sample.cu", (_sample_name(ctype),))
 
 
 def _sample_name(ctype: str) -> str:
@@ -99,7 +94,7 @@ def _device_draw(keys, n: int, take: int, base: int, offset: int):
     import cupy
 
     name = _sample_name(CTYPES[keys.dtype.itemsize])
-    kernel = load_module("sample.cu", (name,)).get_function(name)
+    kernel = load_module("steps/sample.cu", (name,)).get_function(name)
     rows = cupy.empty((take, 2), dtype=np.uint64)
     args = (keys, np.uint64(n), np.uint64(take), np.uint64(base), np.uint64(offset), rows)
     kernel((-(-take // 256),), (256,), args)
@@ -121,67 +116,3 @@ def device_rows(words, picks, xp, extra: int):
     for col, word in enumerate(words):
         rows[:, col] = word[picks]
     return rows
-
-
-def choose_splitters(rt, sample, sizes: list[int]) -> np.ndarray:
-    """Every rank's sample (sizes: its rows on every rank, sample_sizes) to every rank, ordered
-    there, p-1 evenly spaced rows: the splitters, (p-1, columns) uint64 on the host, the same on
-    every rank without a broadcast.
-
-    One all-to-all in which each rank sends its whole sample to every rank (all its send blocks
-    start at row 0) moves it over the transport, device to device. The received rows run in
-    global-position order (ranks in order, each sample in position order), so a stable sort by
-    the key words alone, on the device, leaves them in (key words, position) order; the sort is
-    deterministic, so every rank picks the same rows.
-    """
-    p = rt.comm.Get_size()
-    counts = np.full(p, len(sample), dtype=np.int64)
-    recv = np.asarray(sizes, dtype=np.int64)
-    rows = rt.transport.alltoallv([sample], counts, recv, np.zeros(p, np.int64))[0]
-    if len(rows) == 0:
-        return np.zeros((p - 1, sample.shape[1]), np.uint64)
-    keys = [rt.xp.ascontiguousarray(rows[:, c]) for c in range(rows.shape[1] - 1)]
-    order = stable_order(keys, rt.backend.engine)
-    picks = np.arange(1, p, dtype=np.int64) * len(rows) // p
-    return rt.backend.to_host(rows[order[rt.backend.from_host(picks)]])
-
-
-def classify(words, offset: int, splitters: np.ndarray, xp):
-    """Bucket of every element = number of splitters <= (its key words, its global position).
-
-    The first word is located by binary search (searchsorted); only elements whose first word
-    equals some splitter's go on to a vectorised binary search over the remaining columns.
-    """
-    n = len(words[0])
-    if len(splitters) == 0:
-        return xp.zeros(n, dtype=np.int64)
-    first = xp.asarray(splitters[:, 0].astype(words[0].dtype))
-    lo = xp.searchsorted(first, words[0], side="left")
-    hi = xp.searchsorted(first, words[0], side="right")
-    tied = xp.nonzero(hi > lo)[0]
-    if tied.size:
-        rest = [w[tied] for w in words[1:]] + [tied.astype(np.uint64) + np.uint64(offset)]
-        table = [xp.asarray(splitters[:, c + 1].astype(r.dtype)) for c, r in enumerate(rest)]
-        lo[tied] = _search_ties(table, rest, lo[tied], hi[tied], len(splitters), xp)
-    return lo
-
-
-def _search_ties(table, rest, lo, hi, count: int, xp):
-    """Per element, the first index in [lo, hi) whose splitter's remaining columns exceed it."""
-    for _ in range(count.bit_length()):
-        active = lo < hi
-        mid = xp.minimum((lo + hi) // 2, count - 1)
-        below = _tuple_le([t[mid] for t in table], rest, xp)
-        lo = xp.where(active & below, mid + 1, lo)
-        hi = xp.where(active & ~below, mid, hi)
-    return lo
-
-
-def _tuple_le(a, b, xp):
-    """Lexicographic a <= b over parallel lists of word arrays."""
-    less = xp.zeros(len(b[0]), dtype=bool)
-    equal = xp.ones(len(b[0]), dtype=bool)
-    for x, y in zip(a, b):
-        less |= equal & (x < y)
-        equal &= x == y
-    return less | equal

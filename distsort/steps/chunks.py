@@ -23,7 +23,7 @@ compute stream (beside chunk c+1's transfers) and writes into the send buffer, p
 after chunk: rows [landed[c], landed[c+1]), landed[c] being the rows received in chunks before
 c. So chunk c's sent blocks start no lower than landed[c] (send_starts).
 
-For plain keys and key-value pairs (pipeline.digit_bits) the partition is ByDigit instead: each
+For plain keys and key-value pairs (partition.digit_bits) the partition is ByDigit instead: each
 block leaves sorted by the low bits of key - low (low: its receiver's lowest key), the receiver's
 first radix digit, so the landing sort only counts digits as blocks land and runs one pass fewer
 in all (pairs: the values move in the same scatter, with no gather by destination after it).
@@ -38,15 +38,16 @@ from dataclasses import dataclass, field
 import numpy as np
 from mpi4py import MPI
 
-from .backend import exchange_stream
-from .local import digit_partition
-from .local import partition as gpu_partition
-from .transport import aligned_displacements, row_bytes
+from ..local import digit_partition
+from ..local import partition as gpu_partition
+from ..transport import aligned_displacements
 
 # Chunks of a large shard: two hide half the scatter; more, running beside the transfers, slow
 # NCCL down more than they hide. With the senders' first digit (ByDigit: no landing pass beside
 # the transfers), 3 chunks (bench/RESULTS.md).
 CHUNKS, DIGIT_CHUNKS = 2, 3
+
+
 MIN_CHUNK = 1 << 24  # rows: smaller chunks cost more in launches than the overlap saves
 
 
@@ -228,8 +229,8 @@ def plan(rt, columns: list, words: list, place: tuple[int, int], splitters: np.n
     keyed = keys is columns[0]
     outgoing = [cupy.empty((rows,) + c.shape[1:], c.dtype)
                 for c in ([] if keyed else [keys]) + columns]
-    _scatter(parts[0], bounds[0], counted[0], aligned_displacements(counted[0].sum(axis=1), align),
-             columns, outgoing, keyed)
+    scatter_chunk(parts[0], bounds[0], counted[0],
+                  aligned_displacements(counted[0].sum(axis=1), align), columns, outgoing, keyed)
     chunks = rt.comm.allreduce(len(bounds), op=MPI.MAX)  # ranks with fewer send empty ones
     copied.synchronize()
     tables = np.zeros((chunks, p, 1 << bits), dtype=np.int64)
@@ -243,88 +244,7 @@ def plan(rt, columns: list, words: list, place: tuple[int, int], splitters: np.n
     return layout
 
 
-def exchange(rt, columns: list, words: list, layout: Plan, report,
-             landing=None) -> tuple[list, list]:
-    """Send chunk 0 (scattered by plan) and scatter each later chunk by destination while the
-    one before is sent; with a landing sort, land each chunk's blocks once they are in. Returns
-    the received columns and the send buffers (the finish's scratch)."""
-    import cupy
-
-    keyed, outgoing = words[0] is columns[0], layout.outgoing
-    incoming = [cupy.empty(o.shape, o.dtype)[: layout.recv_rows] for o in outgoing[-len(columns):]]
-    sending = outgoing[1 - int(keyed):]  # the buffers of the columns (not of loose key words)
-
-    me = rt.comm.Get_rank()
-    direct = layout.bits > 0  # ByDigit: see the module on the own block
-
-    def scatter(c: int) -> None:
-        if 0 < c < len(layout.bounds):
-            starts, own = layout.send_starts[c], None
-            if direct:
-                starts = starts.copy()
-                starts[me], own = layout.recv_starts[me, c], (me, incoming)
-            _scatter(layout.parts[c], layout.bounds[c], layout.tables[c], starts, columns,
-                     outgoing, keyed, own)
-
-    def send(c: int) -> None:
-        sent, received = layout.sent[c], layout.received[:, c]
-        if direct and c > 0:  # the own block is in place
-            sent, received = sent.copy(), received.copy()
-            sent[me] = received[me] = 0
-        rt.transport.alltoallv(sending, sent, received, layout.send_starts[c],
-                               layout.recv_starts[:, c], incoming)
-
-    def land(c: int) -> None:  # chunk c's block from every source (buffer order: source-major)
-        for b in range(c, len(landing.counts), chunks):
-            landing.land(b, incoming[0], sending[0])
-
-    chunks = len(layout.sent)
-    overlapped(chunks, scatter, send, land if landing is not None else None, report, lag=2)
-    if landing is not None:
-        land(chunks - 1)
-        landing.prepare()  # queued now, while the transfers run: no host work after them
-    report.count_exchanged(sum(row_bytes(c) for c in columns), layout.sent.sum(axis=0),
-                           layout.received.sum(axis=1), rt.comm.Get_rank())
-    return incoming, sending
-
-
-def overlapped(chunks: int, prepare, send, land, report, lag: int = 1) -> None:
-    """Chunk by chunk: prepare(c) on the compute (current) stream, then send(c) on the exchange
-    stream once the compute stream's work so far is done; land(c - lag), where given, on the
-    compute stream once chunk c - lag is in, beside the later chunks' transfers. The compute
-    stream then lands every chunk but the last and waits for that one (landing it is the
-    caller's); the report gets the transfers' span.
-
-    lag 2 queues chunk c + 1's preparation before chunk c - 1's landing, which waits for chunk
-    c - 1's transfers: so the next send does not wait behind a landing (with lag 1 the link
-    sits idle meanwhile). It pays with the exchange stream's priority: a scatter queued as soon
-    as the one before ends would otherwise hold the SMs ahead of the transfers beside it."""
-    import cupy
-
-    compute, side = cupy.cuda.get_current_stream(), exchange_stream(cupy.cuda.Device().id)
-    departed, arrived = [], []
-
-    def land_after(c: int) -> None:
-        compute.wait_event(arrived[c])
-        land(c)
-
-    for c in range(chunks):
-        prepare(c)
-        side.wait_event(compute.record())
-        departed.append(side.record())
-        with side:
-            send(c)
-        arrived.append(side.record())
-        if land is not None and c >= lag:
-            land_after(c - lag)
-    if land is not None:
-        for c in range(max(chunks - lag, 0), chunks - 1):
-            land_after(c)
-    compute.wait_event(arrived[-1])
-    report.time_transfers(departed[0], arrived[-1])
-
-
-def _scatter(part, bounds: tuple, table, starts, columns: list, outgoing: list,
+def scatter_chunk(part, bounds: tuple, table, starts, columns: list, outgoing: list,
              keyed: bool, own=None) -> None:
     """One chunk's key words into their blocks of the send buffers (outgoing: the loose key
     words' first where they are not a column), and the other columns alike; own: as for

@@ -1,0 +1,38 @@
+"""The one decision between the in-memory sort and the out-of-core one, and the budget it uses.
+
+A rank's in-memory sort holds its rows about PIPELINE_COPIES times over at once (its encoded
+input, the send buffers and the receive buffers) plus what its local sort engine says that sort
+takes (engine.workspace_bytes). Where that exceeds any rank's budget, every rank sorts out of
+core (outofcore/), whose steps each stay within the budget.
+"""
+
+from __future__ import annotations
+
+from mpi4py import MPI
+
+from .memory import default_budget, parse_size
+from .runtime import Runtime
+
+PIPELINE_COPIES = 3
+
+
+def budget(rt: Runtime, device_memory: int | str | None) -> int:
+    """device_memory (parsed by the entry point's checks: inputs.py), else the default: a share
+    of the device's (or the host's) memory for each of the ranks that share it."""
+    if device_memory is not None:
+        return parse_size(device_memory)
+    return default_budget(rt.backend.name, rt.sharers)
+
+
+def in_memory_bytes(rt: Runtime, rows: int, row_bytes: int) -> int:
+    """What this rank's in-memory sort of `rows` rows of row_bytes bytes needs at its peak."""
+    return PIPELINE_COPIES * rows * row_bytes + rt.backend.engine.workspace_bytes(rows, row_bytes)
+
+
+def out_of_core(rt: Runtime, rows: int, row_bytes: int, device_memory: int | str | None
+                ) -> int | None:
+    """This rank's budget where any rank's in-memory sort would exceed its own (then every rank
+    sorts out of core within it), else None. Collective: every rank gets the same answer."""
+    mine = budget(rt, device_memory)
+    over = in_memory_bytes(rt, rows, row_bytes) > mine
+    return mine if rt.comm.allreduce(over, op=MPI.LOR) else None

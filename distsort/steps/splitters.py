@@ -1,0 +1,99 @@
+"""The splitters: p-1 rows of the (key words, global position) order picked from every rank's
+sample, the same on every rank; each row's destination among them, and each rank's key range.
+
+Every element is ordered by the tuple (key words..., global position), a strict total order that
+agrees with the key order and, among equal keys, with the input order. Splitters are elements of
+that order, so a run of equal keys is cut across ranks like any other run: no rank can be flooded
+by one repeated value, and a stable sort stays stable across ranks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..local.order import stable_order
+
+
+def choose_splitters(rt, sample, sizes: list[int]) -> np.ndarray:
+    """Every rank's sample (sizes: its rows on every rank, sample_sizes) to every rank, ordered
+    there, p-1 evenly spaced rows: the splitters, (p-1, columns) uint64 on the host, the same on
+    every rank without a broadcast.
+
+    One all-to-all in which each rank sends its whole sample to every rank (all its send blocks
+    start at row 0) moves it over the transport, device to device. The received rows run in
+    global-position order (ranks in order, each sample in position order), so a stable sort by
+    the key words alone, on the device, leaves them in (key words, position) order; the sort is
+    deterministic, so every rank picks the same rows.
+    """
+    p = rt.comm.Get_size()
+    counts = np.full(p, len(sample), dtype=np.int64)
+    recv = np.asarray(sizes, dtype=np.int64)
+    rows = rt.transport.alltoallv([sample], counts, recv, np.zeros(p, np.int64))[0]
+    if len(rows) == 0:
+        return np.zeros((p - 1, sample.shape[1]), np.uint64)
+    keys = [rt.xp.ascontiguousarray(rows[:, c]) for c in range(rows.shape[1] - 1)]
+    order = stable_order(keys, rt.backend.engine)
+    picks = np.arange(1, p, dtype=np.int64) * len(rows) // p
+    return rt.backend.to_host(rows[order[rt.backend.from_host(picks)]])
+
+
+def classify(words, offset: int, splitters: np.ndarray, xp):
+    """Bucket of every element = number of splitters <= (its key words, its global position).
+
+    The first word is located by binary search (searchsorted); only elements whose first word
+    equals some splitter's go on to a vectorised binary search over the remaining columns.
+    """
+    n = len(words[0])
+    if len(splitters) == 0:
+        return xp.zeros(n, dtype=np.int64)
+    first = xp.asarray(splitters[:, 0].astype(words[0].dtype))
+    lo = xp.searchsorted(first, words[0], side="left")
+    hi = xp.searchsorted(first, words[0], side="right")
+    tied = xp.nonzero(hi > lo)[0]
+    if tied.size:
+        rest = [w[tied] for w in words[1:]] + [tied.astype(np.uint64) + np.uint64(offset)]
+        table = [xp.asarray(splitters[:, c + 1].astype(r.dtype)) for c, r in enumerate(rest)]
+        lo[tied] = _search_ties(table, rest, lo[tied], hi[tied], len(splitters), xp)
+    return lo
+
+
+def _search_ties(table, rest, lo, hi, count: int, xp):
+    """Per element, the first index in [lo, hi) whose splitter's remaining columns exceed it."""
+    for _ in range(count.bit_length()):
+        active = lo < hi
+        mid = xp.minimum((lo + hi) // 2, count - 1)
+        below = _tuple_le([t[mid] for t in table], rest, xp)
+        lo = xp.where(active & below, mid + 1, lo)
+        hi = xp.where(active & ~below, mid, hi)
+    return lo
+
+
+def _tuple_le(a, b, xp):
+    """Lexicographic a <= b over parallel lists of word arrays."""
+    less = xp.zeros(len(b[0]), dtype=bool)
+    equal = xp.ones(len(b[0]), dtype=bool)
+    for x, y in zip(a, b):
+        less |= equal & (x < y)
+        equal &= x == y
+    return less | equal
+
+
+def key_range(splitters: np.ndarray, rank: int, word) -> tuple[int, int, int]:
+    """(low, top, end_bit): this rank's first key words after the exchange lie in [low, top],
+    the first words of splitters rank-1 and rank (0 and the word's maximum at the ends), so key
+    - low fits in end_bit bits."""
+    low = int(splitters[rank - 1, 0]) if rank > 0 else 0
+    top = int(splitters[rank, 0]) if rank < len(splitters) else int(np.iinfo(word).max)
+    return low, top, (top - low).bit_length()
+
+
+def outside_key(dtype, low: int, top: int) -> tuple | None:
+    """A key just outside the rank's key range [low, top] for the gaps between received pairs,
+    so that they sort after (top + 1) or before (low - 1) every received key, with the (low,
+    end_bit) that cover it: (fill, low, end_bit, whether the gaps sort last), or None where
+    the range holds every key of the dtype."""
+    if top < np.iinfo(dtype).max:
+        return dtype.type(top + 1), low, (top + 1 - low).bit_length(), True
+    if low > 0:
+        return dtype.type(low - 1), low - 1, (top - low + 1).bit_length(), False
+    return None
