@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
-#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) steps cold tune passprof a2a ce ipctests
+#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) steps cold tune trees passprof a2a ce ipctests
 #   ipcalone take (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
 #   (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
@@ -105,6 +105,21 @@ for step in $steps; do
              timeout 100 $mpi -n "$gpus" python3 bench/pipeline_trace.py --case $case --out "$OUT" \
                --profile ${TRACE_ARGS:-} \
                2>&1 | tee "$OUT/trace_${case//^/_}.txt" | grep -a "Error" | head -3
+           done ;;
+    trees) for i in 1 2; do  # the tree in $AB_OLD (default .abold) and this one, alternated:
+             # the local engine, and the whole sort at P=1 and at 3 ranks on the GPUs
+             for tree in "${AB_OLD:-.abold}" .; do
+               (cd "$tree" && echo "tree $tree" &&
+                PYTHONPATH=$PWD:/tmp/site timeout 200 python3 bench/local_sort.py --min-log 28 \
+                  --max-log 28 --runs 7 --cases uint32,float32,pairs-u32,argsort-u32 \
+                  --out "$OUT/trees${i}_local_$(basename "$tree")" 2>&1 | grep -a "2^28\|Error"
+                for p in 1 3; do
+                  PYTHONPATH=$PWD:/tmp/site timeout 200 $mpi -n $p python3 bench/dist_sort.py \
+                    --cases "${AB_CASES:-u32-4x2^30,u64-4x2^29}" --total 2^29 --no-baselines \
+                    --reps 5 --out "$OUT/trees${i}_p${p}_$(basename "$tree")" 2>&1 \
+                    | grep -a "P=\|Error" | head -4
+                done)
+             done
            done ;;
     ab) for i in 1 2; do  # the tree in $AB_OLD (default ../.old) and this one, alternated
           for tree in "${AB_OLD:-../.old}" .; do
