@@ -31,7 +31,6 @@ _CHUNK = 1 << 22  # rows hashed at a time: bounds the temporaries on the GPU
 _HOST_CHUNK = 1 << 15  # on the CPU: mix64's temporaries (8 bytes a row each) stay in a core's
 # L2 cache; twice as many rows spilled them and hashed several times slower
 _HOST_TASK = 1 << 20  # rows one worker thread hashes at a time: its pieces outweigh the handing
-_WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 
 def _words(data, xp):
@@ -40,8 +39,8 @@ def _words(data, xp):
     size = data.dtype.itemsize
     if data.ndim == 1 and size == 8:
         return data.view(np.uint64).reshape(-1, 1)
-    if data.ndim == 1 and size in _WORD:
-        return data.view(_WORD[size]).astype(np.uint64).reshape(-1, 1)
+    if data.ndim == 1 and size in (1, 2, 4):
+        return data.view(UNSIGNED[size]).astype(np.uint64).reshape(-1, 1)
     n = data.shape[0]
     width = size * int(np.prod(data.shape[1:], dtype=np.int64))
     rows = data.view(np.uint8).reshape(n, width)

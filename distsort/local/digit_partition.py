@@ -13,13 +13,13 @@ import numpy as np
 
 from ..cuda_source import load_module
 from .radix import (
-    _WORD,
     BLOCK,
     WIDE_ROWS,
-    _dummy,
-    _sm_count,
+    WORD_NAME,
     flag_words,
     onesweep_defines,
+    placeholder,
+    sm_count,
     tile_keys,
     value_words,
 )
@@ -69,7 +69,7 @@ class BucketPartition:
         low `bits` bits of key - lows[dest]."""
         import cupy
 
-        self.cp, self.keys, self.word = cupy, keys, _WORD[keys.dtype.itemsize]
+        self.cp, self.keys, self.word = cupy, keys, WORD_NAME[keys.dtype.itemsize]
         if len(splitters) >= MAX_RANKS:
             raise ValueError(f"digit partition: at most {MAX_RANKS} ranks")
         if keys.size >= 1 << 32:
@@ -97,7 +97,7 @@ class BucketPartition:
         # and 16 bytes to spare on either side: the scatter reads them in aligned 16-byte vectors
         self.buckets = cp.empty(n + shift + 32, dtype=np.uint8)[16 + shift : 16 + shift + n]
         if n:
-            grid = min(4 * _sm_count(self.keys.device.id), -(-n // COUNT_BLOCK))
+            grid = min(4 * sm_count(self.keys.device.id), -(-n // COUNT_BLOCK))
             self._fn("bucket_counts")((grid,), (COUNT_BLOCK,), (self.keys, np.uint32(n),
                                                                  np.uint32(head)) + self.args
                                       + (counts, self.buckets))
@@ -114,9 +114,9 @@ class BucketPartition:
         n, buckets, self.buckets = self.keys.size, self.buckets, None
         if n == 0:
             return
-        dummy = _dummy(self.keys.device.id)
+        dummy = placeholder(self.keys.device.id)
         vals = tuple(value_words(v) for v in values) or (dummy, dummy)
-        name = _scatter_name(self.word, _WORD[vals[0].dtype.itemsize] if values else None)
+        name = _scatter_name(self.word, WORD_NAME[vals[0].dtype.itemsize] if values else None)
         tiles = -(-n // tile_keys(self.keys.dtype.itemsize, "pairs" if values else "keys"))
         flags = self.cp.zeros(flag_words(tiles, n), dtype=np.uint32)
         counter = self.cp.zeros(1, dtype=np.uint32)

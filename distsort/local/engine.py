@@ -1,4 +1,4 @@
-"""The local sort engine interface, and the library engines (NumPy on CPU, CUB through CuPy).
+"""The local sort engine interface (the seam), NumPy's engine on CPUs, and the choice of engine.
 
 Every engine sorts *unsigned* integer keys (uint8/16/32/64) ascending: keys.py has already turned
 signed, float, descending and byte keys into such codes. `argsort` and `sort_pairs` are stable,
@@ -84,33 +84,6 @@ class NumpyEngine:
         return keys[order], take(values, order)
 
 
-class CubEngine:
-    """GPU engine: cupy.sort / cupy.argsort, CUB's radix sort underneath (stable). It ignores
-    the bit range and the keyword options (low, overwrite, scratch): its results are new arrays."""
-
-    name = "cub"
-
-    def __init__(self):
-        import cupy
-
-        self.cp = cupy
-
-    def workspace_bytes(self, rows: int, row_bytes: int) -> int:
-        return 2 * rows * row_bytes  # the result and CUB's double buffer
-
-    def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
-        return self.cp.sort(keys)
-
-    def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
-        return self.cp.argsort(keys)
-
-    def sort_pairs(
-        self, keys, values, begin_bit: int = 0, end_bit: int | None = None, **ignored: object
-    ):
-        order = self.argsort(keys)
-        return keys[order], take(values, order)
-
-
 def get_engine(backend: str, name: str | None = None) -> LocalSortEngine:
     """The engine for a backend ('cpu' or 'gpu'); name picks one ('numpy', 'cub', 'radix').
 
@@ -120,6 +93,8 @@ def get_engine(backend: str, name: str | None = None) -> LocalSortEngine:
     if backend == "cpu":
         return NumpyEngine()
     if name == "cub":
+        from .cub import CubEngine
+
         return CubEngine()
     if name in (None, "radix"):
         from .radix import RadixEngine

@@ -37,16 +37,16 @@ from __future__ import annotations
 import numpy as np
 
 from .radix import (
-    _WORD,
     KEYS_ONLY,
     MAX_N,
     MIN_N,
     WIDE_ROWS,
-    _dummy,
+    WORD_NAME,
     digit_counts,
     digit_passes,
     flag_words,
     onesweep,
+    placeholder,
     radix_sort,
     tile_keys,
     value_words,
@@ -108,7 +108,7 @@ class LandingSort:
         end_bit = sum(self.passes[-1])
         self.bits = (first_bits, end_bit, len(self.passes))  # (begin_bit, end_bit, passes)
         self.tile = tile_keys(self.dtype.itemsize, "keys" if values is None else "pairs")
-        word = None if values is None else _WORD[np.dtype(values).itemsize]
+        word = None if values is None else WORD_NAME[np.dtype(values).itemsize]
         self.kinds = KEYS_ONLY if word is None else (word, word, 1)  # onesweep's value kind
         blocks, npasses = len(self.counts), len(self.passes)
         self.hist = cupy.zeros((blocks, npasses * 256), dtype=np.uint32)
@@ -130,7 +130,7 @@ class LandingSort:
     def land(self, b: int, keys, scratch) -> None:
         """Block b's digit counts, then (unless presorted) its first pass: keys (the receive
         buffer) -> its region of scratch. On the current stream, which must see the block in."""
-        rows, dummy = int(self.counts[b]), _dummy(keys.device.id)
+        rows, dummy = int(self.counts[b]), placeholder(keys.device.id)
         self.landed[b] = True
         if rows == 0:
             return
@@ -215,7 +215,7 @@ class LandingSort:
     def _pass(self, src: list, dst: list, p: int, bases, tiles: int, descriptors=()) -> None:
         """Digit pass p: src -> dst (all of it: the n rows of every column), through
         descriptors where given."""
-        n, blocks, dummy = dst[0].size, len(self.counts), _dummy(dst[0].device.id)
+        n, blocks, dummy = dst[0].size, len(self.counts), placeholder(dst[0].device.id)
         pass_args = (bases[p], self.counters[blocks + p : blocks + p + 1], self._flags(tiles, n))
         src, dst = [(c[0], value_words(c[1]) if len(c) > 1 else dummy) for c in (src, dst)]
         onesweep(src, dst, self.kinds, self.passes[p], self.low, pass_args, n >= WIDE_ROWS,

@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..cuda_source import load_module
+from ..keys import UNSIGNED
+from .cub import CubEngine
 from .rows import take
 
 if TYPE_CHECKING:
@@ -73,8 +75,7 @@ FLAGS_ONCE_BYTES = 64 << 20  # up to this, all passes' look-back flags are zeroe
 NULL = np.uintp(0)  # a null device pointer, for kernel arguments left out
 WIDE_ROWS = 1 << 30  # from here a tile's look-back flag takes two words (radix.cu: counts < 2^30)
 
-_WORD = {4: "u32", 8: "u64"}
-_UNSIGNED = {4: np.uint32, 8: np.uint64}
+WORD_NAME = {4: "u32", 8: "u64"}  # the kernels' template names of 4- and 8-byte words
 _VALUE_DTYPE = {"u32": np.uint32, "u64": np.uint64, "i64": np.int64}
 KEYS_ONLY = ("u32", "u32", 0)  # the (value in, value out, mode) of a pass without values
 # (value in, value out, mode) of every onesweep instance; mode 0 keys, 1 read values, 2 index
@@ -95,7 +96,7 @@ def _cupy():
 
 
 def _histogram_name(key_bytes: int, passes: int) -> str:
-    return f"radix_histogram<{_WORD[key_bytes]},{passes}>"
+    return f"radix_histogram<{WORD_NAME[key_bytes]},{passes}>"
 
 
 def _onesweep_name(key: str, vin: str, vout: str, mode: int) -> str:
@@ -132,19 +133,19 @@ def _kernel(device: int, name: str):
 
 
 @functools.cache
-def _sm_count(device: int) -> int:
+def sm_count(device: int) -> int:
     return _cupy().cuda.Device(device).attributes["MultiProcessorCount"]
 
 
 @functools.cache
-def _dummy(device: int):
+def placeholder(device: int):
     """A one-word device array standing in for the value arrays of keys-only passes."""
     return _cupy().empty(1, dtype=np.uint32)
 
 
 def value_words(values):
     """Values of 4 or 8 bytes as the unsigned words of their width, which the kernels move."""
-    return values.view(_UNSIGNED[values.dtype.itemsize])
+    return values.view(UNSIGNED[values.dtype.itemsize])
 
 
 def digit_passes(begin_bit: int, end_bit: int) -> list[tuple[int, int]]:
@@ -241,7 +242,7 @@ def digit_counts(keys, low, bits: tuple, counts, bases, constant: int = 0, skip=
     `skip` (device words), where given."""
     n, kb, dev = keys.size, keys.dtype.itemsize, keys.device.id
     nvec = n // (16 // kb)
-    grid = max(1, min(_sm_count(dev), -(-nvec // HIST_BLOCK)))
+    grid = max(1, min(sm_count(dev), -(-nvec // HIST_BLOCK)))
     smem = bits[2] * 256 * HIST_LANES[kb] * 4
     args = (keys, np.uint64(n), low) + tuple(np.int32(b) for b in bits[:2])
     hist = _kernel(dev, _histogram_name(kb, bits[2]))
@@ -256,7 +257,7 @@ def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
     if mode == "keys":
         return KEYS_ONLY
     if mode == "pairs":
-        word = _WORD[vals.dtype.itemsize]
+        word = WORD_NAME[vals.dtype.itemsize]
         return word, word, 1
     return "u32", "i64" if last else "u32", 2 if i == 0 else 1
 
@@ -277,7 +278,7 @@ def onesweep(src, dst, kinds, shift_bits, low, pass_args, wide: bool, tiles: int
     tiles are consecutive TILE-key runs of src; skip, where given, a device word that, where
     set by radix_scan, makes the pass do nothing."""
     vin, vout, vmode = kinds
-    name = _onesweep_name(_WORD[src[0].dtype.itemsize], vin, vout, vmode)
+    name = _onesweep_name(WORD_NAME[src[0].dtype.itemsize], vin, vout, vmode)
     kernel = _kernel(src[0].device.id, name)
     scalars = (np.uint64(src[0].size), low, np.int32(shift_bits[0]), np.int32(shift_bits[1]))
     tail = tuple(pass_args) + (np.int32(wide),)
@@ -330,7 +331,7 @@ def radix_sort(
     n, kb = keys.size, keys.dtype.itemsize
     if not 0 <= int(low) < 1 << (8 * kb):
         raise ValueError(f"low={low} is not a {keys.dtype} value")
-    low = _UNSIGNED[kb](int(low))
+    low = UNSIGNED[kb](int(low))
     passes = digit_passes(begin_bit, min(end_bit, 8 * kb))
     state = _State(cp, n, kb, len(passes), mode)
     scanned = None
@@ -373,7 +374,7 @@ class _PingPong:
 
     def __init__(self, cp, keys, vals, mode: str, overwrite: bool, scratch):
         self.cp, self.n, self.vals, self.mode = cp, keys.size, vals, mode
-        self.dummy = _dummy(keys.device.id)
+        self.dummy = placeholder(keys.device.id)
         self.keys = [_scratch(cp, keys, scratch), keys if overwrite else None]
         self.values = [None, vals if overwrite and mode == "pairs" else None]
         self.src = (keys, vals if mode == "pairs" else self.dummy)
@@ -410,8 +411,6 @@ class RadixEngine:
 
     def _fallback(self):
         if self._cub is None:
-            from .engine import CubEngine
-
             self._cub = CubEngine()
         return self._cub
 

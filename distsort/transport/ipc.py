@@ -47,6 +47,7 @@ import numpy as np
 from mpi4py import MPI
 
 from .. import settings
+from ..errors import DistsortError, agree
 from . import as_bytes, call_layout, displacements, row_bytes
 
 D2D = 3  # cudaMemcpyDeviceToDevice
@@ -78,6 +79,10 @@ def exported(ptr: int) -> tuple[bytes, int, int, int] | None:
     return runtime.ipcGetMemHandle(base.value), ptr - base.value, base.value, size.value
 
 
+class IpcFailed(DistsortError):
+    """Some rank cannot map another's memory, or copies into it do not arrive whole."""
+
+
 class IpcTransport:
     name = "ipc"
 
@@ -98,17 +103,15 @@ class IpcTransport:
         self._check()
 
     def _all_or_none(self, step):
-        """step() (local work, no collective) on every rank; if it raised anywhere,
-        RuntimeError on every rank, so that no rank is left alone in a later collective."""
-        error = None
-        try:
-            result = step()
-        except Exception as exc:  # noqa: BLE001 - reported below, on every rank
-            error, result = exc, None
-        errors = [e for e in self.comm.allgather(error and str(error)) if e]
-        if errors:
-            raise RuntimeError(f"CUDA IPC between the ranks does not work here: {errors[0]}")
-        return result
+        """step() (local work, no collective) on every rank; if it raised anywhere, IpcFailed
+        on every rank (errors.agree), so that no rank is left alone in a later collective."""
+        def local():
+            try:
+                return step()
+            except Exception as exc:  # noqa: BLE001 - reported on every rank by agree
+                raise IpcFailed(f"CUDA IPC between the ranks does not work here: {exc}") from None
+
+        return agree(self.comm, local)
 
     def _open_events(self) -> list:
         """Every peer's (ready, done) events, opened here."""
@@ -262,5 +265,5 @@ def connect(comm, small):
     reach every other's memory, else `small` itself; collective."""
     try:
         return IpcTransport(comm, small)
-    except RuntimeError:  # raised on every rank alike
+    except DistsortError:  # raised on every rank alike (IpcFailed, or RemoteError naming it)
         return small
