@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
+from . import fields
 from .errors import DistsortError, agree
 from .inputs import Call, as_array, begin, keys_check, native, on_gpu
 from .keys import NumericCodec, record_key_words, stand_ins
@@ -36,8 +37,11 @@ from .runtime import Runtime, get_runtime
 
 def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
          backend: str | None = None, report: SortReport | None = None,
-         device_memory: int | str | None = None, out: np.ndarray | None = None):
-    """Sort 1-D numeric keys across all ranks; return this rank's shard of the result.
+         device_memory: int | str | None = None, out: np.ndarray | None = None, order=None):
+    """Sort 1-D keys across all ranks; return this rank's shard of the result.
+
+    Structured keys sort as numpy.sort(keys, order=order) sorts them: by the fields in order
+    (a name or a list), then by the others, stably (fields.py).
 
     device_memory (bytes, or a size like "8GiB") bounds the device memory a rank may use; when
     a rank's shard does not fit, the out-of-core sort runs (outofcore/). Default: a safe
@@ -45,21 +49,27 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
     out: a NumPy array for the shard (see the module doc).
     """
     keys = as_array(keys)
-    outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending, "stable": stable},
-                                     [keys_check(keys)], _listed(out), [(keys.dtype, ())],
+    outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending, "stable": stable,
+                                                      "order": order},
+                                     [keys_check(keys, order)], _listed(out), [(keys.dtype, ())],
                                      device_memory))
-    codes, order, stand = _stand_ins(native(keys), descending)
-    keys_out, _ = _sort_numeric(codes, None, comm, order, stable, backend, report,
+    if keys.dtype.names is not None:
+        comm = comm if comm is not None else MPI.COMM_WORLD
+        rows = _by_fields(native(keys), [native(keys)], order, descending, comm, backend, report,
+                          device_memory)
+        return _as_given(_into(comm, outs, rows)[0], keys.dtype, outs)
+    codes, direction, stand = _stand_ins(native(keys), descending)
+    keys_out, _ = _sort_numeric(codes, None, comm, direction, stable, backend, report,
                                 device_memory, _code_outs(outs, stand))
     return _as_given(_from_codes(keys_out, stand, outs), keys.dtype, outs)
 
 
 def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: bool = False,
                backend: str | None = None, report: SortReport | None = None,
-               device_memory: int | str | None = None, out: tuple | None = None):
+               device_memory: int | str | None = None, out: tuple | None = None, order=None):
     """Sort keys and permute values (1-D of any fixed-size dtype, or 2-D rows) alike; return
-    both shards. Values of dtypes CuPy lacks (datetime64, strings, structured) come back as
-    NumPy arrays (payload.py).
+    both shards (structured keys: by order, as sort). Values of dtypes CuPy lacks (datetime64,
+    strings, structured) come back as NumPy arrays (payload.py).
 
     out: a (keys, values) pair of NumPy arrays for the shards (see the module doc)."""
     keys, values = as_array(keys), as_array(values)
@@ -72,12 +82,20 @@ def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: boo
 
     like = [(keys.dtype, ())] + ([] if values is None else [(values.dtype, values.shape[1:])])
     outs = begin(comm, backend, Call({"keys": keys, "values": values},
-                                     {"descending": descending, "stable": stable},
-                                     [keys_check(keys), rows_match], out, like, device_memory))
+                                     {"descending": descending, "stable": stable,
+                                      "order": order},
+                                     [keys_check(keys, order), rows_match], out, like,
+                                     device_memory))
+    if keys.dtype.names is not None:
+        comm = comm if comm is not None else MPI.COMM_WORLD
+        rows = _by_fields(native(keys), [native(keys), native(values)], order, descending, comm,
+                          backend, report, device_memory)
+        keys_out, values_out = _into(comm, outs, rows)
+        return _as_given(keys_out, keys.dtype, outs), values_out
     if outs is not None:
         outs[1] = stored(outs[1])  # a view of the caller's array, if the values travel as bytes
-    codes, order, stand = _stand_ins(native(keys), descending)
-    keys_out, values_out = _sort_numeric(codes, stored(native(values)), comm, order, stable,
+    codes, direction, stand = _stand_ins(native(keys), descending)
+    keys_out, values_out = _sort_numeric(codes, stored(native(values)), comm, direction, stable,
                                          backend, report, device_memory, _code_outs(outs, stand))
     return (_as_given(_from_codes(keys_out, stand, outs), keys.dtype, outs),
             restored(values_out, values))
@@ -85,14 +103,22 @@ def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: boo
 
 def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = None,
             report: SortReport | None = None, device_memory: int | str | None = None,
-            out: np.ndarray | None = None):
-    """Global input positions (int64) of this rank's shard of the stably sorted keys.
+            out: np.ndarray | None = None, order=None):
+    """Global input positions (int64) of this rank's shard of the stably sorted keys
+    (structured keys: by order, as sort).
 
     out: an int64 NumPy array for them (see the module doc)."""
     keys = as_array(keys)
-    outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending},
-                                     [keys_check(keys)], _listed(out), [(np.int64, ())],
+    outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending, "order": order},
+                                     [keys_check(keys, order)], _listed(out), [(np.int64, ())],
                                      device_memory))
+    if keys.dtype.names is not None:
+        comm = comm if comm is not None else MPI.COMM_WORLD
+        start = _offset(comm, len(keys))
+        positions = np.arange(start, start + len(keys), dtype=np.int64)
+        rows = _by_fields(native(keys), [positions], order, descending, comm, backend, report,
+                          device_memory)
+        return _into(comm, outs, rows)[0]
     keys, descending, _ = _stand_ins(native(keys), descending)
     job = outofcore.plan(keys, comm, backend, device_memory, extra_row_bytes=8)
     if job:
@@ -161,6 +187,20 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
         keys_out, *rest = _into(rt.comm, outs, [keys_out, values_out][: len(outs)])
         values_out = rest[0] if rest else None
     return keys_out, values_out
+
+
+def _by_fields(keys, carried: list, order, descending: bool, comm, backend, report,
+               device_memory) -> list:
+    """Structured keys' rows sorted by their fields (fields.py): the carried arrays (host, one
+    row per key) in that order, as byte records behind the fields' key."""
+    key = fields.encode(keys, fields.key_fields(keys.dtype, order), descending)
+    parts = [fields.row_bytes(a) for a in carried]
+    records = np.concatenate([key] + parts, axis=1)
+    out = sort_records(records, key.shape[1], comm, backend=backend, report=report,
+                       device_memory=device_memory)
+    ends = np.cumsum([key.shape[1]] + [p.shape[1] for p in parts])
+    return [np.ascontiguousarray(out[:, a:b]).view(c.dtype).reshape((-1,) + c.shape[1:])
+            for a, b, c in zip(ends[:-1], ends[1:], carried)]
 
 
 def _stand_ins(keys, descending: bool) -> tuple:

@@ -146,6 +146,13 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=commands.run_job)
 
 
+def _field_names(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"{text!r}: field names separated by commas")
+    return names
+
+
 def _sort_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("input")
     p.add_argument("-o", "--output", required=True)
@@ -153,6 +160,9 @@ def _sort_parser(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--descending", action="store_true")
     p.add_argument("--stable", action="store_true", help="keep equal keys in input order")
+    p.add_argument("--order", type=_field_names, metavar="FIELD[,FIELD...]",
+                   help="a structured .npy: the fields to sort by first (the others break ties, "
+                   "as in numpy.sort(a, order=...)); structured inputs always sort stably")
     p.add_argument("--argsort", action="store_true",
                    help="write the global permutation (int64) instead of the keys")
     p.add_argument("--values", help="file permuted along with the keys (.npy, or raw with "

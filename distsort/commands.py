@@ -9,7 +9,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import api, plan, progress
+from . import api, fields, plan, progress
 from .check import run_argsort_check, run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
@@ -17,6 +17,7 @@ from .io.formats import parse_dtype
 from .io.staging import load
 from .node import node_place
 from .outofcore import files as outofcore_files
+from .payload import restored, stored
 from .phases import phase
 from .report import HostClock, SortReport, duration, rate, since_start, summarize
 from .runtime import array_module, get_runtime
@@ -93,7 +94,9 @@ def sort_file(args, comm) -> int:
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
     row = fmt.itemsize + (values.fmt.itemsize if values else 0) + 8 * bool(args.argsort)
     budget = agree(comm, lambda: plan.out_of_core(rt, stop - start, row, args.device_memory))
-    if budget is not None:
+    if fmt.structured:
+        _sort_by_fields(args, comm, source, values, (start, stop), paths, report)
+    elif budget is not None:
         outofcore_files.sort_file(rt, args, fmt, source, values, paths, budget, report)
     else:
         stand = fmt.stand_ins(args.descending)
@@ -127,6 +130,50 @@ def sort_file(args, comm) -> int:
     return 0
 
 
+def _sort_by_fields(args, comm, source, values, span: tuple, paths: list, report) -> None:
+    """A structured .npy, sorted by its fields (--order first) in host memory: each rank's rows
+    go to the library (api.sort, argsort or sort_pairs with order=), which sorts them as byte
+    records behind their fields' key, out of core where they do not fit the device."""
+    common = dict(comm=comm, descending=args.descending, backend=args.backend or "auto",
+                  report=report, device_memory=args.device_memory, order=args.order)
+    with phase(report, "read", HostClock()):  # as stored (payload.py): viewed back as read
+        local = restored(agree(comm, lambda: _read(comm, source, *span, np, "read")),
+                         source.fmt.empty_like())
+        local_values = restored(agree(comm, lambda: _read(comm, values, *span, np,
+                                                          "values read")),
+                                values.fmt.empty_like()) if values else None
+    if args.argsort:
+        outputs = [api.argsort(local, **common)]
+    elif local_values is not None:
+        outputs = list(api.sort_pairs(local, local_values, **common))
+    else:
+        outputs = [api.sort(local, **common)]
+    if args.verify:
+        with phase(report, "verify", HostClock()):
+            _verify_fields(args, comm, local, local_values, outputs)
+    with phase(report, "write", HostClock()):  # in the form the writers take (payload.py)
+        _write(comm, paths, [stored(o) for o in outputs], args.durable)
+
+
+def _verify_fields(args, comm, local, local_values, outputs) -> None:
+    """--verify of rows sorted by their fields: the rows behind their fields' key checked as
+    byte records (order, count, checksum), and the values by checksum."""
+    names = fields.key_fields(local.dtype, args.order)
+
+    def records(rows):
+        key = fields.encode(rows, names, args.descending)
+        return np.concatenate([key, fields.row_bytes(rows)], axis=1), key
+
+    (before, key), (after, _) = records(local), records(outputs[0])
+    pairs = {} if local_values is None else dict(values_in=local_values, values_out=outputs[1])
+    verdict = verify(comm, before, after, key_size=key.shape[1], xp=np, **pairs)
+    if not verdict.ok:
+        def fail():
+            raise DistsortError(f"--verify failed, nothing written: {verdict.message}")
+
+        agree(comm, fail)
+
+
 def _read(comm, source, start: int, stop: int, xp, what: str):
     """This rank's range of an input file on xp's device, with a progress bar."""
     with progress.Bar(comm, what, (stop - start) * source.fmt.itemsize) as bar:
@@ -143,7 +190,10 @@ def _input_format(args) -> FileFormat:
     if args.argsort and args.verify:
         raise DistsortError("--verify checks sorted keys, not an --argsort output: check the "
                             "positions after with `distsort check INPUT OUTPUT --argsort`")
-    return detect_format(args.input, args.dtype, args.record_size, args.key_size)
+    fmt = detect_format(args.input, args.dtype, args.record_size, args.key_size)
+    if args.order and not fmt.structured:
+        raise DistsortError(f"--order names fields: {args.input} is not a structured .npy")
+    return fmt
 
 
 def _output_format(args, fmt: FileFormat) -> FileFormat:

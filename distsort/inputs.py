@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from mpi4py import MPI
 
+from . import fields
 from .errors import DistsortError, agree
 from .keys import check_sortable
 from .memory import parse_size
@@ -83,12 +84,18 @@ def begin(comm, backend: str | None, call: Call) -> list | None:
     return agree(comm if comm is not None else MPI.COMM_WORLD, check, same=same)
 
 
-def keys_check(keys) -> Callable[[], None]:
-    """Keys must be a 1-D array of a dtype distsort sorts."""
+def keys_check(keys, order=None) -> Callable[[], None]:
+    """Keys must be a 1-D array of a dtype distsort sorts; order= names fields of structured
+    keys only."""
     def check() -> None:
         if getattr(keys, "ndim", None) != 1:
             raise DistsortError(f"keys must be a 1-D array; got shape {getattr(keys, 'shape', ())}")
-        check_sortable(keys.dtype)
+        if keys.dtype.names is not None:
+            fields.key_fields(keys.dtype, order)
+        elif order is not None:
+            raise DistsortError(f"order= names fields of structured keys; these are {keys.dtype}")
+        else:
+            check_sortable(keys.dtype)
     return check
 
 

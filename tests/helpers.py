@@ -193,3 +193,29 @@ def bool_or_time_order(data: np.ndarray, descending: bool) -> np.ndarray:
     nat, value = np.isnat(data), data.astype(data.dtype.newbyteorder("=")).view(np.int64)
     rank = np.where(nat, 0, value)  # NaT's own bits would sort first
     return np.lexsort((-rank if descending else rank, nat))
+
+
+STRUCTURED = np.dtype([("a", "<i2"), ("b", ">f8"), ("t", "<M8[s]"), ("s", "S3"), ("u", "<U2"),
+                       ("z", "?"), ("d", "<m8[ms]"), ("h", "<f2")])
+
+
+def structured_rows(n: int, seed) -> np.ndarray:
+    """Rows of every kind of field, with few distinct values a field (ties across fields),
+    NaN, NaT, -0.0 and a big-endian field. (No float16 NaN: NumPy's sort of structured arrays
+    puts those first, unlike its 1-D sorts and distsort, which put every NaN last.)"""
+    rng = np.random.default_rng(seed)
+    rows = np.zeros(n, STRUCTURED)
+    rows["a"] = rng.integers(-2, 3, n)
+    b = rng.choice([-1.5, -0.0, 0.0, 2.25, np.inf, np.nan], n)
+    rows["b"] = b
+    t = rng.integers(-2, 3, n).astype("M8[s]")
+    t[rng.random(n) < 0.15] = np.datetime64("NaT")
+    rows["t"] = t
+    rows["s"] = rng.choice([b"", b"a", b"ab", b"b\x00c", b"\xff"], n)
+    rows["u"] = rng.choice(["", "x", "xy", "\u00e9", "\U0001f600"], n)
+    rows["z"] = rng.random(n) < 0.5
+    d = rng.integers(-3, 3, n).astype("m8[ms]")
+    d[rng.random(n) < 0.1] = np.timedelta64("NaT")
+    rows["d"] = d
+    rows["h"] = rng.choice([np.float16(1), np.float16(-2), np.float16(-0.0)], n)
+    return rows

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import bool_or_time_order, distsort, mixed_keys, mpiexec
+from helpers import bool_or_time_order, distsort, mixed_keys, mpiexec, structured_rows
 
 import distsort as distsort_module
 from distsort.cli import parse_count
@@ -188,6 +188,27 @@ def test_values_files_of_any_dtype(tmp_path):
                    "--values-output", "n.out", "--stable", "--verify", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     np.testing.assert_array_equal(np.fromfile(tmp_path / "n.out", dtype="S7"), names[order])
+
+
+@pytest.mark.parametrize("budget", [[], ["--device-memory", "256KiB"]])  # in memory, out of core
+def test_a_structured_file_sorts_by_its_fields(tmp_path, budget):
+    """`sort --order a,b --verify` equals NumPy's stable sort by those fields (NaN, NaT, ties);
+    --argsort writes the permutation; --order on a plain file is one clear error."""
+    rows = structured_rows(20000, 3)
+    np.save(tmp_path / "s.npy", rows)
+    run = distsort("sort", "s.npy", "-o", "t.npy", "--order", "a,b", "--verify", *budget,
+                   cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    want = np.sort(rows, order=["a", "b"], kind="stable")
+    assert np.load(tmp_path / "t.npy").tobytes() == want.tobytes()
+    run = distsort("sort", "s.npy", "-o", "p.npy", "--order", "t", "--argsort", *budget,
+                   cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"),
+                                  np.argsort(rows, order="t", kind="stable"))
+    np.save(tmp_path / "plain.npy", np.arange(10))
+    run = distsort("sort", "plain.npy", "-o", "q.npy", "--order", "a", cwd=tmp_path)
+    assert run.returncode != 0 and run.stderr.count("--order names fields") == 1
 
 
 def test_default_job_sorts_and_validates():

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import bool_or_time_keys, bool_or_time_order, everything, odd_values, tie_heavy
+from helpers import (
+    bool_or_time_keys,
+    bool_or_time_order,
+    everything,
+    odd_values,
+    structured_rows,
+    tie_heavy,
+)
 
 import distsort
 from distsort.report import SortReport
@@ -102,6 +109,20 @@ def test_gpu_bool_and_time_keys_in_numpys_order(kind, budget):
         _, values = distsort.sort_pairs(given, alongside, stable=True, descending=descending,
                                         backend="gpu", device_memory=budget)
         np.testing.assert_array_equal(everything(cupy.asnumpy(values)), order)
+
+
+@pytest.mark.parametrize("order", [None, ["t", "b"], ["s", "u"]])
+@pytest.mark.parametrize("budget", [None, "1MiB"])  # in memory, out of core
+def test_gpu_structured_keys_sort_as_numpy_sorts_them(order, budget):
+    """Structured rows (NumPy: CuPy has no such dtype) sorted on the GPUs by their fields, as
+    byte records behind their fields' key: numpy.sort's stable order, NaN and NaT last."""
+    rows = structured_rows(200_000 + 999 * COMM.Get_rank(), [COMM.Get_rank(), 9])
+    everyone = np.concatenate(COMM.allgather(rows))
+    want = np.argsort(everyone, order=order, kind="stable")
+    got = distsort.sort(rows, order=order, backend="gpu", device_memory=budget)
+    assert everything(got).tobytes() == everyone[want].tobytes()
+    positions = distsort.argsort(rows, order=order, backend="gpu", device_memory=budget)
+    np.testing.assert_array_equal(everything(positions), want)
 
 
 @pytest.mark.parametrize("n", [1 << 16, 1 << 24])

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.lib.format as npformat
 
 from ..errors import DistsortError
+from ..fields import key_fields
 from ..keys import StandIns, check_sortable, stand_ins
 from ..payload import check_payload, stored
 
@@ -51,7 +52,7 @@ class FileFormat:
         else:
             if self.dtype is None or self.record_size is not None or self.key_size is not None:
                 raise ValueError(f"a {self.kind} format takes a dtype and no record sizes")
-            check = check_payload if self.payload else check_sortable
+            check = check_payload if self.payload else sortable
             object.__setattr__(self, "dtype", check(np.dtype(self.dtype)))
 
     @classmethod
@@ -76,6 +77,10 @@ class FileFormat:
         """The dtype of arrays read from the file: native byte order, uint8 rows for records."""
         return np.dtype(np.uint8) if self.kind == "records" else self.dtype.newbyteorder("=")
 
+    def empty_like(self) -> np.ndarray:
+        """No elements of the file's dtype (native byte order; records as uint8 rows)."""
+        return np.empty((0, self.record_size) if self.kind == "records" else 0, self.native_dtype)
+
     def empty_rows(self) -> np.ndarray:
         """No elements, in the form every backend moves them (dtype and row shape): records
         as (n, record_size) uint8 rows, elements as payload.stored gives them (datetime64 as
@@ -83,6 +88,11 @@ class FileFormat:
         if self.kind == "records":
             return np.empty((0, self.record_size), np.uint8)
         return stored(np.empty(0, self.native_dtype))
+
+    @property
+    def structured(self) -> bool:
+        """Whether the elements are structured: they sort by their fields (fields.py)."""
+        return self.dtype is not None and self.dtype.names is not None
 
     def stand_ins(self, descending: bool) -> StandIns | None:
         """The keys' StandIns where they are bool, datetime64 or timedelta64 (the file holds
@@ -93,6 +103,14 @@ class FileFormat:
         if self.kind == "records":
             return f"{self.record_size}-byte records with {self.key_size}-byte keys"
         return f"{self.kind} {self.dtype.str if self.dtype.byteorder == '>' else self.dtype}"
+
+
+def sortable(dtype: np.dtype) -> np.dtype:
+    """dtype, if distsort sorts keys of it (structured: by its fields), else DistsortError."""
+    if dtype.names is not None:
+        key_fields(dtype, None)
+        return dtype
+    return check_sortable(dtype)
 
 
 def check_record_sizes(record_size, key_size) -> None:
@@ -187,7 +205,7 @@ def _checked_layout(path, header: dict, offset: int, size: int, payload: bool) -
             "but distsort sorts 1-D arrays: save a 1-D array (e.g. numpy.save(path, a.ravel()))"))
     dtype = header["descr"]
     try:
-        check_payload(dtype) if payload else check_sortable(dtype)
+        check_payload(dtype) if payload else sortable(dtype)
     except DistsortError as exc:
         raise DistsortError(f"{path}: {exc}") from None
     count = int(shape[0])

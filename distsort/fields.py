@@ -1,0 +1,75 @@
+"""Structured keys, sorted as numpy.sort(a, order=...) sorts them: by the fields named in order,
+then by the remaining fields in the dtype's order.
+
+Each field becomes unsigned codes that ascend in the wanted order (keys.py: numbers through
+NumericCodec, NaN last; bool, datetime64 and timedelta64 through StandIns, NaT last; bytes and
+unicode strings as their bytes and code points), written big-endian, and the fields' codes side
+by side make one byte key that compares like memcmp, most significant field first. The key goes
+in front of each row's own bytes, and the rows sort as byte records (api.sort_records), which
+break ties by global input position: the sort is stable.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import DistsortError
+from .keys import NumericCodec, StandIns
+
+KINDS = "buifMmSUV"  # bool, integers, floats, datetime64, timedelta64, bytes, unicode, void
+
+
+def key_fields(dtype: np.dtype, order) -> list[str]:
+    """The fields a structured dtype sorts by: those named in order (a name, a list of names or
+    None), then the others in the dtype's order. DistsortError for an unknown name or a field
+    that cannot be a key."""
+    names = list(dtype.names)
+    if not names:
+        raise DistsortError(f"cannot sort keys of dtype {dtype}: it has no fields")
+    wanted = [] if order is None else [order] if isinstance(order, str) else list(order)
+    unknown = [name for name in wanted if name not in names]
+    if unknown or len(set(wanted)) != len(wanted):
+        raise DistsortError(f"order={wanted!r}: name each field of {dtype} at most once "
+                            f"(its fields: {', '.join(names)})")
+    fields = wanted + [name for name in names if name not in wanted]
+    for name in fields:
+        field = dtype.fields[name][0]
+        sortable = field.kind in KINDS and field.shape == () and field.names is None
+        if not sortable or (field.kind in "iuf" and field.itemsize not in (1, 2, 4, 8)):
+            raise DistsortError(
+                f"cannot sort by field {name!r} of dtype {field}: fields sort as integers, "
+                "float16/32/64, bool, datetime64, timedelta64 or fixed-size bytes and strings")
+    return fields
+
+
+def encode(records: np.ndarray, fields: list[str], descending: bool) -> np.ndarray:
+    """(n, key_size) uint8: every row's key, the fields' big-endian codes side by side."""
+    if not len(fields):
+        return np.zeros((len(records), 0), np.uint8)
+    return np.concatenate([_field_bytes(records[name], descending) for name in fields], axis=1)
+
+
+def _field_bytes(values: np.ndarray, descending: bool) -> np.ndarray:
+    """(n, width) uint8: one field's codes, big-endian, ascending in the wanted order."""
+    kind, n = values.dtype.kind, len(values)
+    if kind in "iuf":
+        codes = NumericCodec(values.dtype, descending, canonical=True).encode(values, np)
+    elif kind in "bMm":
+        stand = StandIns(values.dtype, descending)
+        codes = stand.encode(np.ascontiguousarray(values).astype(stand.dtype, copy=False))
+        codes = ~codes if stand.sort_descending else codes
+    elif kind == "U":  # code points, which NumPy compares
+        native = values.astype(values.dtype.newbyteorder("="), copy=False)
+        codes = np.ascontiguousarray(native).view(np.uint32).reshape(n, values.dtype.itemsize // 4)
+        codes = ~codes if descending else codes
+    else:  # "S", "V": bytes, as memcmp compares them
+        codes = np.ascontiguousarray(values).view(np.uint8).reshape(n, values.dtype.itemsize)
+        codes = ~codes if descending else codes
+    big = codes.astype(codes.dtype.newbyteorder(">"), copy=False)
+    return row_bytes(big)
+
+
+def row_bytes(array: np.ndarray) -> np.ndarray:
+    """(n, bytes of a row) uint8: each row's bytes (empty arrays too)."""
+    width = array.dtype.itemsize * int(np.prod(array.shape[1:], dtype=np.int64))
+    return np.ascontiguousarray(array).view(np.uint8).reshape(len(array), width)

@@ -1,0 +1,65 @@
+"""Structured keys' byte keys (distsort/fields.py) order rows as numpy.sort(a, order=...) does,
+on one process."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import STRUCTURED, structured_rows
+
+from distsort import fields
+from distsort.errors import DistsortError
+
+ORDERS = [None, "b", ["a", "b"], ["t", "s"], ["u", "z", "a"], ["d", "h"]]
+
+
+def memcmp_order(keys: np.ndarray) -> np.ndarray:
+    """The stable order of (n, k) uint8 keys compared like memcmp."""
+    return np.lexsort(keys.T[::-1]) if keys.shape[1] else np.arange(len(keys))
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_byte_keys_order_rows_as_numpy_does(order):
+    rows = structured_rows(5000, 1)
+    key = fields.encode(rows, fields.key_fields(rows.dtype, order), False)
+    got = rows[memcmp_order(key)]
+    assert got.tobytes() == np.sort(rows, order=order, kind="stable").tobytes()
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_descending_reverses_every_field_and_keeps_nan_and_nat_last(order):
+    rows = structured_rows(3000, 2)
+    names = fields.key_fields(rows.dtype, order)
+    got = rows[memcmp_order(fields.encode(rows, names, True))]
+    first = got[names[0]]
+    missing = np.isnat(first) if first.dtype.kind in "Mm" else (
+        np.isnan(first) if first.dtype.kind == "f" else np.zeros(len(first), bool))
+    assert not missing[: len(first) - missing.sum()].any()  # NaN / NaT at the end
+    kept = first[~missing]
+    assert (kept[:-1] >= kept[1:]).all()
+
+
+def test_fields_are_the_named_ones_then_the_rest_in_dtype_order():
+    assert fields.key_fields(STRUCTURED, ["t", "a"])[:3] == ["t", "a", "b"]
+    assert fields.key_fields(STRUCTURED, "z") == ["z", "a", "b", "t", "s", "u", "d", "h"]
+
+
+@pytest.mark.parametrize("dtype, order, match", [
+    (STRUCTURED, ["nope"], "name each field"),
+    (STRUCTURED, ["a", "a"], "name each field"),
+    (np.dtype([("c", "c16")]), None, "cannot sort by field 'c'"),
+    (np.dtype([("v", "<i4", (2,))]), None, "cannot sort by field 'v'"),
+    (np.dtype([("o", "O")]), None, "cannot sort by field 'o'"),
+    (np.dtype([("n", [("x", "i4")])]), None, "cannot sort by field 'n'"),
+])
+def test_fields_that_cannot_be_keys_are_one_clear_error(dtype, order, match):
+    with pytest.raises(DistsortError, match=match):
+        fields.key_fields(dtype, order)
+
+
+def test_float16_nan_sorts_last_as_every_nan_does():
+    """NumPy's structured sort puts float16 NaN first; distsort keeps its one rule: NaN last."""
+    rows = np.zeros(4, [("h", "<f2")])
+    rows["h"] = [np.nan, 1, -np.inf, 0]
+    order = memcmp_order(fields.encode(rows, ["h"], False))
+    np.testing.assert_array_equal(rows["h"][order], [-np.inf, 0, 1, np.nan])

@@ -1,0 +1,72 @@
+"""Structured keys sorted by their fields across ranks (order=, fields.py) against NumPy's stable
+sort: sort, argsort, sort_pairs, descending, in memory and out of core. (The CLI's --order:
+test_cli.py.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import structured_rows
+
+import distsort
+from distsort.errors import DistsortError
+
+MPI = pytest.importorskip("mpi4py.MPI")
+COMM = MPI.COMM_WORLD
+pytestmark = pytest.mark.mpi
+ORDERS = [None, "t", ["a", "b"], ["s", "u", "d"]]
+BUDGETS = [None, "256KiB"]  # in memory; out of core
+
+
+def local_rows(n: int = 3000):
+    """This rank's rows (more on later ranks, none on rank 1), and everyone's."""
+    mine = structured_rows(0 if COMM.Get_rank() == 1 else n + 37 * COMM.Get_rank(),
+                           [COMM.Get_rank(), 7])
+    return mine, np.concatenate(COMM.allgather(mine))
+
+
+def gathered(shard) -> np.ndarray:
+    return np.concatenate(COMM.allgather(shard))
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_structured_keys_sort_as_numpy_sorts_them(order, budget):
+    mine, everyone = local_rows()
+    shard = distsort.sort(mine, order=order, device_memory=budget, backend="cpu")
+    assert shard.dtype == mine.dtype
+    want = np.sort(everyone, order=order, kind="stable")
+    assert gathered(shard).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_argsort_and_pairs_by_fields(order, budget):
+    mine, everyone = local_rows()
+    want = np.argsort(everyone, order=order, kind="stable")
+    positions = distsort.argsort(mine, order=order, device_memory=budget, backend="cpu")
+    np.testing.assert_array_equal(gathered(positions), want)
+    values = np.arange(len(mine), dtype=np.float32) + 0.5 + (COMM.exscan(len(mine)) or 0)
+    keys, moved = distsort.sort_pairs(mine, values, order=order, device_memory=budget,
+                                      backend="cpu")
+    assert gathered(keys).tobytes() == everyone[want].tobytes()
+    np.testing.assert_array_equal(gathered(moved), np.concatenate(COMM.allgather(values))[want])
+
+
+def test_descending_by_fields_is_the_reverse_with_nat_last():
+    mine, everyone = local_rows()
+    shard = gathered(distsort.sort(mine, order=["t", "a"], descending=True, backend="cpu"))
+    t = shard["t"]
+    nat = np.isnat(t)
+    assert nat.sum() == np.isnat(everyone["t"]).sum() and nat[len(t) - nat.sum():].all()
+    assert (t[~nat][:-1] >= t[~nat][1:]).all()
+    assert sorted(r.tobytes() for r in shard) == sorted(r.tobytes() for r in everyone)
+
+
+def test_order_on_plain_keys_or_an_unknown_field_is_one_clear_error():
+    mine, _ = local_rows(10)
+    with pytest.raises(DistsortError, match="order= names fields of structured keys"):
+        distsort.sort(np.arange(5), order="a")
+    bad = "nope" if COMM.Get_rank() == COMM.Get_size() - 1 else "a"
+    with pytest.raises(DistsortError, match="nope|order"):
+        distsort.sort(mine, order=bad)
