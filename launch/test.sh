@@ -17,7 +17,16 @@ trap 'rm -rf "$TMPDIR"' EXIT
 ruff check distsort tests bench examples launch
 bash launch/lint.sh  # the Dockerfile (hadolint), shell scripts (shellcheck), launch/distsort-run
 python -m pytest -q -p no:cacheprovider tests
+# Rank 0 reports (without pytest-mpi's banner); the other ranks' output is kept and shown only
+# where the run fails, so that the log does not hold every rank's copy of the same lines.
+# shellcheck disable=SC2016  # expanded by each rank's own shell
+quiet_ranks='r=${PMI_RANK:-0}; if [ "$r" = 0 ]; then exec "$@"; fi; exec "$@" >"$TMPDIR/rank$r.log" 2>&1'
 for ranks in 1 2 3 4; do
   echo "== MPI tests on $ranks rank(s)"
-  mpiexec -n "$ranks" python -m pytest -q -p no:cacheprovider --with-mpi -m mpi tests
+  if ! mpiexec -n "$ranks" bash -c "$quiet_ranks" rank python -m pytest -q -p no:cacheprovider \
+      --with-mpi -m mpi tests | awk '/MPI Information/ {skip = 1} !skip; /^mpi4py config/ {skip = 0}'
+  then
+    tail -n 30 "$TMPDIR"/rank*.log 2>/dev/null
+    exit 1
+  fi
 done

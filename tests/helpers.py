@@ -36,7 +36,7 @@ def reference_order(data: np.ndarray, descending: bool) -> np.ndarray:
         return np.argsort(data, kind="stable")
     if data.dtype.kind == "f":
         nan = np.isnan(data)
-        key = np.where(nan, 0, -data.astype(np.float64))
+        key = -np.where(nan, 0, data).astype(np.float64)  # NaN's place is the nan column
         return np.lexsort((key, nan))
     return np.argsort(-data.astype(object), kind="stable").astype(np.int64)
 

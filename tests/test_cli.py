@@ -209,6 +209,8 @@ def test_a_structured_file_sorts_by_its_fields(tmp_path, budget):
     np.save(tmp_path / "plain.npy", np.arange(10))
     run = distsort("sort", "plain.npy", "-o", "q.npy", "--order", "a", cwd=tmp_path)
     assert run.returncode != 0 and run.stderr.count("--order names fields") == 1
+    run = distsort("check", "s.npy", "t.npy", cwd=tmp_path)
+    assert run.returncode != 0 and run.stderr.count("--order FIELDS --verify") == 1
 
 
 def test_default_job_sorts_and_validates():

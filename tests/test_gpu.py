@@ -408,7 +408,8 @@ def landing_keys(dtype: str, spread: str) -> np.ndarray:
     rng = np.random.default_rng([rank, 11])
     raw = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt)
     if spread == "narrow":
-        raw = (raw % 5000 + 77).astype(dt)
+        with np.errstate(invalid="ignore"):  # NaN's remainder is NaN, which nan_to_num replaces
+            raw = (raw % 5000 + 77).astype(dt)
     elif spread == "skewed":
         raw = np.where(rng.random(n) < 0.8, raw[0], raw).astype(dt)
     return np.nan_to_num(raw, nan=1.5) if dt.kind == "f" else raw

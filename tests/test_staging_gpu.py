@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 import pytest
-from helpers import bool_or_time_order, keys_with_specials, same_bits
+from helpers import bool_or_time_order, keys_with_specials, same_bits, structured_rows
 
 from distsort.io import FileFormat, ShardWriter, open_input, staging
 from distsort.payload import stored
@@ -148,3 +148,18 @@ def test_files_of_bool_and_time_keys_on_the_gpu(shared_dir, dtype, budget):
         want = native[bool_or_time_order(native, bool(way))]
         assert got.dtype == data.dtype and got.astype(native.dtype).tobytes() == want.tobytes()
         assert main(["check", f"{shared_dir}/t.npy", out, "--backend", "gpu", *way]) == 0
+
+
+@pytest.mark.parametrize("budget", [[], ["--device-memory", "1MiB"]])  # in memory, out of core
+def test_a_structured_file_sorts_by_its_fields_on_the_gpu(shared_dir, budget):
+    """`sort --order a,b --verify` on the GPUs equals NumPy's stable sort by those fields."""
+    from distsort.cli import main
+
+    rows = structured_rows(200_003, 4)
+    if COMM.Get_rank() == 0:
+        np.save(f"{shared_dir}/s.npy", rows)
+    COMM.Barrier()
+    out = f"{shared_dir}/s.out.npy"
+    args = ["sort", f"{shared_dir}/s.npy", "-o", out, "--order", "a,b", "--backend", "gpu"]
+    assert main([*args, "--verify", "--quiet", *budget]) == 0
+    assert np.load(out).tobytes() == np.sort(rows, order=["a", "b"], kind="stable").tobytes()
