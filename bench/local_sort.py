@@ -4,9 +4,12 @@ CUB is what CuPy runs: cupy.sort for keys, cupy.argsort plus two gathers for key
 Every timed call gets fresh random input (a new seed), timed with CUDA events after warm-up; the
 median of --runs calls is reported, and every output is checked (ours equal to CUB's, both sorted).
 
-    python3 bench/local_sort.py --out DIR [--min-log 20] [--max-log 30] [--runs 7]
+    python3 bench/local_sort.py --out DIR [--min-log 20] [--max-log 30] [--runs 7] [--api]
 
-Prints a G keys/s table and writes DIR/local_sort.json and DIR/local_sort.png.
+Prints a G keys/s table and writes DIR/local_sort.json and DIR/local_sort.png. With --api the
+cases run through the public API on one rank (distsort.sort, argsort, sort_pairs: encode, sort
+and decode, as a user calls them; API_CASES) against cupy.sort / cupy.argsort, and every row
+gets the key bytes moved per second beside a device-to-device copy's rate in the same run.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from distsort.keys import NumericCodec  # noqa: E402
 from distsort.local.radix import ITEMS, KEY_ITEMS, MIN_N, RadixEngine  # noqa: E402
 
 CASES = ["uint32", "uint64", "float32", "float64", "pairs-u32", "argsort-u32", "bits24-u32"]
+API_CASES = ["uint32", "int32", "float32", "uint64", "int64", "float64", "argsort-u32",
+             "pairs-u32"]
 CASE_NOTES = {
     "uint32": "cupy.sort vs ours.sort",
     "uint64": "cupy.sort vs ours.sort",
@@ -35,6 +40,8 @@ CASE_NOTES = {
     "pairs-u32": "cupy.argsort + keys[o] + vals[o] vs ours.sort_pairs (uint32 keys and values)",
     "argsort-u32": "cupy.argsort vs ours.argsort (int64 result)",
     "bits24-u32": "uint32 keys with 24 varying bits: cupy.sort vs ours.sort(end_bit=24)",
+    "int32": "cupy.sort vs distsort.sort (--api only)",
+    "int64": "cupy.sort vs distsort.sort (--api only)",
 }
 
 
@@ -63,6 +70,9 @@ def random_words(cp, n: int, dtype, seed: int):
 def make_input(cp, case: str, n: int, seed: int) -> tuple:
     if case in ("uint32", "uint64"):
         return (random_words(cp, n, cp.dtype(case), seed),)
+    if case in ("int32", "int64"):
+        unsigned = cp.uint32 if case == "int32" else cp.uint64
+        return (random_words(cp, n, unsigned, seed).view(case),)
     if case in ("float32", "float64"):
         rs = cp.random.RandomState(seed)
         return (rs.standard_normal(n, dtype=case),)
@@ -92,6 +102,31 @@ def runners(cp, case: str, eng: RadixEngine):
     if case == "bits24-u32":
         return lambda x: (eng.sort(x, 0, 24),), lambda x: (cp.sort(x),), None
     return lambda x: (eng.sort(x),), lambda x: (cp.sort(x),), None
+
+
+def api_runners(cp, case: str):
+    """(distsort's public call, CUB's) for a case, each mapping the inputs to a tuple."""
+    import distsort
+
+    if case == "pairs-u32":
+
+        def cub_pairs(k, v):
+            order = cp.argsort(k)
+            return k[order], v[order]
+
+        return lambda k, v: tuple(distsort.sort_pairs(k, v, stable=True)), cub_pairs
+    if case == "argsort-u32":
+        return lambda x: (distsort.argsort(x),), lambda x: (cp.argsort(x),)
+    return lambda x: (distsort.sort(x),), lambda x: (cp.sort(x),)
+
+
+def copy_rate(cp, n: int, runs: int = 5) -> float:
+    """GB/s (bytes read + written) of a device-to-device copy of n uint32 words: the rate every
+    pass over the keys is held to."""
+    src, dst = random_words(cp, n, cp.uint32, 1), cp.empty(n, dtype=cp.uint32)
+    ms = statistics.median(timed(cp, lambda: dst.__setitem__(Ellipsis, src), ())[0]
+                           for _ in range(runs + 1))
+    return 2 * 4 * n / (ms * 1e6)
 
 
 def timed(cp, fn, args) -> tuple[float, tuple]:
@@ -131,8 +166,13 @@ def run_ours(cp, ours_fn, codec, inputs, times: dict) -> tuple:
     return out
 
 
-def measure(cp, case: str, n: int, runs: int, warmup: int, eng: RadixEngine) -> dict:
-    ours_fn, cub_fn, codec = runners(cp, case, eng)
+def measure(cp, case: str, n: int, runs: int, warmup: int, eng: RadixEngine | None) -> dict:
+    """Medians of ours and CUB's on fresh input per call; eng None: ours is the public API."""
+    if eng is None:
+        ours_fn, cub_fn = api_runners(cp, case)
+        codec = None
+    else:
+        ours_fn, cub_fn, codec = runners(cp, case, eng)
     times = {"ours": [], "cub": [], "codec": []}
     for r in range(warmup + runs):
         if r == warmup:
@@ -239,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--tune", action="store_true", help="only time tile sizes (keys per thread)")
+    ap.add_argument("--api", action="store_true",
+                    help="time the public API (one rank) instead of the engine; API_CASES")
     args = ap.parse_args(argv)
     import cupy as cp
 
@@ -249,10 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     device = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    eng = RadixEngine(min_n=0)
+    eng = None if args.api else RadixEngine(min_n=0)
+    cases = API_CASES if args.api and args.cases == ",".join(CASES) else args.cases.split(",")
+    copies = {log: copy_rate(cp, 1 << log) for log in range(args.min_log, args.max_log + 1)}
     rows, failures = [], []
     started = time.time()
-    for case in args.cases.split(","):
+    for case in cases:
         for log in range(args.min_log, args.max_log + 1):
             try:
                 rows.append(measure(cp, case, 1 << log, args.runs, args.warmup, eng))
@@ -261,14 +305,18 @@ def main(argv: list[str] | None = None) -> int:
                 failures.append(f"{case} 2^{log}: {err}")
                 break
             r = rows[-1]
+            key_bytes = (1 << log) * cp.dtype(make_input(cp, case, 1, 0)[0].dtype).itemsize
+            r["key_gbs"] = key_bytes / (r["ms"]["ours"] * 1e6)
+            r["copy_gbs"] = copies[log]
             print(
                 f"{case} 2^{log}: ours {r['ms']['ours']:.3f} ms, CUB {r['ms']['cub']:.3f} ms, "
-                f"x{r['speedup']:.2f}",
+                f"x{r['speedup']:.2f}; keys {r['key_gbs']:.0f} GB/s, copy {copies[log]:.0f} GB/s",
                 flush=True,
             )
             cp.get_default_memory_pool().free_all_blocks()
     meta = {
         "device": device,
+        "through": "the public API, one rank" if args.api else "the engine",
         "cupy": cp.__version__,
         "items_per_thread": ITEMS,
         "key_items_per_thread": KEY_ITEMS,
@@ -282,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "local_sort.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     print(table(rows))
     try:
-        plot(rows, args.out / "local_sort.png", f"Local sort on {device}: ours vs CUB")
+        through = "distsort (public API)" if args.api else "ours"
+        plot(rows, args.out / "local_sort.png", f"Local sort on {device}: {through} vs CUB")
     except ImportError as err:  # no matplotlib: the table and the JSON file still stand
         print(f"no plot: {err}")
     return 1 if failures else 0
