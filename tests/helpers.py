@@ -209,13 +209,13 @@ def structured_rows(n: int, seed) -> np.ndarray:
     b = rng.choice([-1.5, -0.0, 0.0, 2.25, np.inf, np.nan], n)
     rows["b"] = b
     t = rng.integers(-2, 3, n).astype("M8[s]")
-    t[rng.random(n) < 0.15] = np.datetime64("NaT")
+    t[rng.random(n) < 0.15] = np.datetime64("NaT", "s")
     rows["t"] = t
     rows["s"] = rng.choice([b"", b"a", b"ab", b"b\x00c", b"\xff"], n)
     rows["u"] = rng.choice(["", "x", "xy", "\u00e9", "\U0001f600"], n)
     rows["z"] = rng.random(n) < 0.5
     d = rng.integers(-3, 3, n).astype("m8[ms]")
-    d[rng.random(n) < 0.1] = np.timedelta64("NaT")
+    d[rng.random(n) < 0.1] = np.timedelta64("NaT", "ms")
     rows["d"] = d
     rows["h"] = rng.choice([np.float16(1), np.float16(-2), np.float16(-0.0)], n)
     return rows
