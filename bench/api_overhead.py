@@ -60,7 +60,10 @@ def main() -> int:
     cp.cuda.Device().synchronize()
     profile.disable()
     text = io.StringIO()
-    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(30)
+    stats = pstats.Stats(profile, stream=text)
+    stats.sort_stats("tottime").print_stats(30)
+    stats.sort_stats("cumulative").print_stats(40)
+    stats.print_callers("wait|acquire")  # who waits on another thread
     print(text.getvalue())
     return 0
 
