@@ -9,7 +9,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import api, fields, plan, progress
+from . import api, fields, plan, progress, stability
 from .check import run_argsort_check, run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
@@ -298,6 +298,8 @@ def check(args, comm) -> int:
                                                 args.key_size))
     if args.argsort and (args.values or args.record_size):
         agree(comm, _argsort_checks_keys)
+    if args.stable and not args.values:
+        agree(comm, _stable_needs_values)
     agree(comm, lambda: _not_structured(args.input))
     xp = agree(comm, lambda: array_module(comm, args.backend))  # a GPU where every rank has one
     use_threads(threads_for(node_place(comm)[1]))
@@ -307,9 +309,13 @@ def check(args, comm) -> int:
     else:
         verdict = run_check(comm, args.input, args.output, fmt, descending=args.descending,
                             xp=xp, values=args.values)
+    ok, message = verdict.ok, verdict.message
+    if ok and args.stable:
+        ok, message = stability.check_files(comm, (args.input, args.output), tuple(args.values))
+        message = f"{verdict.message}; {message}"
     if comm.Get_rank() == 0:
-        print(f"distsort check: {verdict.message}", flush=True)
-    return 0 if verdict.ok else 1
+        print(f"distsort check: {message}", flush=True)
+    return 0 if ok else 1
 
 
 def _not_structured(path: str) -> None:
@@ -319,6 +325,11 @@ def _not_structured(path: str) -> None:
         if np.load(path, mmap_mode="r").dtype.names is not None:
             raise DistsortError(f"{path} holds structured rows: check them as they are sorted, "
                                 "with sort --order FIELDS --verify")
+
+
+def _stable_needs_values() -> None:
+    raise DistsortError("--stable checks the values of equal keys: give --values IN_VALUES "
+                        "OUT_VALUES (an --argsort output is checked for stability without it)")
 
 
 def _argsort_checks_keys() -> None:

@@ -171,6 +171,32 @@ def test_check_values_each_value_stays_with_its_key(tmp_path):
     assert short.returncode == 2 and "values but s.npy holds" in short.stderr, short.stderr
 
 
+@pytest.mark.parametrize("dtype", ["float64", "datetime64[s]"])
+def test_check_stable_finds_equal_keys_out_of_input_order(tmp_path, dtype):
+    """`check --values --stable` passes a stable sort's output, and fails one where two values
+    of equal keys swapped places, which the plain `--values` check cannot see."""
+    keys = np.random.default_rng(3).integers(0, 5, 3000).astype(dtype)
+    if dtype == "float64":
+        keys[::7] = -0.0  # equal to 0.0: one key, as for NumPy
+        keys[::11] = np.nan
+    np.save(tmp_path / "k.npy", keys)
+    np.save(tmp_path / "v.npy", np.arange(len(keys)) * 3)
+    run = distsort("sort", "k.npy", "-o", "s.npy", "--values", "v.npy", "--stable", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    stable = ["--values", "v.npy", "s.values.npy", "--stable"]
+    ok = check_run(tmp_path, "k.npy", "s.npy", *stable)
+    assert ok.returncode == 0 and "stable:" in ok.stdout, ok.stdout + ok.stderr
+    out_values = np.load(tmp_path / "s.values.npy")
+    out_values[[0, 1]] = out_values[[1, 0]]  # the two first rows hold the smallest key
+    np.save(tmp_path / "swapped.npy", out_values)
+    pairs = ["--values", "v.npy", "swapped.npy"]
+    assert check_run(tmp_path, "k.npy", "s.npy", *pairs).returncode == 0  # still its keys' values
+    run = check_run(tmp_path, "k.npy", "s.npy", *pairs, "--stable")
+    assert run.returncode == 1 and "not stable" in run.stdout, run.stdout
+    run = check_run(tmp_path, "k.npy", "s.npy", "--stable")
+    assert run.returncode == 2 and run.stderr.count("--stable checks the values") == 1
+
+
 def test_values_files_of_any_dtype(tmp_path):
     """Values files are a payload: datetime64 in .npy, byte strings raw (--values-dtype)."""
     keys = mixed_keys("int32")
