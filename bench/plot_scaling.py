@@ -1,6 +1,7 @@
 """Plot a scaling run: weak and strong scaling efficiency, and the phases per P.
 
-    python bench/plot_scaling.py bench/data/x8_scaling_run3.json -o bench/scaling_x8.png
+    python bench/plot_scaling.py bench/data/dist_sort/x8_scaling_run3.json \
+        -o bench/plots/scaling_x8.png
 """
 
 from __future__ import annotations
