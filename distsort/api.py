@@ -33,6 +33,7 @@ from .phases import phase
 from .pipeline import distributed_sort
 from .report import SortReport
 from .runtime import Runtime, get_runtime
+from .transport import row_bytes
 
 
 def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
@@ -54,10 +55,9 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
                                      [keys_check(keys, order)], _listed(out), [(keys.dtype, ())],
                                      device_memory))
     if keys.dtype.names is not None:
-        comm = comm if comm is not None else MPI.COMM_WORLD
         rows = _by_fields(native(keys), [native(keys)], order, descending, comm, backend, report,
-                          device_memory)
-        return _as_given(_into(comm, outs, rows)[0], keys.dtype, outs)
+                          device_memory, outs)
+        return _as_given(rows[0], keys.dtype, outs)
     codes, direction, stand = _stand_ins(native(keys), descending)
     keys_out, _ = _sort_numeric(codes, None, comm, direction, stable, backend, report,
                                 device_memory, _code_outs(outs, stand))
@@ -87,10 +87,8 @@ def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: boo
                                      [keys_check(keys, order), rows_match], out, like,
                                      device_memory))
     if keys.dtype.names is not None:
-        comm = comm if comm is not None else MPI.COMM_WORLD
-        rows = _by_fields(native(keys), [native(keys), native(values)], order, descending, comm,
-                          backend, report, device_memory)
-        keys_out, values_out = _into(comm, outs, rows)
+        keys_out, values_out = _by_fields(native(keys), [native(keys), native(values)], order,
+                                          descending, comm, backend, report, device_memory, outs)
         return _as_given(keys_out, keys.dtype, outs), values_out
     if outs is not None:
         outs[1] = stored(outs[1])  # a view of the caller's array, if the values travel as bytes
@@ -113,12 +111,10 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
                                      [keys_check(keys, order)], _listed(out), [(np.int64, ())],
                                      device_memory))
     if keys.dtype.names is not None:
-        comm = comm if comm is not None else MPI.COMM_WORLD
-        start = _offset(comm, len(keys))
+        start = _offset(comm if comm is not None else MPI.COMM_WORLD, len(keys))
         positions = np.arange(start, start + len(keys), dtype=np.int64)
-        rows = _by_fields(native(keys), [positions], order, descending, comm, backend, report,
-                          device_memory)
-        return _into(comm, outs, rows)[0]
+        return _by_fields(native(keys), [positions], order, descending, comm, backend, report,
+                          device_memory, outs)[0]
     keys, descending, _ = _stand_ins(native(keys), descending)
     job = outofcore.plan(keys, comm, backend, device_memory, extra_row_bytes=8)
     if job:
@@ -190,17 +186,17 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
 
 
 def _by_fields(keys, carried: list, order, descending: bool, comm, backend, report,
-               device_memory) -> list:
+               device_memory, outs: list | None) -> list:
     """Structured keys' rows sorted by their fields (fields.py): the carried arrays (host, one
-    row per key) in that order, as byte records behind the fields' key."""
-    key = fields.encode(keys, fields.key_fields(keys.dtype, order), descending)
-    parts = [fields.row_bytes(a) for a in carried]
-    records = np.concatenate([key] + parts, axis=1)
-    out = sort_records(records, key.shape[1], comm, backend=backend, report=report,
+    row per key) in that order, as byte records behind the fields' key; in the caller's out
+    arrays where given."""
+    records, key_size = fields.keyed(keys, order, descending, carried)
+    out = sort_records(records, key_size, comm, backend=backend, report=report,
                        device_memory=device_memory)
-    ends = np.cumsum([key.shape[1]] + [p.shape[1] for p in parts])
-    return [np.ascontiguousarray(out[:, a:b]).view(c.dtype).reshape((-1,) + c.shape[1:])
+    ends = np.cumsum([key_size] + [row_bytes(c) for c in carried])
+    rows = [np.ascontiguousarray(out[:, a:b]).view(c.dtype).reshape((-1,) + c.shape[1:])
             for a, b, c in zip(ends[:-1], ends[1:], carried)]
+    return _into(comm if comm is not None else MPI.COMM_WORLD, outs, rows)
 
 
 def _stand_ins(keys, descending: bool) -> tuple:

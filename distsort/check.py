@@ -338,6 +338,17 @@ def _mismatch(output_path, out: FileFormat, fmt: FileFormat) -> DistsortError:
                          f"{fmt.describe()}: it cannot be the input sorted")
 
 
+def open_files(input_path, output_path, fmt: FileFormat | None, values: tuple | None) -> list:
+    """The input and the output of a sort, opened (fmt: the input's, else found from the
+    file), and the input's values and the output's after them where values names them."""
+    in_fmt = fmt or detect_format(input_path)
+    out_fmt = _output_options(output_path, in_fmt)
+    files = [open_input(input_path, in_fmt), open_input(output_path, out_fmt)]
+    for path, keys in zip(values or (), files):
+        files.append(_values_file(path, keys))
+    return files
+
+
 def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
               descending: bool = False, chunk: int = 1 << 24, xp=np,
               values: tuple | None = None) -> Verdict:
@@ -345,15 +356,7 @@ def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
     (in pieces of `chunk` elements) and the shares are checked together as by verify, on xp's
     device. values: the paths of the input's values and of the output's (`sort --values`):
     each value is hashed with its key, so a value that left its key fails the check."""
-    def open_both():
-        in_fmt = fmt or detect_format(input_path)
-        out_fmt = _output_options(output_path, in_fmt)
-        files = [open_input(input_path, in_fmt), open_input(output_path, out_fmt)]
-        for path, keys in zip(values or (), files):
-            files.append(_values_file(path, keys))
-        return files
-
-    src, dst, *paired = agree(comm, open_both)
+    src, dst, *paired = agree(comm, lambda: open_files(input_path, output_path, fmt, values))
     rank, size = comm.Get_rank(), comm.Get_size()
     # the files hold bool and time keys as their bits: the host checks the keys themselves, a
     # device (which has no such dtypes) their stand-ins

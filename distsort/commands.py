@@ -13,7 +13,7 @@ from . import api, fields, plan, progress, stability
 from .check import run_argsort_check, run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
-from .io.formats import parse_dtype
+from .io.formats import is_npy, parse_dtype
 from .io.staging import load
 from .node import node_place
 from .outofcore import files as outofcore_files
@@ -91,12 +91,12 @@ def sort_file(args, comm) -> int:
         values = agree(comm, lambda: _open_values(args, source.count))
         paths = agree(comm, lambda: _output_paths(args, out_fmt, values))
         agree(comm, lambda: _report_writable(args.report))
+        budget = agree(comm, lambda: plan.budget(rt, args.device_memory))
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
     row = fmt.itemsize + (values.fmt.itemsize if values else 0) + 8 * bool(args.argsort)
-    budget = agree(comm, lambda: plan.out_of_core(rt, stop - start, row, args.device_memory))
-    if fmt.structured:
-        _sort_by_fields(args, comm, source, values, (start, stop), paths, report)
-    elif budget is not None:
+    if fmt.structured:  # the library plans its sort, within the same budget
+        _sort_by_fields(args, comm, source, values, (start, stop), paths, report, budget)
+    elif plan.over_budget(rt, stop - start, row, budget):
         outofcore_files.sort_file(rt, args, fmt, source, values, paths, budget, report)
     else:
         stand = fmt.stand_ins(args.descending)
@@ -111,7 +111,7 @@ def sort_file(args, comm) -> int:
         outputs = _sort_local(args, fmt, local, local_values, comm, report, budget, order)
         if args.verify:
             with phase(report, "verify", HostClock(rt.backend.synchronize)):
-                _verify(args, fmt, comm, local, local_values, outputs, rt.xp, order)
+                _verify(comm, local, local_values, outputs, rt.xp, order, fmt.key_size)
         if stand and not args.argsort:
             with phase(report, "decode", rt.backend.clock()):
                 outputs[0] = stand.bits(outputs[0])
@@ -130,12 +130,13 @@ def sort_file(args, comm) -> int:
     return 0
 
 
-def _sort_by_fields(args, comm, source, values, span: tuple, paths: list, report) -> None:
+def _sort_by_fields(args, comm, source, values, span: tuple, paths: list, report,
+                    budget: int) -> None:
     """A structured .npy, sorted by its fields (--order first) in host memory: each rank's rows
     go to the library (api.sort, argsort or sort_pairs with order=), which sorts them as byte
     records behind their fields' key, out of core where they do not fit the device."""
     common = dict(comm=comm, descending=args.descending, backend=args.backend or "auto",
-                  report=report, device_memory=args.device_memory, order=args.order)
+                  report=report, device_memory=budget, order=args.order)
     with phase(report, "read", HostClock()):  # as stored (payload.py): viewed back as read
         local = restored(agree(comm, lambda: _read(comm, source, *span, np, "read")),
                          source.fmt.empty_like())
@@ -150,28 +151,12 @@ def _sort_by_fields(args, comm, source, values, span: tuple, paths: list, report
         outputs = [api.sort(local, **common)]
     if args.verify:
         with phase(report, "verify", HostClock()):
-            _verify_fields(args, comm, local, local_values, outputs)
+            # the rows behind their fields' key, checked as byte records
+            before, key_size = fields.keyed(local, args.order, args.descending, [local])
+            after, _ = fields.keyed(outputs[0], args.order, args.descending, [outputs[0]])
+            _verify(comm, before, local_values, [after] + outputs[1:], np, False, key_size)
     with phase(report, "write", HostClock()):  # in the form the writers take (payload.py)
         _write(comm, paths, [stored(o) for o in outputs], args.durable)
-
-
-def _verify_fields(args, comm, local, local_values, outputs) -> None:
-    """--verify of rows sorted by their fields: the rows behind their fields' key checked as
-    byte records (order, count, checksum), and the values by checksum."""
-    names = fields.key_fields(local.dtype, args.order)
-
-    def records(rows):
-        key = fields.encode(rows, names, args.descending)
-        return np.concatenate([key, fields.row_bytes(rows)], axis=1), key
-
-    (before, key), (after, _) = records(local), records(outputs[0])
-    pairs = {} if local_values is None else dict(values_in=local_values, values_out=outputs[1])
-    verdict = verify(comm, before, after, key_size=key.shape[1], xp=np, **pairs)
-    if not verdict.ok:
-        def fail():
-            raise DistsortError(f"--verify failed, nothing written: {verdict.message}")
-
-        agree(comm, fail)
 
 
 def _read(comm, source, start: int, stop: int, xp, what: str):
@@ -218,7 +203,8 @@ def _open_values(args, count: int):
 
 def _sort_local(args, fmt: FileFormat, local, local_values, comm, report, budget: int,
                 descending: bool) -> list:
-    """Sort this rank's piece; returns [keys or records or positions] (+ [values])."""
+    """Sort this rank's piece; returns [keys or records or positions] (+ [values]). The
+    library plans with the file's budget and formula (plan.py): it sorts in memory too."""
     common = dict(comm=comm, descending=descending, backend=args.backend or "auto",
                   report=report, device_memory=budget)
     if fmt.kind == "records":
@@ -230,13 +216,14 @@ def _sort_local(args, fmt: FileFormat, local, local_values, comm, report, budget
     return [api.sort(local, stable=args.stable, **common)]
 
 
-def _verify(args, fmt: FileFormat, comm, local, local_values, outputs, xp,
-            descending: bool) -> None:
+def _verify(comm, local, local_values, outputs, xp, descending: bool, key_size) -> None:
+    """--verify: outputs[0] is local sorted (and outputs[1] local_values with it), else one
+    message and every rank raises: nothing is written."""
     pairs = {}
     if local_values is not None:
         pairs = dict(values_in=local_values, values_out=outputs[1])
-    verdict = verify(comm, local, outputs[0], descending=descending, key_size=fmt.key_size,
-                     xp=xp, **pairs)
+    verdict = verify(comm, local, outputs[0], descending=descending, key_size=key_size, xp=xp,
+                     **pairs)
     if not verdict.ok:
         def fail():
             raise DistsortError(f"--verify failed, nothing written: {verdict.message}")
@@ -311,7 +298,7 @@ def check(args, comm) -> int:
                             xp=xp, values=args.values)
     ok, message = verdict.ok, verdict.message
     if ok and args.stable:
-        ok, message = stability.check_files(comm, (args.input, args.output), tuple(args.values))
+        ok, message = stability.check_files(comm, args.input, args.output, fmt, args.values)
         message = f"{verdict.message}; {message}"
     if comm.Get_rank() == 0:
         print(f"distsort check: {message}", flush=True)
@@ -321,10 +308,9 @@ def check(args, comm) -> int:
 def _not_structured(path: str) -> None:
     """check compares keys, records and positions; structured rows are checked by their
     fields as they are sorted (sort --order ... --verify)."""
-    if path.endswith(".npy") and os.path.exists(path):
-        if np.load(path, mmap_mode="r").dtype.names is not None:
-            raise DistsortError(f"{path} holds structured rows: check them as they are sorted, "
-                                "with sort --order FIELDS --verify")
+    if is_npy(path) and detect_format(path).structured:
+        raise DistsortError(f"{path} holds structured rows: check them as they are sorted, "
+                            "with sort --order FIELDS --verify")
 
 
 def _stable_needs_values() -> None:

@@ -14,9 +14,28 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import DistsortError
-from .keys import NumericCodec, StandIns
+from .keys import NumericCodec, StandIns, check_sortable
+from .transport import row_bytes
 
 KINDS = "buifMmSUV"  # bool, integers, floats, datetime64, timedelta64, bytes, unicode, void
+
+
+def sortable(dtype: np.dtype, order=None) -> np.dtype:
+    """dtype, if distsort sorts keys of it (structured ones by their fields, order naming the
+    first), else DistsortError; order names fields of structured keys only."""
+    if dtype.names is not None:
+        key_fields(dtype, order)
+        return dtype
+    if order is not None:
+        raise DistsortError(f"order= names fields of structured keys; these are {dtype}")
+    return check_sortable(dtype)
+
+
+def keyed(rows: np.ndarray, order, descending: bool, carried: list) -> tuple[np.ndarray, int]:
+    """(n, key_size + carried bytes) uint8 byte records: each structured row's key (its fields'
+    codes) followed by the bytes of its row of every carried array; and key_size."""
+    key = encode(rows, key_fields(rows.dtype, order), descending)
+    return np.concatenate([key] + [rows_as_bytes(a) for a in carried], axis=1), key.shape[1]
 
 
 def key_fields(dtype: np.dtype, order) -> list[str]:
@@ -66,10 +85,9 @@ def _field_bytes(values: np.ndarray, descending: bool) -> np.ndarray:
         codes = np.ascontiguousarray(values).view(np.uint8).reshape(n, values.dtype.itemsize)
         codes = ~codes if descending else codes
     big = codes.astype(codes.dtype.newbyteorder(">"), copy=False)
-    return row_bytes(big)
+    return rows_as_bytes(big)
 
 
-def row_bytes(array: np.ndarray) -> np.ndarray:
+def rows_as_bytes(array: np.ndarray) -> np.ndarray:
     """(n, bytes of a row) uint8: each row's bytes (empty arrays too)."""
-    width = array.dtype.itemsize * int(np.prod(array.shape[1:], dtype=np.int64))
-    return np.ascontiguousarray(array).view(np.uint8).reshape(len(array), width)
+    return np.ascontiguousarray(array).view(np.uint8).reshape(len(array), row_bytes(array))

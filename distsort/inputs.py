@@ -18,7 +18,6 @@ from mpi4py import MPI
 
 from . import fields
 from .errors import DistsortError, agree
-from .keys import check_sortable
 from .memory import parse_size
 from .runtime import requested_backend
 
@@ -90,12 +89,7 @@ def keys_check(keys, order=None) -> Callable[[], None]:
     def check() -> None:
         if getattr(keys, "ndim", None) != 1:
             raise DistsortError(f"keys must be a 1-D array; got shape {getattr(keys, 'shape', ())}")
-        if keys.dtype.names is not None:
-            fields.key_fields(keys.dtype, order)
-        elif order is not None:
-            raise DistsortError(f"order= names fields of structured keys; these are {keys.dtype}")
-        else:
-            check_sortable(keys.dtype)
+        fields.sortable(keys.dtype, order)
     return check
 
 

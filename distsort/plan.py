@@ -29,10 +29,14 @@ def in_memory_bytes(rt: Runtime, rows: int, row_bytes: int) -> int:
     return PIPELINE_COPIES * rows * row_bytes + rt.backend.engine.workspace_bytes(rows, row_bytes)
 
 
+def over_budget(rt: Runtime, rows: int, row_bytes: int, mine: int) -> bool:
+    """Would any rank's in-memory sort exceed its budget (mine: this rank's)? Then every rank
+    sorts out of core. Collective: every rank gets the same answer."""
+    return rt.comm.allreduce(in_memory_bytes(rt, rows, row_bytes) > mine, op=MPI.LOR)
+
+
 def out_of_core(rt: Runtime, rows: int, row_bytes: int, device_memory: int | str | None
                 ) -> int | None:
-    """This rank's budget where any rank's in-memory sort would exceed its own (then every rank
-    sorts out of core within it), else None. Collective: every rank gets the same answer."""
+    """This rank's budget where the sort goes out of core (over_budget), else None."""
     mine = budget(rt, device_memory)
-    over = in_memory_bytes(rt, rows, row_bytes) > mine
-    return mine if rt.comm.allreduce(over, op=MPI.LOR) else None
+    return mine if over_budget(rt, rows, row_bytes, mine) else None

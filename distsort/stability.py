@@ -14,21 +14,21 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
-from .check import checksum
+from .check import checksum, open_files
 from .errors import DistsortError, agree
-from .io import detect_format, open_input, rank_range
+from .io import rank_range
 from .io.staging import load
 from .keys import NumericCodec, stand_ins
 from .mix import splitmix64
 from .transport import displacements
 
 
-def check_files(comm, keys_paths: tuple, values_paths: tuple) -> tuple[bool, str]:
-    """(stable?, one line for the user) for the input's keys and values files and the sorted
-    output's (check --values --stable); each rank reads an even share of each. Collective."""
+def check_files(comm, input_path, output_path, fmt, values: tuple) -> tuple[bool, str]:
+    """(stable?, one line for the user) for a sort's input and output (fmt: the input's, or
+    None) and their values files (check --values --stable); each rank reads an even share of
+    each, opened as check.run_check opens them. Collective."""
     def shares():
-        files = [open_input(p, detect_format(p)) for p in keys_paths]
-        files += [open_input(p, detect_format(p, payload=True)) for p in values_paths]
+        files = open_files(input_path, output_path, fmt, values)
         if files[0].fmt.kind == "records":
             raise DistsortError("--stable checks keys with values: records carry their own")
         span = rank_range(files[0].count, comm.Get_rank(), comm.Get_size())

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.lib.format as npformat
 
 from ..errors import DistsortError
-from ..fields import key_fields
+from ..fields import sortable
 from ..keys import StandIns, check_sortable, stand_ins
 from ..payload import check_payload, stored
 
@@ -103,14 +103,6 @@ class FileFormat:
         if self.kind == "records":
             return f"{self.record_size}-byte records with {self.key_size}-byte keys"
         return f"{self.kind} {self.dtype.str if self.dtype.byteorder == '>' else self.dtype}"
-
-
-def sortable(dtype: np.dtype) -> np.dtype:
-    """dtype, if distsort sorts keys of it (structured: by its fields), else DistsortError."""
-    if dtype.names is not None:
-        key_fields(dtype, None)
-        return dtype
-    return check_sortable(dtype)
 
 
 def check_record_sizes(record_size, key_size) -> None:
