@@ -29,19 +29,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from distsort.keys import NumericCodec  # noqa: E402
 from distsort.local.radix import ITEMS, KEY_ITEMS, MIN_N, RadixEngine  # noqa: E402
 
-CASES = ["uint32", "uint64", "float32", "float64", "pairs-u32", "argsort-u32", "bits24-u32"]
+CASES = ["uint32", "uint64", "int32", "float32", "int64", "float64", "pairs-u32", "argsort-u32",
+         "bits24-u32"]
 API_CASES = ["uint32", "int32", "float32", "uint64", "int64", "float64", "argsort-u32",
              "pairs-u32"]
 CASE_NOTES = {
     "uint32": "cupy.sort vs ours.sort",
     "uint64": "cupy.sort vs ours.sort",
-    "float32": "cupy.sort(float32) vs ours.sort of NumericCodec codes (codec: encode + decode)",
-    "float64": "cupy.sort(float64) vs ours.sort of NumericCodec codes (codec: encode + decode)",
+    "float32": "cupy.sort vs ours.sort(codec=NumericCodec): the codes taken in the passes",
+    "float64": "cupy.sort vs ours.sort(codec=NumericCodec): the codes taken in the passes",
     "pairs-u32": "cupy.argsort + keys[o] + vals[o] vs ours.sort_pairs (uint32 keys and values)",
     "argsort-u32": "cupy.argsort vs ours.argsort (int64 result)",
     "bits24-u32": "uint32 keys with 24 varying bits: cupy.sort vs ours.sort(end_bit=24)",
-    "int32": "cupy.sort vs distsort.sort (--api only)",
-    "int64": "cupy.sort vs distsort.sort (--api only)",
+    "int32": "cupy.sort vs ours.sort(codec=NumericCodec) (--api: distsort.sort)",
+    "int64": "cupy.sort vs ours.sort(codec=NumericCodec) (--api: distsort.sort)",
 }
 
 
@@ -85,23 +86,22 @@ def make_input(cp, case: str, n: int, seed: int) -> tuple:
 
 
 def runners(cp, case: str, eng: RadixEngine):
-    """(ours, cub, codec) for a case: ours and cub map the inputs to a tuple of outputs; codec is
-    the NumericCodec of a float case (ours then sorts its codes; encode and decode are timed
-    apart), else None."""
-    if case in ("float32", "float64"):
-        return lambda u: (eng.sort(u),), lambda x: (cp.sort(x),), NumericCodec(np.dtype(case))
+    """(ours, cub) for a case, each mapping the inputs to a tuple of outputs."""
+    if case in ("int32", "int64", "float32", "float64"):
+        codec = NumericCodec(np.dtype(case))
+        return lambda x: (eng.sort(x, codec=codec),), lambda x: (cp.sort(x),)
     if case == "pairs-u32":
 
         def cub_pairs(k, v):
             order = cp.argsort(k)
             return k[order], v[order]
 
-        return eng.sort_pairs, cub_pairs, None
+        return eng.sort_pairs, cub_pairs
     if case == "argsort-u32":
-        return lambda x: (eng.argsort(x),), lambda x: (cp.argsort(x),), None
+        return lambda x: (eng.argsort(x),), lambda x: (cp.argsort(x),)
     if case == "bits24-u32":
-        return lambda x: (eng.sort(x, 0, 24),), lambda x: (cp.sort(x),), None
-    return lambda x: (eng.sort(x),), lambda x: (cp.sort(x),), None
+        return lambda x: (eng.sort(x, 0, 24),), lambda x: (cp.sort(x),)
+    return lambda x: (eng.sort(x),), lambda x: (cp.sort(x),)
 
 
 def api_runners(cp, case: str):
@@ -152,33 +152,16 @@ def check(cp, case: str, inputs, ours, cub) -> None:
         raise AssertionError(f"{case}: CUB's output is not sorted")
 
 
-def run_ours(cp, ours_fn, codec, inputs, times: dict) -> tuple:
-    """Time our sort (of the codes, for floats: encode and decode timed as 'codec')."""
-    if codec is None:
-        t, out = timed(cp, ours_fn, inputs)
-        times["ours"].append(t)
-        return out
-    t_enc, codes = timed(cp, lambda x: (codec.encode(x, cp),), inputs)
-    t, out = timed(cp, ours_fn, codes)
-    t_dec, out = timed(cp, lambda u: (codec.decode(u, cp),), out)
-    times["ours"].append(t)
-    times["codec"].append(t_enc + t_dec)
-    return out
-
-
 def measure(cp, case: str, n: int, runs: int, warmup: int, eng: RadixEngine | None) -> dict:
     """Medians of ours and CUB's on fresh input per call; eng None: ours is the public API."""
-    if eng is None:
-        ours_fn, cub_fn = api_runners(cp, case)
-        codec = None
-    else:
-        ours_fn, cub_fn, codec = runners(cp, case, eng)
-    times = {"ours": [], "cub": [], "codec": []}
+    ours_fn, cub_fn = api_runners(cp, case) if eng is None else runners(cp, case, eng)
+    times = {"ours": [], "cub": []}
     for r in range(warmup + runs):
         if r == warmup:
             times = {k: [] for k in times}
         inputs = make_input(cp, case, n, seed=1000 * r + n % 997)
-        out_ours = run_ours(cp, ours_fn, codec, inputs, times)
+        t_ours, out_ours = timed(cp, ours_fn, inputs)
+        times["ours"].append(t_ours)
         t_cub, out_cub = timed(cp, cub_fn, inputs)
         times["cub"].append(t_cub)
         check(cp, case, inputs, out_ours, out_cub)
@@ -197,13 +180,12 @@ def measure(cp, case: str, n: int, runs: int, warmup: int, eng: RadixEngine | No
 def table(rows: list[dict]) -> str:
     lines = [
         f"{'case':<12} {'log2 n':>6} {'ours Gk/s':>10} {'CUB Gk/s':>9} {'ours/CUB':>8}"
-        f" {'codec ms':>9}"
     ]
     for r in rows:
         g = r["gkeys"]
         lines.append(
             f"{r['case']:<12} {r['n'].bit_length() - 1:>6} {g['ours']:>10.2f} {g['cub']:>9.2f}"
-            f" {r['speedup']:>8.2f} {r['ms'].get('codec', float('nan')):>9.3f}"
+            f" {r['speedup']:>8.2f}"
         )
     return "\n".join(lines)
 

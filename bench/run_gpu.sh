@@ -35,7 +35,7 @@ for step in $steps; do
   echo "=== $step"
   case $step in
     tests) timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py \
-             tests/test_gen.py tests/test_check.py tests/test_radix_gpu.py \
+             tests/test_gen.py tests/test_check.py tests/test_radix_gpu.py tests/test_radix_numbers_gpu.py \
              tests/test_landing_gpu.py tests/test_digit_partition_gpu.py tests/test_external_gpu.py \
              tests/test_oom_gpu.py tests/test_byte_order.py tests/test_staging_gpu.py \
              tests/test_pinned_gpu.py 2>&1 \

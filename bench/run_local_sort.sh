@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# On a GPU machine: the radix engine's GPU tests, then the local sort benchmark (issue 3).
-# Logs, the JSON figures and the plot go under $OUT (default ./bench_out). Extra arguments go to
-# bench/local_sort.py (e.g. --max-log 28 --runs 5).
+# On a GPU machine: the radix engine's GPU tests, then the local sort benchmark through the
+# engine and through the public API (issues 3 and 39). Logs, the JSON figures and the plots go
+# under $OUT (default ./bench_out; the API's in $OUT/api). Extra arguments go to both
+# bench/local_sort.py runs (e.g. --max-log 28 --runs 5).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench_out}
@@ -10,14 +11,17 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv \
     >"$OUT/gpu.txt" 2>&1
 # Compile first, so that an NVRTC error ends the run at once.
-python3 -c "from distsort.local.radix import _module; _module().get_function('radix_scan')" \
+python3 -c "from distsort.local.radix import compile_all; compile_all()" \
     2>&1 | tee "$OUT/compile.log" || exit 1
 timeout "${TEST_TIMEOUT:-180}" python3 -m pytest -m gpu -p no:cacheprovider -q -rfE \
-    tests/test_radix_gpu.py 2>&1 | tee "$OUT/tests.log"
+    tests/test_radix_gpu.py tests/test_radix_numbers_gpu.py 2>&1 | tee "$OUT/tests.log"
 tests=$?
 timeout "${BENCH_TIMEOUT:-300}" python3 bench/local_sort.py --out "$OUT" "$@" 2>&1 |
     tee "$OUT/bench.log"
 bench=$?
+timeout "${BENCH_TIMEOUT:-300}" python3 bench/local_sort.py --api --out "$OUT/api" "$@" 2>&1 |
+    tee "$OUT/api.log"
+bench=$((bench || $?))
 if [ "${PROFILE:-0}" = 1 ]; then  # per-kernel figures (ours on 2^28 uint32 and uint64), tile sizes
     timeout "${PROFILE_TIMEOUT:-90}" ncu --clock-control none --section SpeedOfLight \
         -k regex:radix --launch-skip 6 --launch-count 16 python3 -c "

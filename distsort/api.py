@@ -30,7 +30,7 @@ from .outofcore import sort as outofcore
 from .outofcore.sources import check_out_rows
 from .payload import check_payload, restored, stored
 from .phases import phase
-from .pipeline import distributed_sort
+from .pipeline import distributed_sort, sort_alone
 from .report import SortReport
 from .runtime import Runtime, get_runtime
 from .transport import row_bytes
@@ -122,6 +122,9 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
     report = _report(report, rt)
     codec = NumericCodec(keys.dtype, descending, canonical=True)
+    if _orders_numbers(rt, codec, lossy=True):
+        order = sort_alone(rt, report, lambda: [rt.backend.engine.argsort(dev_keys, codec=codec)])
+        return _into(rt.comm, outs, [to_caller(order[0])])[0]
     offset = _offset(rt.comm, len(dev_keys))
     with phase(report, "encode", rt.backend.clock()):
         positions = rt.xp.arange(offset, offset + len(dev_keys), dtype=np.int64)
@@ -171,13 +174,15 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
     report, clock = _report(report, rt), rt.backend.clock()
     codec = NumericCodec(keys.dtype, descending, canonical=stable)
+    raw = _orders_numbers(rt, codec)
     with phase(report, "encode", clock):
-        columns, carried = _encoded(rt, codec, dev_keys)
+        columns, carried = ([dev_keys], False) if raw else _encoded(rt, codec, dev_keys)
         if values is not None:
             columns.append(rt.xp.asarray(values))
-    out = distributed_sort(rt, columns, lambda c: [c[0]], report)
+    out = distributed_sort(rt, columns, lambda c: [c[0]], report, {"codec": codec} if raw else None)
     with phase(report, "decode", clock):  # and back to the caller's memory
-        keys_out = to_caller(out[1] if carried else codec.decode(out[0], rt.xp))
+        keys_out = out[1] if carried else out[0] if raw else codec.decode(out[0], rt.xp)
+        keys_out = to_caller(keys_out)
         values_out = to_caller(out[-1]) if values is not None else None
     if outs is not None:
         keys_out, *rest = _into(rt.comm, outs, [keys_out, values_out][: len(outs)])
@@ -269,6 +274,14 @@ def _offset(comm, n: int) -> int:
 
 def _report(report: SortReport | None, rt: Runtime) -> SortReport:
     return (report if report is not None else SortReport()).ran_on(rt)
+
+
+def _orders_numbers(rt: Runtime, codec: NumericCodec, lossy: bool = False) -> bool:
+    """Whether this rank sorts alone on an engine that orders raw numbers as their codes
+    (engine.py: codec), so that the keys need no encode or decode pass; lossy: whether the
+    sort gives back positions only (argsort), so a canonical codec may merge keys' bits."""
+    return (rt.comm.Get_size() == 1 and getattr(rt.backend.engine, "orders_numbers", False)
+            and (lossy or not codec.lossy))
 
 
 def _encoded(rt: Runtime, codec: NumericCodec, keys) -> tuple[list, bool]:

@@ -3,50 +3,32 @@
 // Why: written as array expressions the float transform takes five or six passes with
 // temporaries (slower than the sort itself); one kernel reads each
 // key once and writes its code once (8 bytes per 4-byte key). Everything works on the bit pattern,
-// so one template per width serves integers and floats. kind: 0 unsigned, 1 signed, 2 float.
+// so one template per width serves integers and floats (keycode.cuh).
+
+#include "keycode.cuh"
 
 // merged: set to 1 where a canonical code merged some key's bits into another's, so that the
 // caller knows whether the codes alone give the keys back (a plain store: every writer writes 1).
 template <typename U>
 __global__ void encode_keys(const U* in, U* out, long long n, int kind, int canonical,
-                            int descending, U inf_bits, U nan_half, U nan_top, U qnan,
-                            unsigned int* merged) {
-    const U sign = U(U(1) << (sizeof(U) * 8 - 1));
+                            int descending, unsigned int* merged) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
         U u = in[i];
-        if (kind == 2) {
-            if (canonical) {
-                U c = U(u & U(~sign)) > inf_bits ? qnan : u;  // every NaN the same
-                if (c == sign) c = 0;                           // -0.0 == 0.0
-                if (c != u) *merged = 1;
-                u = c;
-            }
-            u = u >= sign ? U(~u) : U(u | sign);
-            u = U(u - nan_half);  // rotate: negative-signed NaNs go to the top too
-        } else if (kind == 1) {
-            u = U(u ^ sign);
+        if (kind == 2 && canonical) {
+            const U c = canonical_bits(u);
+            if (c != u) *merged = 1;
+            u = c;
         }
-        out[i] = descending ? U(U(~u) - nan_top) : u;
+        out[i] = key_code(u, kind, descending);
     }
 }
 
 template <typename U>
-__global__ void decode_keys(const U* in, U* out, long long n, int kind, int descending,
-                            U nan_half, U nan_top) {
-    const U sign = U(U(1) << (sizeof(U) * 8 - 1));
+__global__ void decode_keys(const U* in, U* out, long long n, int kind, int descending) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        U u = in[i];
-        if (descending) u = U(~U(u + nan_top));
-        if (kind == 2) {
-            u = U(u + nan_half);
-            u = u >= sign ? U(u & U(~sign)) : U(~u);
-        } else if (kind == 1) {
-            u = U(u ^ sign);
-        }
-        out[i] = u;
-    }
+         i += (long long)gridDim.x * blockDim.x)
+        out[i] = key_bits(in[i], kind, descending);
 }
 
 // One key word of fixed-size byte records (keys.py: record_key_words): `size` bytes from byte

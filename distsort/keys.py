@@ -101,13 +101,18 @@ class NumericCodec:
         w = self.word.type
         self._sign = w(1 << (self.bits - 1))
         self._kind = 2 if self.is_float else 1 if self.dtype.kind == "i" else 0
-        self._nan_half = self._nan_top = self._qnan = self._inf = w(0)
+        self._nan_half = self._nan_top = self._qnan = w(0)
         if self.is_float:
             mant = np.finfo(self.native).nmant
             self._nan_half = w((1 << mant) - 1)  # NaN patterns of one sign
             self._nan_top = w(2 * ((1 << mant) - 1))  # codes the NaNs occupy at the top
             self._qnan = np.array(np.nan, self.native).view(self.word)[()]
-            self._inf = np.array(np.inf, self.native).view(self.word)[()]
+
+    @property
+    def code(self) -> int:
+        """The radix kernels' word for this encoding (keycode.cuh): kind | descending << 2 |
+        canonical << 3; they sort raw keys by it, so no pass encodes or decodes them."""
+        return self._kind | self.descending << 2 | self.canonical << 3
 
     @property
     def lossy(self) -> bool:
@@ -127,7 +132,7 @@ class NumericCodec:
                 return u
             if merged is None:
                 merged = xp.zeros(1, dtype=np.uint32)
-            return self._on_gpu("encode", u, self.canonical, self._inf, self._qnan, merged)
+            return self._on_gpu("encode", u, self.canonical, merged)
         if self.is_float:
             if self.canonical:
                 kept = u
@@ -169,11 +174,10 @@ class NumericCodec:
             blocks = min((n + 255) // 256, 2**20)
             head = (u, out, np.int64(n), np.int32(self._kind))
             if way == "encode":
-                canonical, inf, qnan, merged = flags
-                args = head + (np.int32(canonical), np.int32(self.descending), inf,
-                               self._nan_half, self._nan_top, qnan, merged)
+                canonical, merged = flags
+                args = head + (np.int32(canonical), np.int32(self.descending), merged)
             else:
-                args = head + (np.int32(self.descending), self._nan_half, self._nan_top)
+                args = head + (np.int32(self.descending),)
             kernel((blocks,), (256,), args)
         return out
 

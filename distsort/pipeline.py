@@ -9,7 +9,10 @@ order).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .columns import KeyWords
+from .local.engine import SortOptions
 from .phases import phase
 from .report import SortReport
 from .runtime import Runtime
@@ -20,18 +23,17 @@ from .steps.sample import local_sample, sample_sizes
 from .steps.splitters import choose_splitters
 
 
-def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: SortReport) -> list:
-    """Sort the columns globally by key_words; return this rank's shard of every column."""
+def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: SortReport,
+                     alone_options: SortOptions | None = None) -> list:
+    """Sort the columns globally by key_words; return this rank's shard of every column.
+    alone_options: the engine's options where this rank sorts alone (raw numbers: a codec)."""
     comm, clock = rt.comm, rt.backend.clock()  # phase boundaries wait for nothing
     counts = comm.allgather(len(columns[0]))
     rank = comm.Get_rank()
-    report.count_in, report.global_count, report.ranks = counts[rank], sum(counts), len(counts)
     if len(counts) == 1 or sum(counts) == 0:
-        with phase(report, "finish", clock):
-            columns = local_sort(rt, columns, key_words)
-            rt.backend.synchronize()
-        report.count_out = len(columns[0])
-        return columns
+        options = alone_options or {}
+        return sort_alone(rt, report, lambda: local_sort(rt, columns, key_words, **options))
+    report.count_in, report.global_count, report.ranks = counts[rank], sum(counts), len(counts)
     with phase(report, "sample", clock):
         words = key_words(columns)  # made once for the sample and the partition
         sample = local_sample(words, counts, rank, rt.backend)
@@ -47,4 +49,15 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
         columns = finish(rt, received, key_words, splitters)
         rt.backend.synchronize()  # done when it returns, under the finish's watchdog
     report.count_out = len(columns[0])
+    return columns
+
+
+def sort_alone(rt: Runtime, report: SortReport, run: Callable[[], list]) -> list:
+    """The columns run() gives, the sort of a rank that holds every row there is (one rank, or
+    none holds any), timed as the finish."""
+    with phase(report, "finish", rt.backend.clock()):
+        columns = run()
+        rt.backend.synchronize()
+    report.count_in = report.global_count = report.count_out = len(columns[0])
+    report.ranks = rt.comm.Get_size()
     return columns

@@ -339,8 +339,9 @@ def test_low_saves_passes(cp, engine, monkeypatch, dtype, k):
     """A range of 2^k keys around the top bit (all of the key's bits vary) takes ceil(k/8)
     passes with low, where without it the sort takes a pass per byte of the key."""
     launched = []
-    launch = radix._launch_pass
-    monkeypatch.setattr(radix, "_launch_pass", lambda *a: launched.append(a[1]) or launch(*a))
+    launch = radix.onesweep
+    monkeypatch.setattr(radix, "onesweep",
+                        lambda *a, **kw: launched.append(a[3]) or launch(*a, **kw))
     low = low_of("middle", dtype, k)
     x = np.random.default_rng(14).integers(0, 1 << k, 100003, dtype=np.uint64) + np.uint64(low)
     x = x.astype(dtype)

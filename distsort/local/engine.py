@@ -13,6 +13,9 @@ Keyword-only options every engine takes (and may ignore), SortOptions:
   was returned. Default False: the input is left untouched.
 - scratch: a 1-D array of at least n keys of the keys' dtype the engine MAY use as working memory
   (and return a view of); its contents afterwards are unspecified.
+- codec (only for engines with orders_numbers = True, the radix engine): the keys are raw
+  numbers of the codec's dtype (keys.NumericCodec), to be ordered as their codes are; the keys
+  come back as numbers. A rank that sorts alone passes them so (api.py): no encode or decode.
 Whatever an engine returns, use what it returns: with overwrite or scratch it may be the input,
 a view of the scratch or a new array.
 """
@@ -35,6 +38,7 @@ class SortOptions(TypedDict, total=False):
     low: int
     overwrite: bool
     scratch: object
+    codec: object
 
 
 class LocalSortEngine(Protocol):

@@ -30,7 +30,7 @@
 template <typename K, int PASSES>
 __global__ void __launch_bounds__(HIST_BLOCK, 1)
     radix_histogram(const K* __restrict__ keys, u64 n, K low, int begin_bit, int end_bit,
-                    u32* __restrict__ counts)
+                    int code, u32* __restrict__ counts)
 {
     constexpr int LANES = sizeof(K) == 4 ? 32 : 16;
     constexpr int VEC = 16 / (int)sizeof(K);
@@ -60,17 +60,19 @@ __global__ void __launch_bounds__(HIST_BLOCK, 1)
         for (int u = 0; u < U; ++u)
 #pragma unroll
             for (int j = 0; j < VEC; ++j)
-                count_key<K, PASSES, LANES>(k[u][j] - low, shift, mask, at);
+                count_key<K, PASSES, LANES>(code_of(k[u][j], code) - low, shift, mask, at);
     }
     for (u64 v = full + (u64)blockIdx.x * blockDim.x + threadIdx.x; v < nvec;
          v += (u64)gridDim.x * blockDim.x) {
         K k[VEC];
         load_vec(keys, v, k);
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) count_key<K, PASSES, LANES>(k[j] - low, shift, mask, at);
+        for (int j = 0; j < VEC; ++j)
+            count_key<K, PASSES, LANES>(code_of(k[j], code) - low, shift, mask, at);
     }
     if (blockIdx.x == 0 && threadIdx.x < n - nvec * VEC)
-        count_key<K, PASSES, LANES>(keys[nvec * VEC + threadIdx.x] - low, shift, mask, at);
+        count_key<K, PASSES, LANES>(code_of(keys[nvec * VEC + threadIdx.x], code) - low, shift,
+                                    mask, at);
     __syncthreads();
     flush_copies<LANES>(s_hist, NBINS, counts);
 }
@@ -127,13 +129,14 @@ template <typename K, typename VI, typename VO, int VMODE>
 __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) ? 2 : 3)
     radix_onesweep(const K* __restrict__ keys_in, K* __restrict__ keys_out,
                    const VI* __restrict__ vals_in, VO* __restrict__ vals_out, u64 n, K low,
-                   int shift, int bits, const u32* __restrict__ bases, u32* tile_counter,
+                   int shift, int bits, int code, const u32* __restrict__ bases,
+                   u32* tile_counter,
                    void* flags, int wide, const u32* __restrict__ tile_start,
                    const u32* __restrict__ tile_rows, const u32* __restrict__ skip)
 {
     __shared__ OnesweepSmem<K, VO, VMODE> sm;
     if (skip && *skip) return;  // the digit is the same for every key: the pass is not needed
-    RadixDigit<K, Items<K, VMODE>::value> dig{low, shift, (1u << bits) - 1u};
+    RadixDigit<K, Items<K, VMODE>::value> dig{low, shift, (1u << bits) - 1u, code};
     onesweep_next(keys_in, keys_out, vals_in, vals_out, n, dig, bases, tile_counter, flags, wide,
                   tile_start, tile_rows, sm);
 }

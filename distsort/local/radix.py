@@ -105,15 +105,19 @@ def _onesweep_name(key: str, vin: str, vout: str, mode: int) -> str:
 
 def compile_all() -> None:
     """Compile every instance a sort may use (python -m distsort compile)."""
-    _module()
+    _module(False)
+    _module(True)
 
 
 @functools.cache
-def _module():
-    """Compile radix.cu once per process (and once per machine: cuda_source.py)."""
+def _module(coded: bool):
+    """Compile radix.cu once per process (and once per machine: cuda_source.py); coded: the
+    build whose passes order raw signed and float keys by their codes (RADIX_KEY_CODES), apart
+    so that the passes over codes stay as they are."""
     names = ["radix_scan"] + [_histogram_name(kb, p) for kb in (4, 8) for p in range(1, kb + 1)]
     names += [_onesweep_name(k, *v) for k in ("u32", "u64") for v in _VALUE_KINDS]
-    return load_module("local/radix.cu", tuple(names), onesweep_defines())
+    defines = onesweep_defines() + ((("RADIX_KEY_CODES", 1),) if coded else ())
+    return load_module("local/radix.cu", tuple(names), defines)
 
 
 def onesweep_defines() -> tuple:
@@ -124,9 +128,10 @@ def onesweep_defines() -> tuple:
 
 
 @functools.cache
-def _kernel(device: int, name: str):
-    """A compiled kernel of radix.cu on a device (looked up once: launches stay cheap)."""
-    kernel = _module().get_function(name)
+def _kernel(device: int, name: str, code: int = 0):
+    """A compiled kernel of radix.cu on a device (looked up once: launches stay cheap), of the
+    coded build where code (keys.NumericCodec.code) is not 0."""
+    kernel = _module(code != 0).get_function(name)
     if name.startswith("radix_histogram"):  # up to 8 passes x 256 bins x 16 copies, 4 bytes
         kernel.max_dynamic_shared_size_bytes = 128 << 10
     return kernel
@@ -221,31 +226,32 @@ def _active_passes(npasses: int, device: int, scanned) -> list[int]:
     return [p for p in range(npasses) if not constant[p]]
 
 
-def _histogram(keys, low, state: _State, begin_bit: int, end_bit: int, npasses: int):
-    """Digit counts and bases of every pass; from SYNC_MIN keys on, returns an event recorded
-    once the constant-digit flags are set (else None)."""
+def _histogram(keys, low, state: _State, bits: tuple, code: int):
+    """Digit counts and bases of every pass of bits (as digit_counts); from SYNC_MIN keys on,
+    returns an event recorded once the constant-digit flags are set (else None)."""
     if keys.size < SYNC_MIN:
-        digit_counts(keys, low, (begin_bit, end_bit, npasses), state.counts, state.bases)
+        digit_counts(keys, low, bits, state.counts, state.bases, code=code)
         return None
     constant = _constant_words(keys.device.id)[0]
-    digit_counts(keys, low, (begin_bit, end_bit, npasses), state.counts, state.bases, constant,
-                 state.skip)
+    digit_counts(keys, low, bits, state.counts, state.bases, constant, state.skip, code)
     scanned = _cupy().cuda.Event(block=False, disable_timing=True)
     scanned.record()
     return scanned
 
 
-def digit_counts(keys, low, bits: tuple, counts, bases, constant: int = 0, skip=None) -> None:
+def digit_counts(keys, low, bits: tuple, counts, bases, constant: int = 0, skip=None,
+                 code: int = 0) -> None:
     """Add the digit counts of every pass of bits = (begin_bit, end_bit, passes) of key - low to
     counts (passes x 256 uint32, 16-byte aligned keys), then write each pass's exclusive scan to
     bases; flag the passes whose digit never varies at `constant` (a mapped host address) and in
-    `skip` (device words), where given."""
+    `skip` (device words), where given. code: the keys' digits are those of their codes
+    (keys.NumericCodec.code), 0 where they are codes."""
     n, kb, dev = keys.size, keys.dtype.itemsize, keys.device.id
     nvec = n // (16 // kb)
     grid = max(1, min(sm_count(dev), -(-nvec // HIST_BLOCK)))
     smem = bits[2] * 256 * HIST_LANES[kb] * 4
-    args = (keys, np.uint64(n), low) + tuple(np.int32(b) for b in bits[:2])
-    hist = _kernel(dev, _histogram_name(kb, bits[2]))
+    args = (keys, np.uint64(n), low) + tuple(np.int32(b) for b in bits[:2]) + (np.int32(code),)
+    hist = _kernel(dev, _histogram_name(kb, bits[2]), code)
     hist((grid,), (HIST_BLOCK,), args + (counts,), shared_mem=smem)
     scan = _kernel(dev, "radix_scan")
     skip = NULL if skip is None else skip
@@ -262,25 +268,18 @@ def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
     return "u32", "i64" if last else "u32", 2 if i == 0 else 1
 
 
-def _launch_pass(state: _State, p: int, i: int, shift_bits, low, src, dst, kinds,
-                 skip=None) -> None:
-    """Run pass p (the i-th that runs): src/dst are (keys, values) arrays, kinds the value kind;
-    skip as in onesweep."""
-    onesweep(src, dst, kinds, shift_bits, low, state.pass_args(p, i), state.wide, state.tiles,
-             skip=skip)
-
-
 def onesweep(src, dst, kinds, shift_bits, low, pass_args, wide: bool, tiles: int,
-             descriptors=(), skip=None) -> None:
+             descriptors=(), skip=None, code: int = 0) -> None:
     """Launch one onesweep pass over `tiles` tiles: src/dst are (keys, values) arrays, kinds the
     value kind, pass_args (bases, tile counter, zeroed flags); descriptors, where given, are
     (tile_start, tile_rows) uint32 arrays, one entry per tile (radix.cu), else
     tiles are consecutive TILE-key runs of src; skip, where given, a device word that, where
-    set by radix_scan, makes the pass do nothing."""
+    set by radix_scan, makes the pass do nothing; code as in digit_counts."""
     vin, vout, vmode = kinds
     name = _onesweep_name(WORD_NAME[src[0].dtype.itemsize], vin, vout, vmode)
-    kernel = _kernel(src[0].device.id, name)
-    scalars = (np.uint64(src[0].size), low, np.int32(shift_bits[0]), np.int32(shift_bits[1]))
+    kernel = _kernel(src[0].device.id, name, code)
+    scalars = (np.uint64(src[0].size), low, np.int32(shift_bits[0]), np.int32(shift_bits[1]),
+               np.int32(code))
     tail = tuple(pass_args) + (np.int32(wide),)
     tail += tuple(descriptors) + (NULL,) * (2 - len(descriptors))
     tail += (NULL if skip is None else skip,)
@@ -312,9 +311,12 @@ def radix_sort(
     low: int = 0,
     overwrite: bool = False,
     scratch=None,
+    code: int = 0,
 ):
     """Sort unsigned 32/64-bit keys (1-D, aligned, 2 <= n < 2^32) on bits [begin_bit, end_bit)
     of key - low (taken modulo 2^bits: keys below low would sort after the others).
+    With code (keys.NumericCodec.code), the words are the bits of signed or float keys, ordered
+    by their codes (low and the bits are then the codes'), and written back as they were.
 
     mode 'keys': returns (keys, None); 'pairs': vals (uint32/uint64) permuted alike;
     'argsort': returns (keys, int64 permutation). Stable. The keys returned are the input keys
@@ -336,8 +338,9 @@ def radix_sort(
     state = _State(cp, n, kb, len(passes), mode)
     scanned = None
     if passes:
-        scanned = _histogram(keys, low, state, begin_bit, min(end_bit, 8 * kb), len(passes))
-    pong = _PingPong(cp, keys, vals, mode, overwrite, scratch)
+        bits = (begin_bit, min(end_bit, 8 * kb), len(passes))
+        scanned = _histogram(keys, low, state, bits, code)
+    pong = _PingPong(cp, keys, vals, mode, overwrite, scratch, code)
     # Keys only: the first pass is queued before the host reads which passes vary (it returns at
     # once on the device where its digit does not), so the GPU does not wait for the host.
     guessed = None
@@ -372,8 +375,8 @@ class _PingPong:
     """The key (and value) buffers that one sort's passes alternate between (radix_sort), each
     allocated when a pass first writes it; src is what the next pass reads."""
 
-    def __init__(self, cp, keys, vals, mode: str, overwrite: bool, scratch):
-        self.cp, self.n, self.vals, self.mode = cp, keys.size, vals, mode
+    def __init__(self, cp, keys, vals, mode: str, overwrite: bool, scratch, code: int):
+        self.cp, self.n, self.vals, self.mode, self.code = cp, keys.size, vals, mode, code
         self.dummy = placeholder(keys.device.id)
         self.keys = [_scratch(cp, keys, scratch), keys if overwrite else None]
         self.values = [None, vals if overwrite and mode == "pairs" else None]
@@ -389,14 +392,21 @@ class _PingPong:
             values = self.values[i % 2] = self.cp.empty(self.n, dtype=_VALUE_DTYPE[vout])
         dst = (self.keys[i % 2], values if vmode else self.dummy)
         pair = self.src if vmode == 1 else (self.src[0], self.dummy)
-        _launch_pass(state, p, i, shift_bits, low, pair, dst, kinds, skip)
+        onesweep(pair, dst, kinds, shift_bits, low, state.pass_args(p, i), state.wide,
+                 state.tiles, skip=skip, code=self.code)
         return dst
 
 
 class RadixEngine:
-    """LocalSortEngine on our radix kernels; see the module docstring for where CUB runs."""
+    """LocalSortEngine on our radix kernels; see the module docstring for where CUB runs.
+
+    It also sorts raw numbers (the option codec, a keys.NumericCodec: keys of its dtype, in its
+    order): our passes order 4- and 8-byte keys by their codes as they go (no pass encodes or
+    decodes them); where CUB sorts, the keys are encoded before and decoded after. A codec that
+    merges bits (canonical) is for argsort only: the keys it would give back are not theirs."""
 
     name = "radix"
+    orders_numbers = True
 
     def __init__(self, min_n: int | None = None):
         self.min_n = min_n
@@ -432,7 +442,7 @@ class RadixEngine:
         return keys.size >= MIN_N[op]
 
     def _run(self, keys, vals, mode: str, bits: tuple, low: int = 0, overwrite: bool = False,
-             scratch=None):
+             scratch=None, code: int = 0):
         """radix_sort on keys widened to 32 bits where narrower; bits is (begin_bit, end_bit)."""
         cp = _cupy()
         width = 8 * keys.dtype.itemsize
@@ -446,7 +456,7 @@ class RadixEngine:
         # a copy of the keys is ours to overwrite, unless the caller's values ride along
         mine = overwrite or (copied and mode != "pairs")
         end_bit = max(begin_bit, end_bit)
-        out_k, out_v = radix_sort(work, vals, mode, begin_bit, end_bit, low, mine, scratch)
+        out_k, out_v = radix_sort(work, vals, mode, begin_bit, end_bit, low, mine, scratch, code)
         return (out_k if width >= 32 else out_k.astype(keys.dtype)), out_v
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
@@ -456,7 +466,9 @@ class RadixEngine:
         With overwrite (and scratch), the result is keys or scratch[:n] where our kernels run:
         keys after an even number of passes, the scratch after an odd one (radix_sort).
         """
-        keys = _cupy().asarray(keys)
+        keys, codec = _cupy().asarray(keys), options.pop("codec", None)
+        if codec is not None:
+            return _numbers(self, codec, "sort", keys, (begin_bit, end_bit), options)[0]
         if not self._ours(keys, "sort", begin_bit, end_bit):
             if keys.size < 2:
                 return keys if options.get("overwrite") else keys.copy()
@@ -467,7 +479,9 @@ class RadixEngine:
                 **options: Unpack[SortOptions]):
         """Stable permutation (int64) that sorts keys ascending; keys may be overwritten."""
         cp = _cupy()
-        keys = cp.asarray(keys)
+        keys, codec = cp.asarray(keys), options.pop("codec", None)
+        if codec is not None:
+            return _numbers(self, codec, "argsort", keys, (begin_bit, end_bit), options)[1]
         if not self._ours(keys, "argsort", begin_bit, end_bit):
             if keys.size < 2:
                 return cp.arange(keys.size, dtype=cp.int64)
@@ -482,7 +496,9 @@ class RadixEngine:
         values after an even number of passes, else in a new array (scratch is for keys only).
         """
         cp = _cupy()
-        keys, values = cp.asarray(keys), cp.asarray(values)
+        keys, values, codec = cp.asarray(keys), cp.asarray(values), options.pop("codec", None)
+        if codec is not None:
+            return _numbers(self, codec, "pairs", keys, (begin_bit, end_bit), options, values)
         if not self._ours(keys, "pairs", begin_bit, end_bit):
             if keys.size < 2:
                 return (keys, values) if options.get("overwrite") else (keys.copy(),
@@ -495,3 +511,30 @@ class RadixEngine:
         words = value_words(cp.ascontiguousarray(values))
         out_k, out_v = self._run(keys, words, "pairs", bits, **options)
         return out_k, out_v.view(values.dtype)
+
+
+def _numbers(engine: RadixEngine, codec, op: str, keys, bits: tuple, options: dict,
+             values=None) -> tuple:
+    """(keys, values or order) of RadixEngine's op ('sort', 'argsort', 'pairs') on raw numbers
+    in the codec's order: our passes take the codes as they go; CUB sorts the codes made by
+    one pass before, decoded by one after."""
+    cp = _cupy()
+    if codec.lossy and op != "argsort":
+        raise ValueError("a canonical codec loses keys' bits: it is for argsort only")
+    words = keys.view(UNSIGNED[keys.dtype.itemsize])
+    if keys.dtype.itemsize < 4 or not engine._ours(words, op, *bits):
+        codes = codec.encode(keys, cp)
+        if op == "argsort":
+            return None, engine.argsort(codes, *bits, **options)
+        if op == "sort":
+            return codec.decode(engine.sort(codes, *bits, **options), cp), None
+        out_k, out_v = engine.sort_pairs(codes, values, *bits, **options)
+        return codec.decode(out_k, cp), out_v
+    code = {"code": codec.code}
+    if op == "pairs" and (values.dtype.itemsize not in (4, 8) or values.ndim != 1):
+        out_k, order = engine._run(words, None, "argsort", bits, **options, **code)
+        return out_k.view(keys.dtype), take(values, order)
+    vals = value_words(cp.ascontiguousarray(values)) if op == "pairs" else None
+    mode = {"sort": "keys", "argsort": "argsort", "pairs": "pairs"}[op]
+    out_k, out_v = engine._run(words, vals, mode, bits, **options, **code)
+    return out_k.view(keys.dtype), out_v.view(values.dtype) if op == "pairs" else out_v
