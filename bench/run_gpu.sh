@@ -34,18 +34,19 @@ nvidia-smi -L | tee "$OUT/gpus.txt"
 for step in $steps; do
   echo "=== $step"
   case $step in
-    tests) timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py \
-             tests/test_gen.py tests/test_check.py tests/test_radix_gpu.py \
-             tests/test_landing_gpu.py tests/test_digit_partition_gpu.py tests/test_external_gpu.py \
-             tests/test_oom_gpu.py tests/test_byte_order.py tests/test_staging_gpu.py \
+    tests) timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/job/test_gpu.py \
+             tests/test_gen.py tests/test_check.py tests/local/test_radix_gpu.py \
+             tests/local/test_landing_gpu.py tests/local/test_digit_partition_gpu.py \
+             tests/outofcore/test_external_gpu.py tests/job/test_oom_gpu.py \
+             tests/job/test_byte_order.py tests/io/test_staging_gpu.py \
              tests/test_pinned_gpu.py 2>&1 \
              | tail -25 ;;
     mpitests) counts=$gpus; [ "$gpus" -lt 4 ] && counts="2 3 4"  # fewer GPUs: ranks share them
               for n in $counts; do
                 echo "-- $n ranks on $gpus GPU(s)"
                 timeout 300 $mpi -n "$n" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
-                  --with-mpi tests/test_gpu.py tests/test_external_gpu.py tests/test_byte_order.py \
-                  tests/test_staging_gpu.py \
+                  --with-mpi tests/job/test_gpu.py tests/outofcore/test_external_gpu.py \
+                  tests/job/test_byte_order.py tests/io/test_staging_gpu.py \
                   2>&1 | grep -av "^$" | grep -aE "passed|failed|Error|error|assert" | tail -30
               done ;;
     quickstart) timeout 200 bash launch/quickstart.sh --report "$OUT/job.json" \
@@ -158,7 +159,7 @@ e = R(min_n=0); [e.sort(cp.random.randint(0, 2**32, 1 << 28, dtype=cp.uint32)) f
                   | grep -a "P=\|Error"
               done ;;
     ipctests) timeout 200 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
-                --with-mpi tests/test_gpu.py -k ipc 2>&1 | grep -aE "passed|failed|Error|error|assert" \
+                --with-mpi tests/job/test_gpu.py -k ipc 2>&1 | grep -aE "passed|failed|Error|error|assert" \
                 | tail -20 ;;
     partition) timeout 150 python3 bench/partition.py 2>&1 | tail -8 ;;
     tune) timeout 200 python3 bench/local_sort.py --tune --out "$OUT" 2>&1 | grep tune ;;
