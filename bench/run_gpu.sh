@@ -11,7 +11,7 @@
 #   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
 #   more bench/dist_sort.py options for ab and envab (e.g. --per-rank 2^30); trace: the cases
 #   in TRACE_CASES, with TRACE_ARGS (e.g. --per-rank 2^30 --reps 6);
-#   DISTSORT_PINNED=alloc pins by cudaHostAlloc instead of cudaHostRegister (bench/pinned.py)
+#   DISTSORT_PINNED=alloc pins by cudaHostAlloc, not cudaHostRegister (bench/history/pinned.py)
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -34,18 +34,20 @@ nvidia-smi -L | tee "$OUT/gpus.txt"
 for step in $steps; do
   echo "=== $step"
   case $step in
-    tests) timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py \
-             tests/test_gen.py tests/test_check.py tests/test_radix_gpu.py tests/test_radix_numbers_gpu.py \
-             tests/test_landing_gpu.py tests/test_digit_partition_gpu.py tests/test_external_gpu.py \
-             tests/test_oom_gpu.py tests/test_byte_order.py tests/test_staging_gpu.py \
+    tests) timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/job/test_gpu.py \
+             tests/test_gen.py tests/test_check.py tests/local/test_radix_gpu.py \
+             tests/local/test_radix_numbers_gpu.py \
+             tests/local/test_landing_gpu.py tests/local/test_digit_partition_gpu.py \
+             tests/outofcore/test_external_gpu.py tests/job/test_oom_gpu.py \
+             tests/job/test_byte_order.py tests/io/test_staging_gpu.py \
              tests/test_pinned_gpu.py 2>&1 \
              | tail -25 ;;
     mpitests) counts=$gpus; [ "$gpus" -lt 4 ] && counts="2 3 4"  # fewer GPUs: ranks share them
               for n in $counts; do
                 echo "-- $n ranks on $gpus GPU(s)"
                 timeout 300 $mpi -n "$n" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
-                  --with-mpi tests/test_gpu.py tests/test_external_gpu.py tests/test_byte_order.py \
-                  tests/test_staging_gpu.py \
+                  --with-mpi tests/job/test_gpu.py tests/outofcore/test_external_gpu.py \
+                  tests/job/test_byte_order.py tests/io/test_staging_gpu.py \
                   2>&1 | grep -av "^$" | grep -aE "passed|failed|Error|error|assert" | tail -30
               done ;;
     quickstart) timeout 200 bash launch/quickstart.sh --report "$OUT/job.json" \
@@ -89,7 +91,7 @@ for step in $steps; do
           done
           rm -rf "$dir" ;;
     take) for b in 100 64 256; do  # rows taken in an order (TAKE_R: rows a lane, to compare)
-            timeout 120 python3 bench/take_rows.py --bytes $b --rows $((2**25 * 100 / b)) \
+            timeout 120 python3 bench/history/take_rows.py --bytes $b --rows $((2**25 * 100 / b)) \
               --rows-per-lane "${TAKE_R:-4,8}" --out "$OUT" 2>&1 | tail -30
           done ;;
     bench4) timeout 200 $mpi -n 4 python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6 ;;
@@ -135,12 +137,12 @@ for step in $steps; do
              timeout 60 $mpi -x "$setting" -n 4 python3 bench/dist_sort.py --cases u32-4x2^30 \
                --exchange-only --reps 5 2>&1 | tail -1
            done ;;
-    sample4) timeout 100 $mpi -n 4 python3 bench/sample.py 2>&1 | tail -6 ;;
+    sample4) timeout 100 $mpi -n 4 python3 bench/history/sample.py 2>&1 | tail -6 ;;
     ce) for k in 1 2; do  # an all-to-all by the copy engines (CUDA IPC) against NCCL's
-          timeout 120 $mpi -n "$gpus" python3 bench/ce_probe.py --pieces $k --out "$OUT" 2>&1 | tail -40
+          timeout 120 $mpi -n "$gpus" python3 bench/history/ce_probe.py --pieces $k --out "$OUT" 2>&1 | tail -40
         done ;;
     a2a) for run in 1 2; do  # the plain all-to-all: PyTorch's (ANCHORS.md) and ours, same bytes
-           timeout 100 $mpi -n "$gpus" python3 bench/alltoall_torch.py 2>&1 | tail -1
+           timeout 100 $mpi -n "$gpus" python3 bench/history/alltoall_torch.py 2>&1 | tail -1
            timeout 100 $mpi -n "$gpus" python3 bench/dist_sort.py --cases u32-4x2^30 --per-rank 2^30 \
              --exchange-only --reps 5 2>&1 | tail -1
          done ;;
@@ -154,19 +156,19 @@ e = R(min_n=0); [e.sort(cp.random.randint(0, 2**32, 1 << 28, dtype=cp.uint32)) f
               grep -aE "radix_onesweep|Duration|stalled|Warp Cycles|Eligible|Achieved Occ|Throughput" \
                 "$OUT/passprof.txt" | awk '$NF != 0' | head -70 ;;
     ipcalone) for p in 2 4; do  # the copy-engine transport alone, its event waits skipped
-                [ "$p" -le "$gpus" ] && timeout 100 $mpi -n $p python3 bench/ipc_transport.py 2>&1 \
+                [ "$p" -le "$gpus" ] && timeout 100 $mpi -n $p python3 bench/history/ipc_transport.py 2>&1 \
                   | grep -a "P=\|Error"
               done ;;
     ipctests) timeout 200 $mpi -n "$gpus" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
-                --with-mpi tests/test_gpu.py -k ipc 2>&1 | grep -aE "passed|failed|Error|error|assert" \
+                --with-mpi tests/job/test_gpu.py -k ipc 2>&1 | grep -aE "passed|failed|Error|error|assert" \
                 | tail -20 ;;
-    partition) timeout 150 python3 bench/partition.py 2>&1 | tail -8 ;;
+    partition) timeout 150 python3 bench/history/partition.py 2>&1 | tail -8 ;;
     tune) timeout 200 python3 bench/local_sort.py --tune --out "$OUT" 2>&1 | grep tune ;;
     cub4) DISTSORT_ENGINE=cub timeout 100 $mpi -n 4 python3 bench/dist_sort.py --cases \
             u32-4x2^30,u64-4x2^29 --no-baselines --out "$OUT/cub" 2>&1 | tail -3 ;;
-    pinned) timeout 100 python3 bench/pinned.py --size 5GB --out "$OUT" 2>&1 | tail -14 ;;
+    pinned) timeout 100 python3 bench/history/pinned.py --size 5GB --out "$OUT" 2>&1 | tail -14 ;;
     pcie) for p in 1 2 4 8; do  # copies both ways on every GPU at once (the runs phase)
-            [ "$p" -le "$gpus" ] && timeout 60 $mpi -n "$p" python3 bench/pcie.py 2>&1 | tail -1
+            [ "$p" -le "$gpus" ] && timeout 60 $mpi -n "$p" python3 bench/history/pcie.py 2>&1 | tail -1
           done ;;
     external) host_memory
               timeout 150 python3 bench/external.py --total 8GB --budget-fraction 8 --reps 3 \

@@ -14,7 +14,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --f
 python3 -c "from distsort.local.radix import compile_all; compile_all()" \
     2>&1 | tee "$OUT/compile.log" || exit 1
 timeout "${TEST_TIMEOUT:-180}" python3 -m pytest -m gpu -p no:cacheprovider -q -rfE \
-    tests/test_radix_gpu.py tests/test_radix_numbers_gpu.py 2>&1 | tee "$OUT/tests.log"
+    tests/local/test_radix_gpu.py tests/local/test_radix_numbers_gpu.py 2>&1 | tee "$OUT/tests.log"
 tests=$?
 timeout "${BENCH_TIMEOUT:-300}" python3 bench/local_sort.py --out "$OUT" "$@" 2>&1 |
     tee "$OUT/bench.log"

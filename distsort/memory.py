@@ -118,11 +118,11 @@ def host_empty(shape: tuple, dtype, pinned: bool) -> np.ndarray:
     Page-locked memory can be neither swapped nor reclaimed: a request larger than what the
     host (and the cgroup) has left is refused with a DistsortError before anything is locked,
     and a failed CUDA allocation is one too, rather than the kernel killing a process. How it is
-    made (DISTSORT_PINNED, timed by bench/pinned.py): "register" (default) an anonymous mapping
-    (huge pages asked for), first touched by threads, then cudaHostRegister: exactly the bytes
-    asked for, and faster; "alloc" cudaHostAlloc through CuPy's pinned pool, which is slower
-    and rounds a request up (a 5 GB one to 8 GiB), so several ranks pinning large data sets can
-    outgrow the host's memory.
+    made (DISTSORT_PINNED, timed by bench/history/pinned.py): "register" (default) an anonymous
+    mapping (huge pages asked for), first touched by threads, then cudaHostRegister: exactly
+    the bytes asked for, and faster; "alloc" cudaHostAlloc through CuPy's pinned pool, which is
+    slower and rounds a request up (a 5 GB one to 8 GiB), so several ranks pinning large data
+    sets can outgrow the host's memory.
     """
     dtype = np.dtype(dtype)
     if not pinned:

@@ -74,7 +74,7 @@ SETTINGS: dict[str, Setting] = {
                                "cub or numpy (default: the backend's fastest)"),
     "DISTSORT_PINNED": Setting("register", str, BENCHMARKS, "memory.py", "how page-locked host "
                                "memory is made: register (cudaHostRegister) or alloc "
-                               "(cudaHostAlloc); bench/pinned.py compares them"),
+                               "(cudaHostAlloc); bench/history/pinned.py compares them"),
     "DISTSORT_MPI_CHUNK_BYTES": Setting("268435456", int, BENCHMARKS, "transport/mpi.py", "bytes "
                                         "of one MPI message of a host exchange"),
     "DISTSORT_IPC_MIN_BYTES": Setting("16777216", int, BENCHMARKS, "transport/ipc.py", "exchanges "

@@ -2,7 +2,7 @@
 refusal of CuPy versions that can sort wrongly on OOM (faked versions), the budget under a CuPy
 pool limit (a faked CuPy), and the one-line message the CLI prints for an OOM (a faked error).
 
-The GPU side (a real OOM) is tests/test_oom_gpu.py.
+The GPU side (a real OOM) is tests/job/test_oom_gpu.py.
 """
 
 from __future__ import annotations

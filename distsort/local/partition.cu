@@ -8,8 +8,8 @@
 // stably and stages them in shared memory in bucket order, so that its writes are coalesced runs,
 // not scattered partial sectors.
 // Both kernels are bound by instructions per key, not by memory (both ran well below a device
-// copy's rate, and ncu shows the scatter busy on the SMs rather than on DRAM: bench/partition.py),
-// so the per-key work is
+// copy's rate, and ncu shows the scatter busy on the SMs rather than on DRAM:
+// bench/history/partition.py), so the per-key work is
 // kept small: counts go to lane-private shared counters (no votes), ranking takes one ballot per
 // bit of the bucket number (2 for 4 buckets, 8 for 256) instead of one per bucket, the staged
 // bucket numbers spare the write-out a search, the tie with a splitter is one 32-bit compare of

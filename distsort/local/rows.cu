@@ -6,7 +6,7 @@
 // coalesced read of the row), so a warp reads 32 >> SHIFT rows an instruction, and each lane
 // loads its word of R such rows before it stores any: R loads in flight a lane. With one row a
 // warp and one load a lane, the copy waited on memory latency; several loads in flight (R = 8)
-// made it markedly faster (bench/take_rows.py). The
+// made it markedly faster (bench/history/take_rows.py). The
 // lanes of a step hold its rows' order, one a lane (R << (5 - SHIFT) <= 32 rows), handed round
 // by shuffles. No division per element. Rows of 32 bytes or more only (rows.py keeps CuPy's
 // indexing for narrower ones).

@@ -9,7 +9,7 @@ from ..cuda_source import CTYPES, load_module
 WORDS = (8, 4, 2)  # widths a row of several bytes moves in (the widest that divides it)
 KERNEL_ROW_BYTES = 32  # rows from this wide (of whole 4-byte words) go by rows.cu
 MAX_BLOCKS = 2**20  # rows.cu's grid: blocks of 8 warps loop over the rows beyond
-ROWS_PER_LANE = 8  # rows.cu's R (at most 8): loads in flight a lane (bench/take_rows.py)
+ROWS_PER_LANE = 8  # rows.cu's R (at most 8): loads in flight a lane (bench/history/take_rows.py)
 ORDERS = {np.dtype(np.int64): "long long", np.dtype(np.int32): "int",
           np.dtype(np.uint32): "unsigned int"}
 

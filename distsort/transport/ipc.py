@@ -4,8 +4,8 @@ blocks straight into the receivers' buffers (cudaMemcpyAsync through CUDA IPC ma
 Why: NCCL moves the blocks with kernels, which share the SMs with the partition's scatters that
 run beside them in the chunked exchange, and each slows the other: the transfers lose some of
 their rate and the scatters take markedly longer. Copies by the copy engines take no SM: on 2
-GPUs (bench/ce_probe.py) they moved more than NCCL's send/recv, and kept their rate beside a
-sort where NCCL's dropped.
+GPUs (bench/history/ce_probe.py) they moved more than NCCL's send/recv, and kept their rate
+beside a sort where NCCL's dropped.
 
 Each call, on every rank, on the current stream:
 1. the rank marks its receive buffers free to be written (an interprocess event, `ready`);

@@ -1,7 +1,7 @@
 """GPU paths against NumPy: the partition kernel, and the whole sort with CuPy arrays.
 
-`pytest -m gpu tests/test_gpu.py` on one GPU; `mpirun -n 4 python -m pytest --with-mpi -m gpu
-tests/test_gpu.py` on four (each rank binds its own GPU). Skipped where no GPU is found.
+`pytest -m gpu tests/job/test_gpu.py` on one GPU; `mpirun -n 4 python -m pytest --with-mpi -m gpu
+tests/job/test_gpu.py` on four (each rank binds its own GPU). Skipped where no GPU is found.
 """
 
 from __future__ import annotations

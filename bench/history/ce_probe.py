@@ -7,7 +7,7 @@ each slows the other (bench/RESULTS.md, run 103: scatters 2.2 -> 3.2 ms a chunk,
 on the copy engines and take no SM. This measures whether they move as fast, and how much each
 way slows a kernel beside it. Every rank sends an equal block to every rank (itself included).
 
-Run: mpirun -n P python3 bench/ce_probe.py [--log 30] [--reps 5] [--out DIR]
+Run: mpirun -n P python3 bench/history/ce_probe.py [--log 30] [--reps 5] [--out DIR]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Files straight to the device and back (io/staging.py), and the in-memory file job on GPUs.
 
-`pytest -m gpu tests/test_staging_gpu.py` on one GPU, or under `mpirun -n P python -m pytest
+`pytest -m gpu tests/io/test_staging_gpu.py` on one GPU, or under `mpirun -n P python -m pytest
 --with-mpi -m gpu` (ranks may share a GPU). Skipped where no GPU is found.
 """
 

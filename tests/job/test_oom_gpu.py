@@ -1,7 +1,7 @@
 """Running out of GPU memory never gives a wrong result: a CuPy pool limit sends the sort out of
 core (same result), and an OOM the budget did not foresee ends the job with one message.
 
-`pytest -m gpu tests/test_oom_gpu.py` on one GPU; under `mpirun -n 4 python -m pytest --with-mpi
+`pytest -m gpu tests/job/test_oom_gpu.py` on one GPU; under `mpirun -n 4 python -m pytest --with-mpi
 -m gpu` the first test runs on four ranks and the single-process ones are skipped. Skipped where
 no GPU is found. The same promises without a GPU: tests/test_gpu_safety.py.
 """

@@ -2,7 +2,7 @@
 long each way of making a big host array takes (s/GB), and how fast the GPU copies into and out
 of it (GB/s).
 
-    python bench/pinned.py --size 4GB [--out DIR]
+    python bench/history/pinned.py --size 4GB [--out DIR]
 
 Ways: "alloc" cudaHostAlloc through CuPy's pinned pool; "touch N" np.empty
 and a first touch of every page by N threads (pageable: no page-locking); "register" a touched
@@ -25,7 +25,7 @@ import time
 import cupy
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))  # the repo
 from distsort.memory import Registered, first_touch, huge_page_bytes, parse_size  # noqa: E402
 
 PIECE = 1 << 28

@@ -1,4 +1,4 @@
-"""Partition kernel profile on one GPU: `python bench/partition.py [--n 2^30]`.
+"""Partition kernel profile on one GPU: `python bench/history/partition.py [--n 2^30]`.
 
 Times the count kernel, the scatter kernel and the whole `partition_keys` call separately (CUDA
 events, fresh random keys per call, median of --reps after a warm-up) for 2..8 buckets, next to a
@@ -15,7 +15,8 @@ import sys
 import cupy
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+here = os.path.dirname(__file__)
+sys.path[:0] = [os.path.join(here, ".."), os.path.join(here, "..", "..")]  # dist_sort, the repo
 from dist_sort import random_keys  # noqa: E402
 
 from distsort.cli import parse_count  # noqa: E402

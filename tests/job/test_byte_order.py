@@ -4,7 +4,7 @@ Rank r passes its keys (and values) big-endian where r is odd, little-endian whe
 so at 2 ranks and more the orders mix; at 1 rank the piece is big-endian. Every integer and
 float dtype, with -0.0 and NaNs of several payloads among floats; ascending and descending,
 stable or not; in memory and out of core; on CPUs (under MPI: `mpiexec -n P python -m pytest
---with-mpi -m mpi tests/test_byte_order.py`) and on a GPU (`-m gpu`, also under mpirun).
+--with-mpi -m mpi tests/job/test_byte_order.py`) and on a GPU (`-m gpu`, also under mpirun).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The collective writer and per-rank reads under MPI (pytest-mpi), at any number of ranks.
 
-Run as `mpiexec -n P python -m pytest --with-mpi tests/test_io_mpi.py` for P = 1..4. The folder is
-shared by broadcasting rank 0's tmp_path (pytest-mpi's mpi_tmp_path).
+Run as `mpiexec -n P python -m pytest --with-mpi tests/io/test_io_mpi.py` for P = 1..4. The
+folder is shared by broadcasting rank 0's tmp_path (pytest-mpi's mpi_tmp_path).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ["library_sort.py", "key_value_records.py", "out_of_core_file.py"]
 
 pytestmark = pytest.mark.examples

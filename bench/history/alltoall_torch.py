@@ -2,7 +2,7 @@
 our transport's (bench/dist_sort.py --exchange-only), same bytes, same machine: a diagnostic of
 the exchange's ceiling, not part of distsort (PyTorch is not a dependency).
 
-Run: mpirun -n P python3 bench/alltoall_torch.py [--keys-per-rank 2^30] [--reps 5]
+Run: mpirun -n P python3 bench/history/alltoall_torch.py [--keys-per-rank 2^30] [--reps 5]
 Prints the GB/s sent per rank (bytes to other ranks / median time, CUDA events, warm-up first)
 and both NCCL versions.
 """

@@ -1,7 +1,7 @@
 """The distributed sort against NumPy, run under MPI (pytest-mpi): every dtype and distribution,
 both orders, stable and not, key-value, argsort, records, balance, large-message exchange.
 
-Run as `mpiexec -n P python -m pytest --with-mpi tests/test_sort_mpi.py` for P = 1..4.
+Run as `mpiexec -n P python -m pytest --with-mpi tests/job/test_sort_mpi.py` for P = 1..4.
 """
 
 from __future__ import annotations

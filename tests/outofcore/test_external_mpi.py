@@ -1,6 +1,6 @@
 """The out-of-core sort against NumPy under MPI (pytest-mpi), with budgets that force many runs.
 
-Run as `mpiexec -n P python -m pytest --with-mpi tests/test_external_mpi.py` for P = 1..4.
+Run as `mpiexec -n P python -m pytest --with-mpi tests/outofcore/test_external_mpi.py` for P = 1..4.
 Every case checks that each rank formed at least 8 runs, so the out-of-core path is what ran.
 """
 

@@ -4,7 +4,7 @@ into it, every peer's `done` at the end), into a buffer given or made anew each 
 events on the calling stream, the GPUs idle and the ranks at a barrier before each call; median
 of 7 after one more, the slowest rank's.
 
-    mpirun -n P python3 bench/ipc_transport.py [--log 30]
+    mpirun -n P python3 bench/history/ipc_transport.py [--log 30]
 
 Why: on 4 H200s this transport moves 361-380 GB/s a rank alone, but 195-221 in a sort
 (bench/RESULTS.md, runs 144-148), so what slows it is the sort around it, not its protocol.
@@ -21,7 +21,7 @@ import numpy as np
 from cupy.cuda import runtime
 from mpi4py import MPI
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))  # the repo
 from distsort.runtime import get_runtime  # noqa: E402
 from distsort.transport import ipc  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Where the sample phase's time goes: `mpirun -n P python bench/sample.py [--n 2^30]`.
+"""Where the sample phase's time goes: `mpirun -n P python bench/history/sample.py [--n 2^30]`.
 
 Times, on fresh random uint32 keys per run (median of --reps after a warm-up, slowest rank,
 device synchronized at both ends of each step): local_sample (draw this rank's sample), the
@@ -17,7 +17,8 @@ import cupy
 import numpy as np
 from mpi4py import MPI
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+here = os.path.dirname(__file__)
+sys.path[:0] = [os.path.join(here, ".."), os.path.join(here, "..", "..")]  # dist_sort, the repo
 from dist_sort import random_keys, timed  # noqa: E402
 
 from distsort.cli import parse_count  # noqa: E402

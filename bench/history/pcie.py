@@ -1,4 +1,5 @@
-"""Host <-> GPU copy rates with every rank copying at once: `mpirun -n P python bench/pcie.py`.
+"""Host <-> GPU copy rates with every rank copying at once:
+`mpirun -n P python bench/history/pcie.py`.
 
 The out-of-core sort moves each byte host -> device and device -> host at the same time (piece
 i+1 in while run i-1 goes out), on every GPU of a node at once. This measures that: per rank, on
@@ -19,7 +20,7 @@ import cupy
 import numpy as np
 from mpi4py import MPI
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))  # the repo
 from pinned import queue_copies  # noqa: E402
 
 from distsort.memory import host_empty, parse_size  # noqa: E402

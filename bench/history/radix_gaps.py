@@ -1,4 +1,4 @@
-"""Where one radix sort's wall time goes between its kernels: `python bench/radix_gaps.py
+"""Where one radix sort's wall time goes between its kernels: `python bench/history/radix_gaps.py
 [--case bits24-u32] [--n 2^28] [--reps 7]`.
 
 CUDA events are recorded on the sort's stream around the driver's launches (the histogram and
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import cupy
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]
 from local_sort import make_input, runners  # noqa: E402
 
 from distsort.cli import parse_count  # noqa: E402

@@ -1,8 +1,8 @@
 """The out-of-core path on the GPU backend against NumPy: runs sorted on the device, kept in
 pinned host memory, merged on the device.
 
-`pytest -m gpu tests/test_external_gpu.py` on one GPU, or under `mpirun -n 4 python -m pytest
---with-mpi -m gpu` on four. Skipped where no GPU is found.
+`pytest -m gpu tests/outofcore/test_external_gpu.py` on one GPU, or under `mpirun -n 4 python -m
+pytest --with-mpi -m gpu` on four. Skipped where no GPU is found.
 """
 
 from __future__ import annotations

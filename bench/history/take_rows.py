@@ -1,4 +1,5 @@
-"""Rows taken in an order on one GPU: `python bench/take_rows.py [--rows 2^25] [--bytes 100]`.
+"""Rows taken in an order on one GPU:
+`python bench/history/take_rows.py [--rows 2^25] [--bytes 100]`.
 
 Times `distsort.local.rows.take` (CUDA events, median of --reps after a warm-up, a fresh order
 each call) in the two orders the records path takes its rows in: `grouped` (a stable grouping
@@ -21,7 +22,7 @@ import sys
 import cupy
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))  # the repo
 from distsort.cli import parse_count  # noqa: E402
 from distsort.local import rows as rows_module  # noqa: E402
 
