@@ -7,7 +7,7 @@
 // sign flip, rotated down by the count of one sign's NaN patterns so that the negative-signed
 // NaNs, which the flip puts at the bottom, land at the top beside the positive ones: NaN last.
 // Descending is the complement, rotated again so that NaN stays last. Both are bijections on the
-// bit patterns, so key_bits(key_code(u)) == u for every u.
+// bit patterns: KeyCoder::bits(code(u)) == u for every u.
 
 template <typename U> __device__ __forceinline__ constexpr int mantissa_bits()
 {
@@ -32,27 +32,33 @@ template <typename U> __device__ __forceinline__ U canonical_bits(U u)
     return u == sign ? U(0) : u;
 }
 
-template <typename U> __device__ __forceinline__ U key_code(U u, int kind, int descending)
-{
-    const U sign = U(U(1) << (sizeof(U) * 8 - 1));
-    if (kind == 2) {
-        u = u >= sign ? U(~u) : U(u | sign);
-        u = U(u - nan_half<U>(kind));
-    } else if (kind == 1) {
-        u = U(u ^ sign);
-    }
-    return descending ? U(U(~u) - U(2 * nan_half<U>(kind))) : u;
-}
+// One encoding (kind, descending) as five words, so that a code and its inverse are straight-line
+// code (no branches: the radix passes inline them once per key they load and store):
+// code = (((u ^ (u's top bit ? neg : pos)) - rot) ^ flip) - top, and back in reverse order.
+// canonical: canonical_bits first (not inverted: for orders only, as argsort's).
+template <typename U> struct KeyCoder {
+    U neg, pos, rot, flip, top;
+    bool canonical;
 
-template <typename U> __device__ __forceinline__ U key_bits(U u, int kind, int descending)
-{
-    const U sign = U(U(1) << (sizeof(U) * 8 - 1));
-    if (descending) u = U(~U(u + U(2 * nan_half<U>(kind))));
-    if (kind == 2) {
-        u = U(u + nan_half<U>(kind));
-        u = u >= sign ? U(u & U(~sign)) : U(~u);
-    } else if (kind == 1) {
-        u = U(u ^ sign);
+    __device__ __forceinline__ KeyCoder(int kind, int descending, bool canon = false)
+    {
+        const U sign = U(U(1) << (sizeof(U) * 8 - 1)), ones = U(~U(0));
+        neg = kind == 2 ? ones : kind == 1 ? sign : U(0);  // float: a negative's bits inverted
+        pos = kind == 0 ? U(0) : sign;
+        rot = nan_half<U>(kind);
+        flip = descending ? ones : U(0);
+        top = descending ? U(2 * rot) : U(0);
+        canonical = canon && kind == 2;
     }
-    return u;
-}
+    __device__ __forceinline__ static bool high(U u) { return U(u >> (sizeof(U) * 8 - 1)) != 0; }
+    __device__ __forceinline__ U code(U u) const
+    {
+        u = canonical ? canonical_bits(u) : u;
+        return U(U(U(U(u ^ (high(u) ? neg : pos)) - rot) ^ flip) - top);
+    }
+    __device__ __forceinline__ U bits(U c) const
+    {
+        const U x = U(U(U(c + top) ^ flip) + rot);
+        return U(x ^ (high(x) ? pos : neg));
+    }
+};

@@ -12,6 +12,7 @@
 template <typename U>
 __global__ void encode_keys(const U* in, U* out, long long n, int kind, int canonical,
                             int descending, unsigned int* merged) {
+    const KeyCoder<U> coder(kind, descending);
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
         U u = in[i];
@@ -20,15 +21,16 @@ __global__ void encode_keys(const U* in, U* out, long long n, int kind, int cano
             if (c != u) *merged = 1;
             u = c;
         }
-        out[i] = key_code(u, kind, descending);
+        out[i] = coder.code(u);
     }
 }
 
 template <typename U>
 __global__ void decode_keys(const U* in, U* out, long long n, int kind, int descending) {
+    const KeyCoder<U> coder(kind, descending);
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x)
-        out[i] = key_bits(in[i], kind, descending);
+        out[i] = coder.bits(in[i]);
 }
 
 // One key word of fixed-size byte records (keys.py: record_key_words): `size` bytes from byte

@@ -9,18 +9,17 @@
 #define RADIX_KEY_CODES 0  // 1: the build whose passes sort signed and float keys by their codes
 #endif
 
-// A key's code where the sort orders raw keys by their codes (code: kind | descending << 2 |
-// canonical << 3, as keys.NumericCodec.code; 0 for keys that are codes already), and its bits
-// back from the code (not the key's own where a canonical code merged it with others: argsort).
-template <typename K> __device__ __forceinline__ K code_of(K raw, int code)
-{
-    if (!RADIX_KEY_CODES || !code) return raw;
-    return key_code((code & 8) ? canonical_bits(raw) : raw, code & 3, (code >> 2) & 1);
-}
-template <typename K> __device__ __forceinline__ K bits_of(K kept, int code)
-{
-    return RADIX_KEY_CODES && code ? key_bits(kept, code & 3, (code >> 2) & 1) : kept;
-}
+// The coder of raw keys that a sort orders by their codes (code: kind | descending << 2 |
+// canonical << 3, as keys.NumericCodec.code); code 0 (keys that are codes already) and the build
+// without RADIX_KEY_CODES leave keys as they are.
+template <typename K> struct RawKeys {
+    KeyCoder<K> coder;
+    bool on;
+    __device__ __forceinline__ RawKeys(int code)
+        : coder(code & 3, (code >> 2) & 1, (code >> 3) & 1), on(RADIX_KEY_CODES && code) {}
+    __device__ __forceinline__ K code(K raw) const { return on ? coder.code(raw) : raw; }
+    __device__ __forceinline__ K bits(K kept) const { return on ? coder.bits(kept) : kept; }
+};
 
 
 #ifndef ITEMS32
@@ -228,16 +227,13 @@ template <typename K, int ITEMS> struct RadixDigit {
     K low;
     int shift;
     u32 mask;
-    int code;  // raw keys ordered by their codes (code_of), held as codes between load and store
-    __device__ __forceinline__ K load(K raw) const
+    RawKeys<K> raw;  // keys ordered by their codes: held as codes between load and store
+    __device__ __forceinline__ K load(K key) const
     {
-        const K c = code_of(raw, code);
+        const K c = raw.code(key);
         return REBASED ? c - low : c;
     }
-    __device__ __forceinline__ K store(K kept) const
-    {
-        return bits_of(REBASED ? kept + low : kept, code);
-    }
+    __device__ __forceinline__ K store(K kept) const { return raw.bits(REBASED ? kept + low : kept); }
     __device__ __forceinline__ u32 of(K kept) const
     {
         return min(digit_of(REBASED ? kept : kept - low, shift, mask), 255u);

@@ -35,6 +35,7 @@ __global__ void __launch_bounds__(HIST_BLOCK, 1)
     constexpr int LANES = sizeof(K) == 4 ? 32 : 16;
     constexpr int VEC = 16 / (int)sizeof(K);
     constexpr int NBINS = PASSES * RADIX;
+    const RawKeys<K> raw(code);
     extern __shared__ u32 s_hist[];
     for (int i = threadIdx.x; i < NBINS * LANES; i += blockDim.x) s_hist[i] = 0;
     int shift[PASSES];
@@ -60,7 +61,7 @@ __global__ void __launch_bounds__(HIST_BLOCK, 1)
         for (int u = 0; u < U; ++u)
 #pragma unroll
             for (int j = 0; j < VEC; ++j)
-                count_key<K, PASSES, LANES>(code_of(k[u][j], code) - low, shift, mask, at);
+                count_key<K, PASSES, LANES>(raw.code(k[u][j]) - low, shift, mask, at);
     }
     for (u64 v = full + (u64)blockIdx.x * blockDim.x + threadIdx.x; v < nvec;
          v += (u64)gridDim.x * blockDim.x) {
@@ -68,11 +69,11 @@ __global__ void __launch_bounds__(HIST_BLOCK, 1)
         load_vec(keys, v, k);
 #pragma unroll
         for (int j = 0; j < VEC; ++j)
-            count_key<K, PASSES, LANES>(code_of(k[j], code) - low, shift, mask, at);
+            count_key<K, PASSES, LANES>(raw.code(k[j]) - low, shift, mask, at);
     }
     if (blockIdx.x == 0 && threadIdx.x < n - nvec * VEC)
-        count_key<K, PASSES, LANES>(code_of(keys[nvec * VEC + threadIdx.x], code) - low, shift,
-                                    mask, at);
+        count_key<K, PASSES, LANES>(raw.code(keys[nvec * VEC + threadIdx.x]) - low, shift, mask,
+                                    at);
     __syncthreads();
     flush_copies<LANES>(s_hist, NBINS, counts);
 }
@@ -136,7 +137,7 @@ __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) 
 {
     __shared__ OnesweepSmem<K, VO, VMODE> sm;
     if (skip && *skip) return;  // the digit is the same for every key: the pass is not needed
-    RadixDigit<K, Items<K, VMODE>::value> dig{low, shift, (1u << bits) - 1u, code};
+    RadixDigit<K, Items<K, VMODE>::value> dig{low, shift, (1u << bits) - 1u, RawKeys<K>(code)};
     onesweep_next(keys_in, keys_out, vals_in, vals_out, n, dig, bases, tile_counter, flags, wide,
                   tile_start, tile_rows, sm);
 }
