@@ -329,7 +329,7 @@ def compile_kernels(args, comm) -> int:
     from . import check as check_module
     from . import keys
     from .backend import gpu_count
-    from .cuda_source import kernel_cache, use_kernel_cache
+    from .cuda_source import compile_apart, kernel_cache, use_kernel_cache
     from .local import digit_partition, partition, radix, rows, tiles
     from .steps import sample
 
@@ -338,8 +338,8 @@ def compile_kernels(args, comm) -> int:
     rt = agree(comm, lambda: get_runtime(comm, "gpu"))  # built for this GPU's architecture
     use_kernel_cache(fill=True)
     start = time.perf_counter()
-    for module in (check_module, keys, sample, partition, radix, rows, digit_partition, tiles):
-        module.compile_all()
+    modules = (radix, digit_partition, check_module, keys, sample, partition, rows, tiles)
+    compile_apart([module.compile_all for module in modules])
     for dtype in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
                   "float16", "float32", "float64"):
         _warm_up(comm, rt.xp, np.dtype(dtype))

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..cuda_source import load_module
+from ..cuda_source import compile_apart, load_module
 from ..keys import UNSIGNED
 from .cub import CubEngine
 from .rows import take
@@ -104,9 +104,8 @@ def _onesweep_name(key: str, vin: str, vout: str, mode: int) -> str:
 
 
 def compile_all() -> None:
-    """Compile every instance a sort may use (python -m distsort compile)."""
-    _module(False)
-    _module(True)
+    """Compile every instance a sort may use (python -m distsort compile), both builds at once."""
+    compile_apart([functools.partial(_module, coded) for coded in (False, True)])
 
 
 @functools.cache
