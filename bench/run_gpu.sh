@@ -4,7 +4,8 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
-#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) steps cold tune trees passprof a2a ce ipctests
+#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) steps cold tune trees apiab passprof a2a ce
+#   ipctests
 #   ipcalone take (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
 #   (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
@@ -121,6 +122,18 @@ for step in $steps; do
                     --reps 5 --out "$OUT/trees${i}_p${p}_$(basename "$tree")" 2>&1 \
                     | grep -a "P=\|Error" | head -4
                 done)
+             done
+           done ;;
+    apiab) for i in 1 2; do  # small calls of the public API, the tree in .abold and this one
+             for tree in "${AB_OLD:-.abold}" .; do
+               (cd "$tree" && echo "tree $tree" &&
+                for dtype in uint32 int32; do
+                  PYTHONPATH=$PWD:/tmp/site timeout 100 python3 bench/api_overhead.py --log 20 \
+                    --dtype $dtype 2>&1 | grep -a "distsort.sort\|Error"
+                done
+                PYTHONPATH=$PWD:/tmp/site timeout 200 python3 bench/local_sort.py --api \
+                  --min-log 20 --max-log 24 --runs 7 --cases uint32,int32,argsort-u32 \
+                  --out "$OUT/apiab${i}_$(basename "$tree")" 2>&1 | grep -a "x[0-9]\|Error")
              done
            done ;;
     ab) for i in 1 2; do  # the tree in $AB_OLD (default ../.old) and this one, alternated

@@ -129,7 +129,7 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
     with phase(report, "encode", rt.backend.clock()):
         positions = rt.xp.arange(offset, offset + len(dev_keys), dtype=np.int64)
         columns = [codec.encode(dev_keys, rt.xp), positions]
-    out = distributed_sort(rt, columns, lambda c: [c[0]], report)
+    out = distributed_sort(rt, columns, _first, report)
     return _into(rt.comm, outs, [to_caller(out[1])])[0]
 
 
@@ -174,16 +174,17 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
     report, clock = _report(report, rt), rt.backend.clock()
     codec = NumericCodec(keys.dtype, descending, canonical=stable)
-    raw = _orders_numbers(rt, codec)
-    with phase(report, "encode", clock):
-        columns, carried = ([dev_keys], False) if raw else _encoded(rt, codec, dev_keys)
-        if values is not None:
-            columns.append(rt.xp.asarray(values))
-    out = distributed_sort(rt, columns, lambda c: [c[0]], report, {"codec": codec} if raw else None)
-    with phase(report, "decode", clock):  # and back to the caller's memory
-        keys_out = out[1] if carried else out[0] if raw else codec.decode(out[0], rt.xp)
-        keys_out = to_caller(keys_out)
-        values_out = to_caller(out[-1]) if values is not None else None
+    given = [] if values is None else [rt.xp.asarray(values)]
+    if _orders_numbers(rt, codec):  # no encode or decode pass: no phase of theirs
+        out = distributed_sort(rt, [dev_keys] + given, _first, report, {"codec": codec})
+        keys_out = to_caller(out[0])
+    else:
+        with phase(report, "encode", clock):
+            columns, carried = _encoded(rt, codec, dev_keys)
+        out = distributed_sort(rt, columns + given, _first, report)
+        with phase(report, "decode", clock):  # and back to the caller's memory
+            keys_out = to_caller(out[1] if carried else codec.decode(out[0], rt.xp))
+    values_out = to_caller(out[-1]) if values is not None else None
     if outs is not None:
         keys_out, *rest = _into(rt.comm, outs, [keys_out, values_out][: len(outs)])
         values_out = rest[0] if rest else None
@@ -274,6 +275,11 @@ def _offset(comm, n: int) -> int:
 
 def _report(report: SortReport | None, rt: Runtime) -> SortReport:
     return (report if report is not None else SortReport()).ran_on(rt)
+
+
+def _first(columns: list) -> list:
+    """The key words of numeric columns: the first column, the keys' codes."""
+    return [columns[0]]
 
 
 def _orders_numbers(rt: Runtime, codec: NumericCodec, lossy: bool = False) -> bool:

@@ -28,8 +28,8 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     """Sort the columns globally by key_words; return this rank's shard of every column.
     alone_options: the engine's options where this rank sorts alone (raw numbers: a codec)."""
     comm, clock = rt.comm, rt.backend.clock()  # phase boundaries wait for nothing
-    counts = comm.allgather(len(columns[0]))
-    rank = comm.Get_rank()
+    rank, rows = comm.Get_rank(), len(columns[0])
+    counts = comm.allgather(rows) if comm.Get_size() > 1 else [rows]
     if len(counts) == 1 or sum(counts) == 0:
         options = alone_options or {}
         return sort_alone(rt, report, lambda: local_sort(rt, columns, key_words, **options))
@@ -54,10 +54,10 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
 
 def sort_alone(rt: Runtime, report: SortReport, run: Callable[[], list]) -> list:
     """The columns run() gives, the sort of a rank that holds every row there is (one rank, or
-    none holds any), timed as the finish."""
+    none holds any), timed as the finish. It returns once the sort is queued: a rank alone
+    waits for nobody, and its caller's next work on the device follows it in stream order."""
     with phase(report, "finish", rt.backend.clock()):
         columns = run()
-        rt.backend.synchronize()
     report.count_in = report.global_count = report.count_out = len(columns[0])
     report.ranks = rt.comm.Get_size()
     return columns

@@ -32,7 +32,8 @@ def in_memory_bytes(rt: Runtime, rows: int, row_bytes: int) -> int:
 def over_budget(rt: Runtime, rows: int, row_bytes: int, mine: int) -> bool:
     """Would any rank's in-memory sort exceed its budget (mine: this rank's)? Then every rank
     sorts out of core. Collective: every rank gets the same answer."""
-    return rt.comm.allreduce(in_memory_bytes(rt, rows, row_bytes) > mine, op=MPI.LOR)
+    over = in_memory_bytes(rt, rows, row_bytes) > mine
+    return rt.comm.allreduce(over, op=MPI.LOR) if rt.comm.Get_size() > 1 else over
 
 
 def out_of_core(rt: Runtime, rows: int, row_bytes: int, device_memory: int | str | None
