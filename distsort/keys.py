@@ -17,6 +17,8 @@ Descending order is the bitwise complement, rotated again so that NaN stays last
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .cuda_source import CTYPES, load_module
@@ -131,7 +133,7 @@ class NumericCodec:
             if self._kind == 0 and not self.descending:
                 return u
             if merged is None:
-                merged = xp.zeros(1, dtype=np.uint32)
+                merged = _unread_word(x.device.id)
             return self._on_gpu("encode", u, self.canonical, merged)
         if self.is_float:
             if self.canonical:
@@ -180,6 +182,15 @@ class NumericCodec:
                 args = head + (np.int32(self.descending),)
             kernel((blocks,), (256,), args)
         return out
+
+
+@functools.cache
+def _unread_word(device: int):
+    """A device word for encode's `merged` where no caller reads it (one a device: a small call
+    pays no allocation and fill for it)."""
+    import cupy
+
+    return cupy.zeros(1, dtype=np.uint32)
 
 
 _KERNELS = tuple(f"{kernel}<{c}>" for kernel in ("encode_keys", "decode_keys", "record_word")

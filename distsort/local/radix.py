@@ -522,13 +522,15 @@ def _numbers(engine: RadixEngine, codec, op: str, keys, bits: tuple, options: di
         raise ValueError("a canonical codec loses keys' bits: it is for argsort only")
     words = keys.view(UNSIGNED[keys.dtype.itemsize])
     if keys.dtype.itemsize < 4 or not engine._ours(words, op, *bits):
-        codes = codec.encode(keys, cp)
+        plain = codec.code in (0, 1)  # ascending integers: CUB orders them as they are
+        codes = keys if plain else codec.encode(keys, cp)
         if op == "argsort":
             return None, engine.argsort(codes, *bits, **options)
         if op == "sort":
-            return codec.decode(engine.sort(codes, *bits, **options), cp), None
-        out_k, out_v = engine.sort_pairs(codes, values, *bits, **options)
-        return codec.decode(out_k, cp), out_v
+            out_k, out_v = engine.sort(codes, *bits, **options), None
+        else:
+            out_k, out_v = engine.sort_pairs(codes, values, *bits, **options)
+        return (out_k if plain else codec.decode(out_k, cp)), out_v
     code = {"code": codec.code}
     if op == "pairs" and (values.dtype.itemsize not in (4, 8) or values.ndim != 1):
         out_k, order = engine._run(words, None, "argsort", bits, **options, **code)
