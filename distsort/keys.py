@@ -109,6 +109,10 @@ class NumericCodec:
             self._nan_half = w((1 << mant) - 1)  # NaN patterns of one sign
             self._nan_top = w(2 * ((1 << mant) - 1))  # codes the NaNs occupy at the top
             self._qnan = np.array(np.nan, self.native).view(self.word)[()]
+        ones, zero = w(~w(0)), w(0)
+        neg = ones if self.is_float else self._sign if self._kind == 1 else zero
+        pos = zero if self._kind == 0 else self._sign
+        self._words = (neg, pos, self._nan_half, descending, self._nan_top if descending else zero)
 
     @property
     def code(self) -> int:
@@ -135,19 +139,15 @@ class NumericCodec:
             if merged is None:
                 merged = _unread_word(x.device.id)
             return self._on_gpu("encode", u, self.canonical, merged)
-        if self.is_float:
-            if self.canonical:
-                kept = u
-                u = xp.where(xp.isnan(x), self._qnan, u)
-                u = xp.where(u == self._sign, self.word.type(0), u)
-                if merged is not None and not np.array_equal(u, kept):
-                    merged[0] = 1
-            u = xp.where(u >= self._sign, ~u, u | self._sign) - self._nan_half
-        elif self.dtype.kind == "i":
-            u = u ^ self._sign
-        if self.descending:
-            u = ~u - self._nan_top
-        return u
+        if self.canonical:
+            kept = u
+            u = xp.where(xp.isnan(x), self._qnan, u)
+            u = xp.where(u == self._sign, self.word.type(0), u)
+            if merged is not None and not np.array_equal(u, kept):
+                merged[0] = 1
+        if self._kind == 0 and not self.descending:
+            return u
+        return _blockwise(u, self._code_block)
 
     def decode(self, u, xp):
         """Unsigned codes -> keys in the native byte order of self.dtype."""
@@ -155,15 +155,36 @@ class NumericCodec:
             if self._kind == 0 and not self.descending:
                 return u.view(self.native)
             return self._on_gpu("decode", u).view(self.native)
-        if self.descending:
-            u = ~(u + self._nan_top)
-        if self.is_float:
-            u = u + self._nan_half
-            u = xp.where(u >= self._sign, u & ~self._sign, ~u)
-        elif self.dtype.kind == "i":
-            u = u ^ self._sign
-        return u.view(self.native)
+        if self._kind == 0 and not self.descending:
+            return u.view(self.native)
+        return _blockwise(u, self._bits_block).view(self.native)
 
+    # NumPy: keycode.cuh's KeyCoder (code = (((u ^ (u's top bit ? neg : pos)) - rot) ^ flip)
+    # - top), a block at a time in place, so that each key is read once and written once.
+    def _code_block(self, src, dst, tmp) -> None:
+        neg, pos, rot, flip, top = self._words
+        if self._kind == 2:
+            _top_bit_select(src, tmp, neg, pos)
+            np.bitwise_xor(src, tmp, out=dst)
+            np.subtract(dst, rot, out=dst)
+        else:
+            np.bitwise_xor(src, pos, out=dst)  # integers: neg == pos
+        if flip:
+            np.invert(dst, out=dst)
+            np.subtract(dst, top, out=dst)
+
+    def _bits_block(self, src, dst, tmp) -> None:
+        neg, pos, rot, flip, top = self._words
+        if flip:
+            np.add(src, top, out=dst)
+            np.invert(dst, out=dst)
+            src = dst
+        if self._kind == 2:
+            np.add(src, rot, out=dst)
+            _top_bit_select(dst, tmp, pos, neg)
+            np.bitwise_xor(dst, tmp, out=dst)
+        else:
+            np.bitwise_xor(src, pos, out=dst)
 
     def _on_gpu(self, way: str, u, *flags):
         """One fused kernel (keys.cu) instead of the array expressions above, on CuPy arrays."""
@@ -191,6 +212,27 @@ def _unread_word(device: int):
     import cupy
 
     return cupy.zeros(1, dtype=np.uint32)
+
+
+BLOCK = 1 << 16  # keys a NumPy block works on: its temporaries stay in the cache
+
+
+def _blockwise(u, work):
+    """A new array of work(src, dst, tmp) over u's blocks; tmp: a block of scratch words."""
+    out = np.empty_like(u)
+    tmp = np.empty(min(len(u), BLOCK), dtype=u.dtype)
+    for start in range(0, len(u), BLOCK):
+        stop = min(start + BLOCK, len(u))
+        work(u[start:stop], out[start:stop], tmp[: stop - start])
+    return out
+
+
+def _top_bit_select(src, tmp, one, zero) -> None:
+    """tmp = one where src's top bit is set, else zero (an arithmetic shift makes the mask)."""
+    signed = tmp.view(tmp.dtype.str.replace("u", "i"))
+    np.right_shift(src.view(signed.dtype), 8 * src.itemsize - 1, out=signed)
+    np.bitwise_and(tmp, one ^ zero, out=tmp)
+    np.bitwise_xor(tmp, zero, out=tmp)
 
 
 _KERNELS = tuple(f"{kernel}<{c}>" for kernel in ("encode_keys", "decode_keys", "record_word")
