@@ -103,16 +103,15 @@ class NumericCodec:
         w = self.word.type
         self._sign = w(1 << (self.bits - 1))
         self._kind = 2 if self.is_float else 1 if self.dtype.kind == "i" else 0
-        self._nan_half = self._nan_top = self._qnan = w(0)
-        if self.is_float:
-            mant = np.finfo(self.native).nmant
-            self._nan_half = w((1 << mant) - 1)  # NaN patterns of one sign
-            self._nan_top = w(2 * ((1 << mant) - 1))  # codes the NaNs occupy at the top
-            self._qnan = np.array(np.nan, self.native).view(self.word)[()]
+        self._identity = self._kind == 0 and not descending  # the codes are the keys' bits
         ones, zero = w(~w(0)), w(0)
+        nan_half = self._qnan = zero  # nan_half: the codes one sign's NaN patterns occupy
+        if self.is_float:
+            nan_half = w((1 << np.finfo(self.native).nmant) - 1)
+            self._qnan = np.array(np.nan, self.native).view(self.word)[()]
         neg = ones if self.is_float else self._sign if self._kind == 1 else zero
         pos = zero if self._kind == 0 else self._sign
-        self._words = (neg, pos, self._nan_half, descending, self._nan_top if descending else zero)
+        self._words = (neg, pos, nan_half, descending, w(2 * nan_half) if descending else zero)
 
     @property
     def code(self) -> int:
@@ -133,9 +132,9 @@ class NumericCodec:
         if x.dtype != self.native:
             x = x.astype(self.native)
         u = x.view(self.word)
+        if self._identity:
+            return u
         if xp is not np:
-            if self._kind == 0 and not self.descending:
-                return u
             if merged is None:
                 merged = _unread_word(x.device.id)
             return self._on_gpu("encode", u, self.canonical, merged)
@@ -145,18 +144,14 @@ class NumericCodec:
             u = xp.where(u == self._sign, self.word.type(0), u)
             if merged is not None and not np.array_equal(u, kept):
                 merged[0] = 1
-        if self._kind == 0 and not self.descending:
-            return u
         return _blockwise(u, self._code_block)
 
     def decode(self, u, xp):
         """Unsigned codes -> keys in the native byte order of self.dtype."""
-        if xp is not np:
-            if self._kind == 0 and not self.descending:
-                return u.view(self.native)
-            return self._on_gpu("decode", u).view(self.native)
-        if self._kind == 0 and not self.descending:
+        if self._identity:
             return u.view(self.native)
+        if xp is not np:
+            return self._on_gpu("decode", u).view(self.native)
         return _blockwise(u, self._bits_block).view(self.native)
 
     # NumPy: keycode.cuh's KeyCoder (code = (((u ^ (u's top bit ? neg : pos)) - rot) ^ flip)
@@ -187,7 +182,7 @@ class NumericCodec:
             np.bitwise_xor(src, pos, out=dst)
 
     def _on_gpu(self, way: str, u, *flags):
-        """One fused kernel (keys.cu) instead of the array expressions above, on CuPy arrays."""
+        """One fused kernel (keys.cu) a way, on CuPy arrays."""
         import cupy
 
         out = cupy.empty_like(u)

@@ -401,7 +401,8 @@ class RadixEngine:
 
     It also sorts raw numbers (the option codec, a keys.NumericCodec: keys of its dtype, in its
     order): our passes order 4- and 8-byte keys by their codes as they go (no pass encodes or
-    decodes them); where CUB sorts, the keys are encoded before and decoded after. A codec that
+    decodes them); where CUB sorts, ascending integers go as they are, other keys are encoded
+    before and decoded after. A codec that
     merges bits (canonical) is for argsort only: the keys it would give back are not theirs."""
 
     name = "radix"
@@ -515,8 +516,8 @@ class RadixEngine:
 def _numbers(engine: RadixEngine, codec, op: str, keys, bits: tuple, options: dict,
              values=None) -> tuple:
     """(keys, values or order) of RadixEngine's op ('sort', 'argsort', 'pairs') on raw numbers
-    in the codec's order: our passes take the codes as they go; CUB sorts the codes made by
-    one pass before, decoded by one after."""
+    in the codec's order: our passes take the codes as they go; CUB sorts ascending integers as
+    they are, other keys' codes made by one pass before and decoded by one after."""
     cp = _cupy()
     if codec.lossy and op != "argsort":
         raise ValueError("a canonical codec loses keys' bits: it is for argsort only")
