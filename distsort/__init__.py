@@ -9,7 +9,8 @@ from .api import argsort, sort, sort_pairs, sort_records
 from .errors import DistsortError
 from .outofcore.layout import shard_capacity
 from .runtime import bind_gpu, release
+from .service.client import Client
 
-__all__ = ["DistsortError", "argsort", "bind_gpu", "release", "shard_capacity", "sort",
+__all__ = ["Client", "DistsortError", "argsort", "bind_gpu", "release", "shard_capacity", "sort",
            "sort_pairs", "sort_records"]
 __version__ = "0.1.0"

@@ -1,4 +1,5 @@
-"""Command line: `python -m distsort [run|sort|gen|check|info]`, one process per rank under mpirun.
+"""Command line: `python -m distsort [run|sort|gen|check|info|serve|submit|...]`, one process
+per rank under mpirun.
 
 Failures follow one rule: a DistsortError that went through errors.agree is printed once, by the
 lowest rank that failed, and every rank exits with status 2; running out of memory is printed
@@ -21,6 +22,7 @@ from .errors import DistsortError, RemoteError, abort
 from .gen import DISTRIBUTIONS
 from .gpu_safety import out_of_memory_message
 from .memory import size_argument
+from .service import client, server
 
 DIST_HELP = f"key distribution: {', '.join(DISTRIBUTIONS)} (default uniform)"
 
@@ -85,8 +87,8 @@ class _OneVoice(argparse.ArgumentParser):
         super().exit(status, message if MPI.COMM_WORLD.Get_rank() == 0 else None)
 
 
-def parser() -> argparse.ArgumentParser:
-    top = _OneVoice(
+def parser(kind: type = _OneVoice) -> argparse.ArgumentParser:
+    top = kind(
         prog="distsort" if os.path.basename(sys.argv[0]) == "distsort" else "python -m distsort",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -115,7 +117,42 @@ def parser() -> argparse.ArgumentParser:
     build = command("compile", "compile the CUDA kernels into distsort's kernel cache, so that "
                                "no job compiles them (once per machine or container image)")
     build.set_defaults(func=commands.compile_kernels)
+    _service_parsers(command)
     return top
+
+
+class _JobWords(_OneVoice):
+    """The parser of a service's jobs: wrong words are the job's error, not the service's end."""
+
+    def error(self, message: str):
+        raise DistsortError(message)
+
+
+def parse_job(argv: list[str]) -> argparse.Namespace:
+    """A service job's words parsed as the command line parses them (DistsortError if wrong)."""
+    return parser(_JobWords).parse_args(argv)
+
+
+def _service_parsers(command) -> None:
+    where = {"metavar": "PATH", "help": "the service's Unix socket (default: "
+             "$XDG_RUNTIME_DIR/distsort-UID.sock, else in the temporary folder)"}
+    serve = command("serve", "run jobs that clients submit, the ranks kept warm between them")
+    serve.add_argument("--socket", **where)
+    serve.add_argument("--root", action="append", metavar="DIR", help="a folder the jobs may "
+                       "read and write under (repeatable; default: the working folder)")
+    serve.set_defaults(func=server.serve, parse_job=parse_job)
+    job = command("submit", "send a sort, gen or check job to a service; print what it printed")
+    job.add_argument("--socket", **where)
+    job.add_argument("--no-wait", action="store_true", help="return once the job is queued")
+    job.add_argument("job", nargs=argparse.REMAINDER, help="the command line, e.g. sort IN -o OUT")
+    job.set_defaults(func=client.submit)
+    for name, summary, run in (("status", "a service's running job, queue and last jobs",
+                                client.status),
+                               ("shutdown", "stop a service once its running job is done",
+                                client.shutdown)):
+        made = command(name, summary)
+        made.add_argument("--socket", **where)
+        made.set_defaults(func=run)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -180,7 +217,9 @@ def _sort_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device-memory", metavar="SIZE", type=size_argument,
                    help="device memory one rank may use, e.g. 8GiB (default: 70%% of the free "
                    "GPU memory); a rank whose sort needs more sorts out of core")
-    p.set_defaults(func=commands.sort_file)
+    # launched: seconds before the command ran that its report counts as "start" (None: since
+    # the process started; a service's warm ranks set 0)
+    p.set_defaults(func=commands.sort_file, launched=None)
 
 
 def _gen_parser(p: argparse.ArgumentParser) -> None:

@@ -79,7 +79,8 @@ def sort_file(args, comm) -> int:
     In memory, a rank's range goes from the file straight to its device and its shard from the
     device straight to the output (io/staging.py); larger ranges go out of core
     (outofcore/files.py)."""
-    started, began = since_start(), time.perf_counter()
+    started = since_start() if args.launched is None else args.launched
+    began = time.perf_counter()
     report = SortReport()
     report.timed["start"] = started  # the launch, imports and MPI start-up
     with phase(report, "init", HostClock()):  # the device, the kernels, the files' layouts

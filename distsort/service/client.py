@@ -1,0 +1,84 @@
+"""Talking to a running service: distsort.Client for programs, and the `submit`, `status` and
+`shutdown` commands for people."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+
+from ..errors import DistsortError
+from .wire import default_socket, lines, send
+
+
+class Client:
+    """A service's client: Client(socket path) (default: where `serve` listens by default).
+
+        client = distsort.Client()
+        done = client.submit(["sort", "in.npy", "-o", "out.npy", "--verify"])
+        done["exit"], done["error"], done["output"]
+
+    Relative paths in a job are taken from the client's working folder."""
+
+    def __init__(self, path: str | None = None):
+        self.path = path or default_socket()
+
+    def submit(self, argv: list[str], wait: bool = True) -> dict:
+        """Queue a job (the words of a sort, gen or check command line); with wait, its
+        outcome once it ran (state 'done' or 'failed', exit, error, output), else its place
+        in the queue. A job the service refuses comes back with state 'refused'."""
+        reply = self._ask({"op": "submit", "argv": list(argv), "wait": wait,
+                           "cwd": os.getcwd()})[-1]
+        if wait and reply["state"] not in ("done", "failed", "refused"):
+            raise DistsortError(f"the service on {self.path} ended before job {reply['job']} "
+                                "was done")
+        return reply
+
+    def status(self) -> dict:
+        """The running job, the queue and the jobs finished lately."""
+        return self._ask({"op": "status"})[-1]
+
+    def shutdown(self) -> dict:
+        """Stop the service once the running job is done (jobs queued behind are refused)."""
+        return self._ask({"op": "shutdown"})[-1]
+
+    def _ask(self, request: dict) -> list[dict]:
+        conn = socket.socket(socket.AF_UNIX)
+        try:
+            conn.connect(self.path)
+        except OSError as exc:
+            conn.close()
+            raise DistsortError(f"no service answers on {self.path} ({exc.strerror}): start one "
+                                "with `mpirun -n P python -m distsort serve`") from None
+        with conn:
+            send(conn, request)
+            replies = list(lines(conn))
+        if not replies:
+            raise DistsortError(f"the service on {self.path} ended without an answer")
+        return replies
+
+
+def submit(args, comm) -> int:
+    """`submit`: one job; its output as the command would print it, its exit status."""
+    reply = Client(args.socket).submit(args.job, wait=not args.no_wait)
+    if reply["state"] == "refused":
+        raise DistsortError(f"the service refused the job: {reply['error']}")
+    if args.no_wait:
+        print(f"distsort: job {reply['job']} queued")
+        return 0
+    sys.stdout.write(reply["output"])
+    if reply["error"]:
+        print(f"distsort: error: {reply['error']}", file=sys.stderr)
+    return reply["exit"]
+
+
+def status(args, comm) -> int:
+    print(json.dumps(Client(args.socket).status(), indent=1))
+    return 0
+
+
+def shutdown(args, comm) -> int:
+    Client(args.socket).shutdown()
+    print("distsort: the service stops once its running job is done")
+    return 0

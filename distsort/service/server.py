@@ -1,0 +1,258 @@
+"""The service's ranks: rank 0 listens and queues the jobs, every rank runs them in order.
+
+A job is the words of a `sort`, `gen` or `check` command line and the folder they are relative
+to. Rank 0 refuses a job before it is queued where the words do not parse or name a path
+outside the roots the service was started with (after `..` and symlinks are resolved). A job
+that fails as the command line would fail (a DistsortError every rank agreed on) fails alone:
+its client gets the message and the next job runs. What would end a command line's job on every
+rank (an error one rank saw alone, running out of memory, a rank that dies or hangs) ends the
+service the same way, every rank with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import json
+import os
+import queue
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..errors import DistsortError, RemoteError, agree
+from .wire import default_socket, lines, send
+
+JOB_TAG = 71  # the MPI tag of the jobs rank 0 hands the other ranks
+IDLE_POLL = 0.002  # seconds between an idle rank's looks for its next job: no busy wait
+KEPT = 100  # finished jobs that status still lists
+COMMANDS = ("sort", "gen", "check")
+PATHS = ("input", "output", "values", "values_output", "report")  # the jobs' path arguments
+
+
+@dataclass
+class Job:
+    id: int
+    argv: list
+    cwd: str
+    state: str = "queued"
+    exit: int | None = None
+    error: str = ""
+    output: str = ""
+    seconds: float = 0.0
+    waiter: socket.socket | None = field(default=None, repr=False)
+
+    def public(self) -> dict:
+        return {"job": self.id, "argv": self.argv, "state": self.state, "exit": self.exit,
+                "error": self.error, "output": self.output, "seconds": round(self.seconds, 4)}
+
+
+def serve(args, comm) -> int:
+    """`serve`: run jobs until a client asks for shutdown. args.parse_job parses a job's words
+    as the command line does, raising DistsortError where they are wrong."""
+    rank = comm.Get_rank()
+    roots = [os.path.realpath(r) for r in (args.root or [os.getcwd()])]
+    path = args.socket or default_socket()
+    listener = agree(comm, lambda: Listener(path, roots, args.parse_job) if rank == 0 else None)
+    if rank == 0:
+        print(f"distsort: serving {comm.Get_size()} rank(s) on {path} (roots: "
+              f"{', '.join(roots)})", flush=True)
+    try:
+        while (job := _next_job(comm, listener)) is not None:
+            argv, cwd = job
+            started = time.perf_counter()
+            job_args = args.parse_job(argv)
+            job_args.launched = 0.0  # the ranks were up: no launch to count
+            code, output, error = _run(comm, job_args, cwd)
+            if rank == 0:
+                listener.finished(code, output, error, time.perf_counter() - started)
+    finally:
+        if listener is not None:
+            listener.close()
+    return 0
+
+
+def _next_job(comm, listener) -> tuple | None:
+    """(words, folder) of the next job on every rank, None once the service stops. Rank 0
+    waits on its queue; the others look for rank 0's message between short sleeps, as an MPI
+    broadcast would keep them spinning on a core while the service is idle."""
+    if comm.Get_rank() == 0:
+        job = listener.next_job()
+        message = None if job is None else (job.argv, job.cwd)
+        for other in range(1, comm.Get_size()):
+            comm.send(message, dest=other, tag=JOB_TAG)
+        return message
+    while not comm.Iprobe(source=0, tag=JOB_TAG):
+        time.sleep(IDLE_POLL)
+    return comm.recv(source=0, tag=JOB_TAG)
+
+
+def _run(comm, args, cwd: str) -> tuple[int, str, str]:
+    """Run one job on every rank: (exit status, what rank 0 printed, the error message)."""
+    printed = io.StringIO()
+    error = None
+    with contextlib.ExitStack() as stack:
+        if comm.Get_rank() == 0:
+            stack.enter_context(contextlib.redirect_stdout(printed))
+            stack.enter_context(contextlib.redirect_stderr(printed))
+        here = os.getcwd()
+        os.chdir(cwd)
+        stack.callback(os.chdir, here)
+        try:
+            code = args.func(args, comm)
+        except RemoteError:
+            code = 2
+        except DistsortError as exc:
+            if not (exc.agreed or comm.Get_size() == 1):
+                raise  # one rank alone knows: the command line's handler ends every rank
+            code, error = 2, str(exc)
+    errors = [e for e in comm.gather(error) or [] if e]
+    return code, printed.getvalue(), errors[0] if errors else ""
+
+
+class Listener:
+    """Rank 0's socket, the queue of jobs and what became of the finished ones."""
+
+    def __init__(self, path: str, roots: list[str], parse_job):
+        self.path, self.roots, self.parse_job = path, roots, parse_job
+        self.queue: queue.Queue = queue.Queue()
+        self.ids = itertools.count(1)
+        self.lock = threading.Lock()
+        self.running: Job | None = None
+        self.done: list[Job] = []
+        self.sock = _bind(path)
+        threading.Thread(target=self._accept, name="distsort-listener", daemon=True).start()
+
+    def next_job(self) -> Job | None:
+        job = self.queue.get()
+        with self.lock:
+            self.running = job
+            if job is not None:
+                job.state = "running"
+        return job
+
+    def finished(self, code: int, output: str, error: str, seconds: float) -> None:
+        with self.lock:
+            job, self.running = self.running, None
+            job.exit, job.output, job.error, job.seconds = code, output, error, seconds
+            job.state = "done" if code == 0 else "failed"
+            self.done = (self.done + [job])[-KEPT:]
+        print(json.dumps(job.public()), flush=True)  # the service's log: a line a job
+        self._reply(job, job.public())
+
+    def close(self) -> None:
+        """Stop listening; every job still queued is answered that the service stopped."""
+        self.sock.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        while not self.queue.empty():
+            job = self.queue.get()
+            if job is not None:
+                job.state, job.error = "failed", "the service stopped before this job ran"
+                self._reply(job, job.public())
+
+    def status(self) -> dict:
+        with self.lock:
+            running = self.running.public() if self.running else None
+            waiting = [job.public() for job in list(self.queue.queue) if job is not None]
+            return {"running": running, "queue": waiting,
+                    "done": [job.public() for job in self.done]}
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:  # closed: the service stops
+                return
+            threading.Thread(target=self._talk, args=(conn,), daemon=True).start()
+
+    def _talk(self, conn: socket.socket) -> None:
+        kept = False
+        try:
+            request = next(lines(conn), None)
+            kept = request is not None and self._answer(conn, request)
+        except (OSError, ValueError) as exc:
+            with contextlib.suppress(OSError):
+                send(conn, {"state": "refused", "error": f"a bad request: {exc}"})
+        finally:
+            if not kept:
+                conn.close()
+
+    def _answer(self, conn: socket.socket, request: dict) -> bool:
+        """Answer one request; True where a job keeps the connection to answer when done."""
+        op = request.get("op")
+        if op == "status":
+            send(conn, self.status())
+        elif op == "shutdown":
+            self.queue.put(None)
+            send(conn, {"state": "stopping"})
+        elif op == "submit":
+            argv, cwd = request.get("argv"), request.get("cwd") or "/"
+            try:
+                self._check(argv, cwd)
+            except DistsortError as exc:
+                send(conn, {"state": "refused", "error": str(exc)})
+                return False
+            job = Job(next(self.ids), list(argv), cwd, waiter=conn if request.get("wait") else None)
+            send(conn, job.public())
+            self.queue.put(job)
+            return job.waiter is not None
+        else:
+            send(conn, {"state": "refused", "error": f"unknown request {op!r}"})
+        return False
+
+    def _check(self, argv, cwd: str) -> None:
+        """DistsortError where a job's words are not a sort, gen or check command line that
+        the command line would take, or name a path outside the roots."""
+        if not (isinstance(argv, list) and argv and all(isinstance(w, str) for w in argv)):
+            raise DistsortError("a job is a list of words: a command line without `distsort`")
+        if argv[0] not in COMMANDS:
+            raise DistsortError(f"a job is one of {', '.join(COMMANDS)}, not {argv[0]!r}")
+        try:
+            args = self.parse_job(argv)
+        except SystemExit:  # --help and the like
+            raise DistsortError(f"{' '.join(argv)}: not a job") from None
+        for name in PATHS:
+            given = getattr(args, name, None)
+            for path in [given] if isinstance(given, str) else given or []:
+                self._inside(os.path.realpath(os.path.join(cwd, path)), path)
+
+    def _inside(self, real: str, path: str) -> None:
+        if not any(os.path.commonpath([real, root]) == root for root in self.roots):
+            raise DistsortError(f"{path}: outside the folders this service may use "
+                                f"({', '.join(self.roots)}; serve --root adds one)")
+
+    def _reply(self, job: Job, message: dict) -> None:
+        if job.waiter is None:
+            return
+        with contextlib.suppress(OSError):  # a client that left: its job still ran
+            send(job.waiter, message)
+        job.waiter.close()
+
+
+def _bind(path: str) -> socket.socket:
+    """A listening Unix socket at path that only this user may connect to; a socket left there
+    by a service that ended is replaced, one that still answers is not."""
+    if os.path.exists(path):
+        probe = socket.socket(socket.AF_UNIX)
+        try:
+            probe.connect(path)
+        except OSError:
+            os.unlink(path)
+        else:
+            raise DistsortError(f"a service already listens on {path}: stop it (distsort "
+                                "shutdown) or choose another --socket")
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX)
+    old = os.umask(0o177)  # the socket file is made 0600: no window where others may connect
+    try:
+        sock.bind(path)
+    except OSError as exc:
+        raise DistsortError(f"cannot listen on {path}: {exc.strerror}") from None
+    finally:
+        os.umask(old)
+    sock.listen(64)
+    return sock

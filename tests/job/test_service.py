@@ -1,0 +1,138 @@
+"""The sort service (distsort serve) on the CPU backend under mpiexec: jobs from several clients
+at once, good and bad, each answered as the command line would answer it, the service still up
+after the bad ones; paths outside the roots refused; one service a socket; shutdown ends every
+rank."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from helpers import mpiexec
+
+import distsort
+from distsort.errors import DistsortError
+
+RANKS = 2
+START_LIMIT = 60  # seconds a service may take to say it listens (a busy 2-core machine)
+
+
+class Service:
+    """A service on RANKS ranks, its socket and roots in a test's folder."""
+
+    def __init__(self, folder, *extra: str):
+        self.socket = str(folder / "s.sock")
+        env = dict(os.environ, DISTSORT_BACKEND="cpu")
+        env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
+        cmd = [mpiexec(), "-n", str(RANKS), sys.executable, "-m", "distsort", "serve",
+               "--socket", self.socket, *extra]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env)
+        self.client = distsort.Client(self.socket)
+
+    def started(self) -> str:
+        """The service's first line (it listens once it printed it), or what it printed when
+        it ended instead; a service that says nothing in START_LIMIT s is killed."""
+        timer = threading.Timer(START_LIMIT, self.proc.kill)
+        timer.start()
+        try:
+            line = self.proc.stdout.readline()
+        finally:
+            timer.cancel()
+        return line or self.proc.stderr.read()
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            try:
+                self.client.shutdown()
+            except DistsortError:
+                pass
+        try:
+            return self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+
+
+@pytest.fixture
+def service(tmp_path):
+    running = Service(tmp_path, "--root", str(tmp_path))
+    assert "serving 2 rank(s)" in running.started()
+    yield running
+    running.stop()
+
+
+def test_jobs_from_several_clients_good_and_bad(service, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    made = service.client.submit(["gen", "in.npy", "--count", "100000", "--dtype", "float64",
+                                  "--dist", "normal"])
+    assert made["state"] == "done" and made["exit"] == 0, made
+    data = np.load(tmp_path / "in.npy")
+    jobs = [["sort", "in.npy", "-o", f"out{i}.npy", "--verify"] + (["--descending"] if i % 2
+                                                                     else [])
+            for i in range(4)]
+    bad = [["sort", "missing.npy", "-o", "x.npy"], ["sort", "/etc/hostname", "-o", "y.npy"],
+           ["sort", "in.npy", "--no-such-option", "-o", "z.npy"], ["info"], []]
+    with ThreadPoolExecutor(4) as pool:
+        replies = list(pool.map(service.client.submit, jobs + bad))
+    for i, reply in enumerate(replies[: len(jobs)]):
+        assert reply["state"] == "done" and reply["exit"] == 0, reply
+        assert "(verified)" in reply["output"]
+        want = np.sort(data)[::-1] if i % 2 else np.sort(data)
+        np.testing.assert_array_equal(np.load(tmp_path / f"out{i}.npy"), want)
+    missing, outside, option, info, empty = replies[len(jobs):]
+    assert missing["state"] == "failed" and missing["exit"] == 2
+    assert "missing.npy does not exist" in missing["error"]
+    assert outside["state"] == "refused" and "outside the folders" in outside["error"]
+    assert option["state"] == "refused" and "--no-such-option" in option["error"]
+    assert info["state"] == "refused" and "not 'info'" in info["error"]
+    assert empty["state"] == "refused"
+    assert not (tmp_path / "x.npy").exists() and not (tmp_path / "y.npy").exists()
+    status = service.client.status()  # still up, and it remembers what ran
+    assert status["running"] is None and status["queue"] == []
+    assert sorted(job["state"] for job in status["done"]) == ["done"] * 5 + ["failed"]
+    again = service.client.submit(["check", "in.npy", "out0.npy"])
+    assert again["exit"] == 0 and "OK" in again["output"]
+
+
+def test_paths_out_of_the_roots_through_dots_or_links_are_refused(service, tmp_path,
+                                                                 monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (tmp_path / "link").symlink_to(outside)
+    for words in (["gen", "../x.npy", "--count", "10"], ["gen", "link/x.npy", "--count", "10"],
+                  ["gen", "in.npy", "--count", "10", "--quiet"]):
+        reply = service.client.submit(words)
+        if words[1] == "in.npy":
+            assert reply["state"] == "done", reply  # the same service goes on
+        else:
+            assert reply["state"] == "refused" and "outside the folders" in reply["error"]
+    assert not list(outside.iterdir())
+
+
+def test_one_service_a_socket_and_shutdown_ends_every_rank(service, tmp_path):
+    second = Service(tmp_path, "--root", str(tmp_path))
+    assert "already listens" in second.started()
+    assert second.proc.wait(timeout=60) == 2
+    assert service.stop() == 0
+    assert not os.path.exists(service.socket)
+    with pytest.raises(DistsortError, match="no service answers"):
+        service.client.status()
+
+
+def test_the_command_line_client(service, tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    run = [sys.executable, "-m", "distsort", "submit", "--socket", service.socket]
+    made = subprocess.run(run + ["gen", "in.npy", "--count", "1000"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0 and "wrote 1000" in made.stdout, made.stderr
+    failed = subprocess.run(run + ["sort", "nothing.npy", "-o", "o.npy"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 2 and "nothing.npy does not exist" in failed.stderr
