@@ -156,7 +156,9 @@ class Listener:
     def status(self) -> dict:
         with self.lock:
             running = self.running.public() if self.running else None
-            waiting = [job.public() for job in list(self.queue.queue) if job is not None]
+            with self.queue.mutex:  # the clients' threads put jobs meanwhile
+                queued = list(self.queue.queue)
+            waiting = [job.public() for job in queued if job is not None]
             return {"running": running, "queue": waiting,
                     "done": [job.public() for job in self.done]}
 
