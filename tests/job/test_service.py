@@ -25,9 +25,9 @@ START_LIMIT = 60  # seconds a service may take to say it listens (a busy 2-core 
 class Service:
     """A service on RANKS ranks, its socket and roots in a test's folder."""
 
-    def __init__(self, folder, *extra: str):
+    def __init__(self, folder, *extra: str, fault: str = ""):
         self.socket = str(folder / "s.sock")
-        env = dict(os.environ, DISTSORT_BACKEND="cpu")
+        env = dict(os.environ, DISTSORT_BACKEND="cpu", DISTSORT_FAULT=fault)
         env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
         cmd = [mpiexec(), "-n", str(RANKS), sys.executable, "-m", "distsort", "serve",
                "--socket", self.socket, *extra]
@@ -136,3 +136,45 @@ def test_the_command_line_client(service, tmp_path):
     failed = subprocess.run(run + ["sort", "nothing.npy", "-o", "o.npy"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=120)
     assert failed.returncode == 2 and "nothing.npy does not exist" in failed.stderr
+
+
+def _waiting_job(client, words: list[str]) -> tuple[threading.Thread, list]:
+    """A client thread that submits a job and waits for it: (the thread, what it got)."""
+    got: list = []
+
+    def submit() -> None:
+        try:
+            got.append(client.submit(words))
+        except DistsortError as exc:
+            got.append(exc)
+
+    thread = threading.Thread(target=submit)
+    thread.start()
+    return thread, got
+
+
+@pytest.mark.parametrize("how", ["killed", "sigterm"])
+def test_a_rank_that_dies_ends_the_service_and_tells_the_waiting_clients(tmp_path, how):
+    """A rank killed in a job's exchange, or the service told to stop (SIGTERM) while a rank
+    hangs there: every rank ends, non-zero, the waiting client gets a clear error, and no
+    output or temporary file is left."""
+    np.save(tmp_path / "in.npy", np.arange(100_000, dtype=np.uint32)[::-1])
+    fault = "exchange:1" if how == "killed" else "exchange:1:hang"
+    service = Service(tmp_path, "--root", str(tmp_path), fault=fault)
+    try:
+        assert "serving" in service.started()
+        thread, got = _waiting_job(service.client, ["sort", str(tmp_path / "in.npy"), "-o",
+                                                    str(tmp_path / "out.npy")])
+        if how == "sigterm":
+            while service.client.status()["running"] is None:  # until the job is under way
+                assert thread.is_alive()
+            service.proc.terminate()
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+        assert isinstance(got[0], DistsortError) and "ended before job 1" in str(got[0])
+        assert service.proc.wait(timeout=60) != 0
+    finally:
+        if service.proc.poll() is None:
+            service.proc.kill()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy"] + (
+        ["s.sock"] if os.path.exists(service.socket) else [])
