@@ -43,10 +43,15 @@ for step in $steps; do
              tests/job/test_byte_order.py tests/io/test_staging_gpu.py \
              tests/test_pinned_gpu.py 2>&1 \
              | tail -25 ;;
-    mpitests) counts=$gpus; [ "$gpus" -lt 4 ] && counts="2 3 4"  # fewer GPUs: ranks share them
-              for n in $counts; do
-                echo "-- $n ranks on $gpus GPU(s)"
-                timeout 300 $mpi -n "$n" python3 -m pytest -q -x -m gpu -p no:cacheprovider \
+    mpitests) # ranks that share a GPU (fewer than 4): every count split (each rank sorts its
+              # share: the multi-GPU code paths), then folded (rank 0 sorts all) at 3 ranks;
+              # MPITEST_COUNTS="2 3" ... runs those counts only
+              counts=$gpus; [ "$gpus" -lt 4 ] && counts="2 3 4 fold3"
+              for n in ${MPITEST_COUNTS:-$counts}; do
+                mode="split"; [ "${n#fold}" != "$n" ] && mode="fold" && n=${n#fold}
+                echo "-- $n ranks on $gpus GPU(s), DISTSORT_SHARED_GPU=$mode"
+                DISTSORT_SHARED_GPU=$mode timeout 300 $mpi -x DISTSORT_SHARED_GPU -n "$n" \
+                  python3 -m pytest -q -x -m gpu -p no:cacheprovider \
                   --with-mpi tests/job/test_gpu.py tests/outofcore/test_external_gpu.py \
                   tests/job/test_byte_order.py tests/io/test_staging_gpu.py \
                   2>&1 | grep -av "^$" | grep -aE "passed|failed|Error|error|assert" | tail -30
@@ -54,15 +59,17 @@ for step in $steps; do
     quickstart) timeout 200 bash launch/quickstart.sh --report "$OUT/job.json" \
                   2>&1 | grep -v "^-\|^$" | tail -20 ;;
     shared) # ranks that share the GPUs: the default job on 4, a file job on 3, and 4 ranks'
-            # 4x2^28 against one rank's 2^30 (bench/dist_sort.py, in this one run)
+            # 4x2^28 (folded, and split) against one rank's 2^30 (bench/dist_sort.py, one run)
             /usr/bin/time -f "wall %e s" timeout 200 $mpi -n 4 python3 -m distsort 2>&1 | tail -7
             dir=$(mktemp -d)
             timeout 100 $mpi -n 3 python3 -m distsort gen "$dir/in.npy" --count 2^28 2>&1 | tail -1
             /usr/bin/time -f "wall %e s" timeout 200 $mpi -n 3 python3 -m distsort sort \
               "$dir/in.npy" -o "$dir/out.npy" --verify 2>&1 | tail -6
             rm -rf "$dir"
-            for p in 1 4 1 4; do
-              timeout 200 $mpi -n $p python3 bench/dist_sort.py --cases u32-4x2^28 --total 2^30 \
+            for p in 1 4 4split 1 4 4split; do  # 4split: DISTSORT_SHARED_GPU=split
+              mode="fold"; [ "${p%split}" != "$p" ] && mode="split"
+              DISTSORT_SHARED_GPU=$mode timeout 200 $mpi -x DISTSORT_SHARED_GPU -n "${p%split}" \
+                python3 bench/dist_sort.py --cases u32-4x2^28 --total 2^30 \
                 --reps 5 --no-baselines --out "$OUT/shared_p$p" 2>&1 | tail -2
             done
             timeout 100 $mpi -n 1 python3 bench/dist_sort.py --cases u32-4x2^28 --total 2^30 \

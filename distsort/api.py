@@ -30,7 +30,7 @@ from .outofcore import sort as outofcore
 from .outofcore.sources import check_out_rows
 from .payload import check_payload, restored, stored
 from .phases import phase
-from .pipeline import distributed_sort, sort_alone
+from .pipeline import distributed_sort, sort_as_one, sorts_as_one
 from .report import SortReport
 from .runtime import Runtime, get_runtime
 from .transport import row_bytes
@@ -123,7 +123,9 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
     report = _report(report, rt)
     codec = NumericCodec(keys.dtype, descending, canonical=True)
     if _orders_numbers(rt, codec, lossy=True):
-        order = sort_alone(rt, report, lambda: [rt.backend.engine.argsort(dev_keys, codec=codec)])
+        order = sort_as_one(rt, report, [dev_keys],
+                            lambda c, **more: [rt.backend.engine.argsort(c[0], codec=codec,
+                                                                         **more)])
         return _into(rt.comm, outs, [to_caller(order[0])])[0]
     offset = _offset(rt.comm, len(dev_keys))
     with phase(report, "encode", rt.backend.clock()):
@@ -283,10 +285,11 @@ def _first(columns: list) -> list:
 
 
 def _orders_numbers(rt: Runtime, codec: NumericCodec, lossy: bool = False) -> bool:
-    """Whether this rank sorts alone on an engine that orders raw numbers as their codes
-    (engine.py: codec), so that the keys need no encode or decode pass; lossy: whether the
-    sort gives back positions only (argsort), so a canonical codec may merge keys' bits."""
-    return (rt.comm.Get_size() == 1 and getattr(rt.backend.engine, "orders_numbers", False)
+    """Whether one rank sorts every row (pipeline.sorts_as_one) on an engine that orders raw
+    numbers as their codes (engine.py: codec), so that the keys need no encode or decode pass;
+    lossy: whether the sort gives back positions only (argsort), so a canonical codec may merge
+    keys' bits."""
+    return (sorts_as_one(rt) and getattr(rt.backend.engine, "orders_numbers", False)
             and (lossy or not codec.lossy))
 
 

@@ -181,7 +181,8 @@ def transport_info(comm, backend: str, device: str | None = None) -> str:
         return "MPI (host buffers)" if backend == "cpu" else "none: no backend"
     setting = settings.value("DISTSORT_TRANSPORT")
     try:
-        return choice.describe(choice.choose(setting, where), setting, where)
+        return choice.describe(choice.choose(setting, where), setting, where,
+                               settings.value("DISTSORT_SHARED_GPU"))
     except Exception as exc:  # the sort would stop with the same message
         return f"none: {exc}"
 

@@ -18,6 +18,7 @@ from .report import SortReport
 from .runtime import Runtime
 from .steps.exchange import exchange
 from .steps.finish import finish, local_sort
+from .steps.fold import folds, sort_folded
 from .steps.partition import partition
 from .steps.sample import local_sample, sample_sizes
 from .steps.splitters import choose_splitters
@@ -26,13 +27,15 @@ from .steps.splitters import choose_splitters
 def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: SortReport,
                      alone_options: SortOptions | None = None) -> list:
     """Sort the columns globally by key_words; return this rank's shard of every column.
-    alone_options: the engine's options where this rank sorts alone (raw numbers: a codec)."""
+    alone_options: the engine's options where one rank sorts every row (sorts_as_one: raw
+    numbers, a codec)."""
     comm, clock = rt.comm, rt.backend.clock()  # phase boundaries wait for nothing
-    rank, rows = comm.Get_rank(), len(columns[0])
-    counts = comm.allgather(rows) if comm.Get_size() > 1 else [rows]
-    if len(counts) == 1 or sum(counts) == 0:
+    rank, counts = comm.Get_rank(), _counts(rt, columns)
+    if len(counts) == 1 or sum(counts) == 0 or folds(rt):
         options = alone_options or {}
-        return sort_alone(rt, report, lambda: local_sort(rt, columns, key_words, **options))
+        return sort_as_one(rt, report, columns,
+                           lambda c, **more: local_sort(rt, c, key_words, **options, **more),
+                           counts)
     report.count_in, report.global_count, report.ranks = counts[rank], sum(counts), len(counts)
     with phase(report, "sample", clock):
         words = key_words(columns)  # made once for the sample and the partition
@@ -52,12 +55,31 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     return columns
 
 
-def sort_alone(rt: Runtime, report: SortReport, run: Callable[[], list]) -> list:
-    """The columns run() gives, the sort of a rank that holds every row there is (one rank, or
-    none holds any), timed as the finish. It returns once the sort is queued: a rank alone
-    waits for nobody, and its caller's next work on the device follows it in stream order."""
+def sorts_as_one(rt: Runtime) -> bool:
+    """Does one rank sort every row of a sort on this runtime in memory (one rank, or ranks
+    that all share one GPU: steps/fold.py)? The same answer on every rank."""
+    return rt.comm.Get_size() == 1 or folds(rt)
+
+
+def sort_as_one(rt: Runtime, report: SortReport, columns: list, run: Callable[..., list],
+                counts: list | None = None) -> list:
+    """This rank's shard of run(columns) run on every row at once (sorts_as_one, or no rank
+    holds a row); run(columns, overwrite=True) where it may overwrite them (engine.py:
+    SortOptions); counts: every rank's rows, if known. Where each rank holds its own rows
+    (one rank, or none holds any), timed as the finish and returned once the sort is queued:
+    such a rank waits for nobody, and its caller's next work on the device follows it in
+    stream order."""
+    counts = _counts(rt, columns) if counts is None else counts
+    if len(counts) > 1 and sum(counts) > 0:
+        return sort_folded(rt, report, columns, counts, run)
     with phase(report, "finish", rt.backend.clock()):
-        columns = run()
+        columns = run(columns)
     report.count_in = report.global_count = report.count_out = len(columns[0])
     report.ranks = rt.comm.Get_size()
     return columns
+
+
+def _counts(rt: Runtime, columns: list) -> list:
+    """Every rank's rows (no collective for a rank alone)."""
+    rows = len(columns[0])
+    return rt.comm.allgather(rows) if rt.comm.Get_size() > 1 else [rows]

@@ -82,6 +82,10 @@ SETTINGS: dict[str, Setting] = {
                                       "MPI, not CUDA IPC copies"),
     "DISTSORT_FAULT": Setting("", str, TESTS, "report.py", "POINT:RANK[:term|:hang]: kill, stop "
                               "or hang that rank at that phase (the failure tests)"),
+    "DISTSORT_SHARED_GPU": Setting("fold", str, TESTS, "steps/fold.py", "where every rank runs "
+                                   "on one GPU: fold (rank 0 sorts every row in memory) or split "
+                                   "(each rank sorts its share, as on GPUs of their own: the "
+                                   "multi-GPU code paths on one GPU)"),
     "DISTSORT_TEST_VENV": Setting(".venv-test", str, TESTS, "launch/test.sh", "the test suite's "
                                   "environment"),
     "DISTSORT_LINT_VENV": Setting("", str, TESTS, "launch/lint.sh", "the linters' private "

@@ -27,7 +27,7 @@ def take(column, order):
         return _take_rows(column, order, word, row // word)
     if word <= column.itemsize:
         return column[order]
-    words = column.reshape(len(column), -1).view(f"u{word}")
+    words = column.reshape(len(column), row // column.itemsize).view(f"u{word}")
     return words[order].view(column.dtype).reshape((len(order),) + column.shape[1:])
 
 

@@ -13,6 +13,11 @@ The runtime builds what it names and `info` prints what it says, so both always 
   NCCL on 2 GPUs and lost to it on 4: bench/RESULTS.md), NCCL above and across nodes.
 $DISTSORT_TRANSPORT ('auto', 'ipc', 'nccl') asks for one; asking for NCCL where ranks share a
 GPU is an error that names them.
+
+Where every rank of a communicator shares one GPU, the in-memory sort folds (steps/fold.py): the
+ranks' kernels would only take turns on that GPU, so rank 0 sorts every row as one rank would,
+and the transport moves the rows to it and the shards back. $DISTSORT_SHARED_GPU=split sorts as
+on a GPU for each rank instead: the multi-GPU code paths, tested on one GPU.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from ..errors import DistsortError
 
 SETTINGS = ("auto", "ipc", "nccl")
 AUTO_IPC_RANKS = 2
+FOLD, SPLIT = "fold", "split"  # $DISTSORT_SHARED_GPU
 
 NCCL, IPC, IPC_HOST, HOST, ALONE = "nccl", "ipc", "ipc+host", "host", "alone"
 DESCRIBED = {
@@ -46,6 +52,12 @@ class Placement:
     @property
     def one_node(self) -> bool:
         return len(set(self.node)) == 1
+
+    @property
+    def one_gpu(self) -> bool:
+        """Do all the ranks (two or more) run on one GPU?"""
+        return len(self.node) > 1 and self.device[0] is not None and \
+            len(set(zip(self.node, self.device))) == 1
 
     def sharing(self, rank: int) -> list[int]:
         """The ranks (rank included) on rank's node and device: those that split its memory."""
@@ -80,16 +92,28 @@ def choose(setting: str, placement: Placement) -> str:
     return IPC if setting == IPC and placement.one_node else NCCL
 
 
+def folds(setting: str, placement: Placement) -> bool:
+    """Does the in-memory sort fold onto rank 0 (see the module doc)? DistsortError where the
+    setting ($DISTSORT_SHARED_GPU) is neither FOLD nor SPLIT."""
+    if setting not in (FOLD, SPLIT):
+        raise DistsortError(f"DISTSORT_SHARED_GPU={setting!r}: choose {FOLD} or {SPLIT}")
+    return setting == FOLD and placement.one_gpu
+
+
 def describe_sharing(placement: Placement, shared: list[list[int]]) -> str:
     """'ranks 0, 1 share GPU 0000:1B:00.0 on host gpu7; ...'"""
     return "; ".join(f"ranks {', '.join(map(str, g))} share GPU {placement.device[g[0]]} on "
                      f"host {placement.node[g[0]][1]}" for g in shared)
 
 
-def describe(name: str, setting: str, placement: Placement) -> str:
-    """One line for `info`: what moves the rows, and why."""
+def describe(name: str, setting: str, placement: Placement, shared_gpu: str = FOLD) -> str:
+    """One line for `info`: what moves the rows, and why (shared_gpu: $DISTSORT_SHARED_GPU)."""
     shared = placement.shared_devices()
     why = [describe_sharing(placement, shared)] if shared else []
     if name == NCCL and setting == IPC and not placement.one_node:
         why.append("the ranks span nodes")
-    return f"{DESCRIBED[name]} ({'; '.join(why + [f'DISTSORT_TRANSPORT={setting}'])})"
+    line = f"{DESCRIBED[name]} ({'; '.join(why + [f'DISTSORT_TRANSPORT={setting}'])})"
+    if folds(shared_gpu, placement):
+        line += ("; in memory, rank 0 sorts every rank's rows, as the ranks' kernels would only "
+                 f"take turns on the one GPU (DISTSORT_SHARED_GPU={shared_gpu})")
+    return line

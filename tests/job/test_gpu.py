@@ -301,6 +301,8 @@ def test_gpu_rows_are_taken_as_numpy_takes_them(shape, dtype, index):
     np.testing.assert_array_equal(cupy.asnumpy(got), rows[order])
     strided = cupy.asarray(rows)[::2]  # not contiguous: indexed as it is
     np.testing.assert_array_equal(cupy.asnumpy(take(strided, cupy.arange(5))), rows[::2][:5])
+    none = take(cupy.asarray(rows[:0]), cupy.asarray(order[:0]))  # no rows: no reshape fails
+    assert none.dtype == rows.dtype and none.shape == (0,) + shape
 
 
 @pytest.mark.parametrize("shape", [(100,), (64,), (40,), (9,), (300,)])
@@ -368,11 +370,18 @@ def test_device_sample_draw_picks_the_host_draws_rows(dtype, n):
         np.testing.assert_array_equal(cupy.asnumpy(got), want)
 
 
+def split(monkeypatch) -> None:
+    """Ranks that share one GPU sort as on GPUs of their own (steps/fold.py): the sample
+    sort's partition and exchange, which the tests that call this look into."""
+    monkeypatch.setenv("DISTSORT_SHARED_GPU", "split")
+
+
 def force_chunks(monkeypatch, chunks: int) -> None:
     """The overlapped partition and exchange in `chunks` chunks, of a partition tile or more."""
     from distsort.local.partition import TILE
     from distsort.steps import chunks as plan
 
+    split(monkeypatch)
     monkeypatch.setattr(plan, "CHUNKS", chunks)
     monkeypatch.setattr(plan, "DIGIT_CHUNKS", chunks)
     monkeypatch.setattr(plan, "MIN_CHUNK", TILE)
@@ -514,6 +523,7 @@ def test_ipc_release_gives_back_the_memory_the_peers_mapped(monkeypatch, ipc_tra
 
     if COMM.Get_size() == 1:
         pytest.skip("one rank maps no other rank's memory")
+    split(monkeypatch)
     monkeypatch.setenv("DISTSORT_IPC_MIN_BYTES", "0")
     monkeypatch.setattr(get_runtime(COMM, "gpu"), "transport", ipc_transport)
     pool, rows = cupy.get_default_memory_pool(), 1 << 25  # a 128 MiB receive buffer a rank
@@ -549,6 +559,7 @@ def test_ipc_sorts_of_growing_sizes_keep_two_receive_buffers_at_most(monkeypatch
 
     if COMM.Get_size() == 1:
         pytest.skip("one rank maps no other rank's memory")
+    split(monkeypatch)
     monkeypatch.setenv("DISTSORT_IPC_MIN_BYTES", "0")
     monkeypatch.setattr(get_runtime(COMM, "gpu"), "transport", ipc_transport)
     pool, rng = cupy.get_default_memory_pool(), np.random.default_rng(COMM.Get_rank())

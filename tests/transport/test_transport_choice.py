@@ -58,6 +58,25 @@ def test_info_line_says_what_and_why():
     line = choice.describe(IPC_HOST, "auto", place("00"))
     assert line.startswith("device copies through CUDA IPC")
     assert "ranks 0, 1 share GPU 0000:00:00.0" in line and "DISTSORT_TRANSPORT=auto" in line
+    assert "rank 0 sorts every rank's rows" in line and "DISTSORT_SHARED_GPU=fold" in line
+    assert "rank 0 sorts" not in choice.describe(IPC_HOST, "auto", place("00"), "split")
+    assert "rank 0 sorts" not in choice.describe(IPC_HOST, "auto", place("001"))
+
+
+@pytest.mark.parametrize("devices, nodes, fold", [
+    ("0000", None, True), ("00", None, True), ("0", None, False), ("0011", None, False),
+    ("0001", None, False), ("00", "01", False),  # one GPU each on two nodes: not one GPU
+])
+def test_the_sort_folds_only_where_every_rank_runs_on_one_gpu(devices, nodes, fold):
+    where = place(devices, nodes)
+    assert choice.folds("fold", where) == fold
+    assert not choice.folds("split", where)
+
+
+def test_cpus_never_fold_and_an_unknown_shared_gpu_setting_is_named():
+    assert not choice.folds("fold", Placement(((0, "h"),) * 2, (None,) * 2))
+    with pytest.raises(DistsortError, match="DISTSORT_SHARED_GPU='spread'"):
+        choice.folds("spread", place("00"))
 
 
 class Comm:
