@@ -6,7 +6,7 @@
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
 #   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) steps cold tune trees apiab passprof a2a ce
 #   ipctests
-#   ipcalone take (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
+#   ipcalone take service (SERVICE_RANKS: 1 2) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
 #   (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
 #   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
@@ -35,13 +35,13 @@ nvidia-smi -L | tee "$OUT/gpus.txt"
 for step in $steps; do
   echo "=== $step"
   case $step in
-    tests) timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/job/test_gpu.py \
+    tests) timeout 420 python3 -m pytest -q -m gpu -p no:cacheprovider tests/job/test_gpu.py \
              tests/test_gen.py tests/test_check.py tests/local/test_radix_gpu.py \
              tests/local/test_radix_numbers_gpu.py \
              tests/local/test_landing_gpu.py tests/local/test_digit_partition_gpu.py \
              tests/outofcore/test_external_gpu.py tests/job/test_oom_gpu.py \
              tests/job/test_byte_order.py tests/io/test_staging_gpu.py \
-             tests/test_pinned_gpu.py 2>&1 \
+             tests/test_pinned_gpu.py tests/job/test_service_gpu.py 2>&1 \
              | tail -25 ;;
     mpitests) # ranks that share a GPU (fewer than 4): every count split (each rank sorts its
               # share: the multi-GPU code paths), then folded (rank 0 sorts all) at 3 ranks;
@@ -200,6 +200,10 @@ e = R(min_n=0); [e.sort(cp.random.randint(0, 2**32, 1 << 28, dtype=cp.uint32)) f
                  "${EXTERNAL_BUDGETS:-default}" --reps "${EXTERNAL_REPS:-1}" --out "$OUT" 2>&1 \
                  | tail -24
                kill $vmstat; host_memory ;;
+    service) for r in ${SERVICE_RANKS:-1 2}; do  # bench/service.py: a warm service against fresh mpiruns
+               timeout 280 python3 bench/service.py --ranks "$r" --logs 20,24,28 --reps 3 \
+                 --small 100 --out "$OUT/service_p$r" 2>&1 | tail -6
+             done ;;
     examples) timeout 60 $mpi -n 2 python3 examples/library_sort.py 2>&1 | tail -4
               timeout 60 $mpi -n 2 launch/distsort-run --verbose python3 -m distsort info \
                 2>&1 | tail -12 ;;

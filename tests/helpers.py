@@ -7,13 +7,17 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
 
+from distsort import Client, DistsortError
+
 MPI = pytest.importorskip("mpi4py.MPI")
 COMM = MPI.COMM_WORLD
 RANKS = 4  # ranks of the command-line runs
+START_LIMIT = 60  # seconds a service may take to say it listens (a busy 2-core machine)
 
 
 def everything(x) -> np.ndarray:
@@ -219,3 +223,41 @@ def structured_rows(n: int, seed) -> np.ndarray:
     rows["d"] = d
     rows["h"] = rng.choice([np.float16(1), np.float16(-2), np.float16(-0.0)], n)
     return rows
+
+
+class Service:
+    """`distsort serve` on `ranks` ranks and the backend, its socket in a test's folder."""
+
+    def __init__(self, folder, *extra: str, fault: str = "", ranks: int = 2,
+                 backend: str = "cpu"):
+        self.socket = str(folder / "s.sock")
+        env = dict(os.environ, DISTSORT_BACKEND=backend, DISTSORT_FAULT=fault)
+        env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
+        cmd = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "distsort", "serve",
+               "--socket", self.socket, *extra]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env)
+        self.client = Client(self.socket)
+
+    def started(self) -> str:
+        """The service's first line (it listens once it printed it), or what it printed when
+        it ended instead; a service that says nothing in START_LIMIT s is killed."""
+        timer = threading.Timer(START_LIMIT, self.proc.kill)
+        timer.start()
+        try:
+            line = self.proc.stdout.readline()
+        finally:
+            timer.cancel()
+        return line or self.proc.stderr.read()
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            try:
+                self.client.shutdown()
+            except DistsortError:
+                pass
+        try:
+            return self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise

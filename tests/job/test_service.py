@@ -13,50 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from helpers import mpiexec
+from helpers import Service
 
-import distsort
 from distsort.errors import DistsortError
 
 RANKS = 2
-START_LIMIT = 60  # seconds a service may take to say it listens (a busy 2-core machine)
-
-
-class Service:
-    """A service on RANKS ranks, its socket and roots in a test's folder."""
-
-    def __init__(self, folder, *extra: str, fault: str = ""):
-        self.socket = str(folder / "s.sock")
-        env = dict(os.environ, DISTSORT_BACKEND="cpu", DISTSORT_FAULT=fault)
-        env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
-        cmd = [mpiexec(), "-n", str(RANKS), sys.executable, "-m", "distsort", "serve",
-               "--socket", self.socket, *extra]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=env)
-        self.client = distsort.Client(self.socket)
-
-    def started(self) -> str:
-        """The service's first line (it listens once it printed it), or what it printed when
-        it ended instead; a service that says nothing in START_LIMIT s is killed."""
-        timer = threading.Timer(START_LIMIT, self.proc.kill)
-        timer.start()
-        try:
-            line = self.proc.stdout.readline()
-        finally:
-            timer.cancel()
-        return line or self.proc.stderr.read()
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            try:
-                self.client.shutdown()
-            except DistsortError:
-                pass
-        try:
-            return self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise
 
 
 @pytest.fixture
