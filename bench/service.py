@@ -26,6 +26,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+# The launchers' environment as this process found it: importing distsort starts MPI here, and
+# Open MPI's mpirun refuses (silently) to start from an environment an MPI process has marked.
+LAUNCH_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
+                                                          os.environ.get("PYTHONPATH", "")]))
 sys.path.insert(0, str(ROOT))
 import distsort  # noqa: E402
 
@@ -51,7 +55,8 @@ def fresh(ranks: int, words: list[str], folder: str) -> float:
     """Seconds of a fresh mpirun of the job."""
     start = time.perf_counter()
     done = subprocess.run([*mpiexec(), "-n", str(ranks), sys.executable, "-m", "distsort",
-                           *words], cwd=folder, capture_output=True, text=True, timeout=600)
+                           *words], cwd=folder, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL, env=LAUNCH_ENV)
     seconds = time.perf_counter() - start
     if done.returncode:
         raise RuntimeError(f"{' '.join(words)}: {done.stderr}")
@@ -83,13 +88,11 @@ def main() -> int:
     args = ap.parse_args()
     folder = tempfile.mkdtemp(prefix="distsort-service-")
     os.chdir(folder)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH",
-                                                                                  "")]))
-    os.environ.update(env)
     sock = os.path.join(folder, "s.sock")
     service = subprocess.Popen([*mpiexec(), "-n", str(args.ranks), sys.executable, "-m",
                                 "distsort", "serve", "--socket", sock, "--root", folder],
-                               stdout=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                               env=LAUNCH_ENV)
     print(service.stdout.readline().strip(), flush=True)  # listening once it says so
     client = distsort.Client(sock)
     rows = []
