@@ -153,6 +153,10 @@ def _service_parsers(command) -> None:
         made = command(name, summary)
         made.add_argument("--socket", **where)
         made.set_defaults(func=run)
+    cancel = command("cancel", "cancel a queued job, or stop the running one at its next phase")
+    cancel.add_argument("--socket", **where)
+    cancel.add_argument("job", type=int, help="the job's number (submit and status show it)")
+    cancel.set_defaults(func=client.cancel)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

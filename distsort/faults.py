@@ -6,18 +6,24 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from . import settings
 
 
 def inject_fault(point: str, rank: int) -> None:
     """DISTSORT_FAULT=POINT:RANK kills that rank there (SIGKILL), POINT:RANK:term sends it
-    SIGTERM, POINT:RANK:hang makes it stop answering; elsewhere nothing happens.
+    SIGTERM, POINT:RANK:hang makes it stop answering, POINT:RANK:wait=PATH holds it there
+    until PATH exists (a test's job kept running); elsewhere nothing happens.
 
     The points are the phases (phases.py), plus "written": a rank has written its piece of a
     temporary output file (io/writer.py)."""
     fault = settings.value("DISTSORT_FAULT")
     how = fault.removeprefix(f"{point}:{rank}")
+    if how.startswith(":wait="):
+        while not os.path.exists(how.removeprefix(":wait=")):
+            time.sleep(0.01)
+        return
     if how == fault or how not in ("", ":term", ":hang"):
         return
     sys.stderr.write(f"distsort: injected fault {fault}\n")

@@ -1,5 +1,5 @@
-"""Talking to a running service: distsort.Client for programs, and the `submit`, `status` and
-`shutdown` commands for people."""
+"""Talking to a running service: distsort.Client for programs, and the `submit`, `status`,
+`cancel` and `shutdown` commands for people."""
 
 from __future__ import annotations
 
@@ -26,11 +26,11 @@ class Client:
 
     def submit(self, argv: list[str], wait: bool = True) -> dict:
         """Queue a job (the words of a sort, gen or check command line); with wait, its
-        outcome once it ran (state 'done' or 'failed', exit, error, output), else its place
-        in the queue. A job the service refuses comes back with state 'refused'."""
+        outcome once it ran (state 'done', 'failed' or 'cancelled', exit, error, output), else
+        its place in the queue. A job the service refuses comes back with state 'refused'."""
         reply = self._ask({"op": "submit", "argv": list(argv), "wait": wait,
                            "cwd": os.getcwd()})[-1]
-        if wait and reply["state"] not in ("done", "failed", "refused"):
+        if wait and reply["state"] not in ("done", "failed", "refused", "cancelled"):
             raise DistsortError(f"the service on {self.path} ended before job {reply['job']} "
                                 "was done")
         return reply
@@ -38,6 +38,12 @@ class Client:
     def status(self) -> dict:
         """The running job, the queue and the jobs finished lately."""
         return self._ask({"op": "status"})[-1]
+
+    def cancel(self, job: int) -> dict:
+        """Cancel a job: one still queued never runs; the running one stops at its next phase
+        on every rank (its output is not written). State 'cancelled', 'cancelling', or
+        'refused' for a job neither queued nor running."""
+        return self._ask({"op": "cancel", "job": int(job)})[-1]
 
     def shutdown(self) -> dict:
         """Stop the service once the running job is done (jobs queued behind are refused)."""
@@ -75,6 +81,14 @@ def submit(args, comm) -> int:
 
 def status(args, comm) -> int:
     print(json.dumps(Client(args.socket).status(), indent=1))
+    return 0
+
+
+def cancel(args, comm) -> int:
+    reply = Client(args.socket).cancel(args.job)
+    if reply["state"] == "refused":
+        raise DistsortError(reply["error"])
+    print(f"distsort: job {args.job} {reply['state']}")
     return 0
 
 

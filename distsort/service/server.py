@@ -7,11 +7,17 @@ that fails as the command line would fail (a DistsortError every rank agreed on)
 its client gets the message and the next job runs. What would end a command line's job on every
 rank (an error one rank saw alone, running out of memory, a rank that dies or hangs) ends the
 service the same way, every rank with it.
+
+A cancelled job still queued never runs. The running one is stopped where every rank can stop
+it alike: as its next phase starts (phases.checkpoints), rank 0 tells every rank whether the job
+was cancelled, and each raises the same agreed error there, so it ends as a failed command line
+ends (no output published, its memory back to the pools). A job without phases (gen) runs on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import itertools
 import json
@@ -23,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import DistsortError, RemoteError, agree
+from ..phases import checkpoints
 from .wire import default_socket, lines, send
 
 JOB_TAG = 71  # the MPI tag of the jobs rank 0 hands the other ranks
@@ -42,11 +49,14 @@ class Job:
     error: str = ""
     output: str = ""
     seconds: float = 0.0
+    phase: str = ""  # the running job's phase
+    cancel: bool = False
     waiter: socket.socket | None = field(default=None, repr=False)
 
     def public(self) -> dict:
-        return {"job": self.id, "argv": self.argv, "state": self.state, "exit": self.exit,
-                "error": self.error, "output": self.output, "seconds": round(self.seconds, 4)}
+        return {"job": self.id, "argv": self.argv, "state": self.state, "phase": self.phase,
+                "exit": self.exit, "error": self.error, "output": self.output,
+                "seconds": round(self.seconds, 4)}
 
 
 def serve(args, comm) -> int:
@@ -61,11 +71,12 @@ def serve(args, comm) -> int:
               f"{', '.join(roots)})", flush=True)
     try:
         while (job := _next_job(comm, listener)) is not None:
-            argv, cwd = job
+            number, argv, cwd = job
             started = time.perf_counter()
             job_args = args.parse_job(argv)
             job_args.launched = 0.0  # the ranks were up: no launch to count
-            code, output, error = _run(comm, job_args, cwd)
+            with checkpoints(functools.partial(_check_in, comm, listener, number)):
+                code, output, error = _run(comm, job_args, cwd)
             if rank == 0:
                 listener.finished(code, output, error, time.perf_counter() - started)
     finally:
@@ -80,13 +91,23 @@ def _next_job(comm, listener) -> tuple | None:
     broadcast would keep them spinning on a core while the service is idle."""
     if comm.Get_rank() == 0:
         job = listener.next_job()
-        message = None if job is None else (job.argv, job.cwd)
+        message = None if job is None else (job.id, job.argv, job.cwd)
         for other in range(1, comm.Get_size()):
             comm.send(message, dest=other, tag=JOB_TAG)
         return message
     while not comm.Iprobe(source=0, tag=JOB_TAG):
         time.sleep(IDLE_POLL)
     return comm.recv(source=0, tag=JOB_TAG)
+
+
+def _check_in(comm, listener, number: int, phase: str) -> None:
+    """A running job's phase starts (every rank): rank 0 notes it, and every rank stops the job
+    here, alike, if a client cancelled it."""
+    cancelled = comm.bcast(listener.reached(phase) if listener is not None else None, root=0)
+    if cancelled:
+        stop = DistsortError(f"job {number} was cancelled (before its {phase} phase)")
+        stop.agreed = True
+        raise stop
 
 
 def _run(comm, args, cwd: str) -> tuple[int, str, str]:
@@ -126,21 +147,56 @@ class Listener:
         threading.Thread(target=self._accept, name="distsort-listener", daemon=True).start()
 
     def next_job(self) -> Job | None:
-        job = self.queue.get()
+        """The next job not cancelled while it waited (None: the service stops)."""
+        while True:
+            job = self.queue.get()
+            with self.lock:
+                if job is not None and job.state == "cancelled":
+                    continue
+                self.running = job
+                if job is not None:
+                    job.state = "running"
+                return job
+
+    def reached(self, phase: str) -> bool:
+        """The running job started `phase`; was it cancelled?"""
         with self.lock:
-            self.running = job
-            if job is not None:
-                job.state = "running"
-        return job
+            self.running.phase = phase
+            return self.running.cancel
 
     def finished(self, code: int, output: str, error: str, seconds: float) -> None:
         with self.lock:
             job, self.running = self.running, None
             job.exit, job.output, job.error, job.seconds = code, output, error, seconds
-            job.state = "done" if code == 0 else "failed"
+            job.state = "done" if code == 0 else "cancelled" if job.cancel else "failed"
+            job.phase = ""
             self.done = (self.done + [job])[-KEPT:]
-        print(json.dumps(job.public()), flush=True)  # the service's log: a line a job
+        self._log(job)
         self._reply(job, job.public())
+
+    def cancel(self, number: int) -> dict:
+        """Cancel job `number`: a queued one at once (its waiting client told), the running
+        one at its next phase (_check_in)."""
+        with self.lock:
+            if self.running is not None and self.running.id == number:
+                self.running.cancel = True
+                return {"job": number, "state": "cancelling"}
+            with self.queue.mutex:
+                queued = [job for job in self.queue.queue if job is not None and
+                          job.id == number and job.state == "queued"]
+            if not queued:
+                return {"job": number, "state": "refused",
+                        "error": f"job {number} is neither queued nor running"}
+            job = queued[0]
+            job.state, job.exit, job.error = "cancelled", 2, f"job {number} was cancelled"
+            self.done = (self.done + [job])[-KEPT:]
+        self._log(job)
+        self._reply(job, job.public())
+        return {"job": number, "state": "cancelled"}
+
+    @staticmethod
+    def _log(job: Job) -> None:
+        print(json.dumps(job.public()), flush=True)  # the service's log: a line a job
 
     def close(self) -> None:
         """Stop listening; every job still queued is answered that the service stopped."""
@@ -190,6 +246,8 @@ class Listener:
         elif op == "shutdown":
             self.queue.put(None)
             send(conn, {"state": "stopping"})
+        elif op == "cancel":
+            send(conn, self.cancel(int(request.get("job", 0))))
         elif op == "submit":
             argv, cwd = request.get("argv"), request.get("cwd") or "/"
             try:

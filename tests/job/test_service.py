@@ -139,3 +139,36 @@ def test_a_rank_that_dies_ends_the_service_and_tells_the_waiting_clients(tmp_pat
             service.proc.kill()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy"] + (
         ["s.sock"] if os.path.exists(service.socket) else [])
+
+
+def test_cancel_a_queued_job_and_the_running_one_at_its_next_phase(tmp_path, monkeypatch):
+    """Job 1 is held at rank 0's read (until `go` exists); job 2 queued behind it is cancelled
+    and never runs; job 1, cancelled meanwhile, stops at its read on every rank with no output;
+    job 3 then runs and is right. Status shows the running job's phase."""
+    monkeypatch.chdir(tmp_path)
+    data = np.random.default_rng(3).integers(0, 1000, 50_000).astype(np.int64)
+    np.save(tmp_path / "in.npy", data)
+    go = tmp_path / "go"
+    service = Service(tmp_path, "--root", str(tmp_path), fault=f"read:0:wait={go}")
+    try:
+        assert "serving" in service.started()
+        thread, got = _waiting_job(service.client, ["sort", "in.npy", "-o", "a.npy"])
+        while (running := service.client.status()["running"]) is None or not running["phase"]:
+            assert thread.is_alive()  # until job 1 is under way (init done, held at its read)
+        queued = service.client.submit(["sort", "in.npy", "-o", "b.npy"], wait=False)
+        assert service.client.cancel(queued["job"])["state"] == "cancelled"
+        assert service.client.cancel(queued["job"])["state"] == "refused"
+        assert service.client.cancel(running["job"])["state"] == "cancelling"
+        go.touch()
+        thread.join(timeout=120)
+        assert got[0]["state"] == "cancelled" and got[0]["exit"] == 2, got
+        assert "cancelled (before its read phase)" in got[0]["error"]
+        after = service.client.submit(["sort", "in.npy", "-o", "c.npy", "--verify"])
+        assert after["state"] == "done", after
+        np.testing.assert_array_equal(np.load("c.npy"), np.sort(data))
+        states = {job["job"]: job["state"] for job in service.client.status()["done"]}
+        assert states == {running["job"]: "cancelled", queued["job"]: "cancelled",
+                          after["job"]: "done"}
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npy", "go", "in.npy", "s.sock"]
+    finally:
+        assert service.stop() == 0
