@@ -12,6 +12,11 @@ A cancelled job still queued never runs. The running one is stopped where every 
 it alike: as its next phase starts (phases.checkpoints), rank 0 tells every rank whether the job
 was cancelled, and each raises the same agreed error there, so it ends as a failed command line
 ends (no output published, its memory back to the pools). A job without phases (gen) runs on.
+
+SIGTERM (launchers pass it to every rank: mpirun, Slurm, a Kubernetes pod's end) stops the
+service that way: the running job is cancelled at its next phase, the queued ones are answered
+that the service stopped, and every rank exits 0. Where the job cannot reach its next phase (a
+rank hangs), the service aborts after STOP_GRACE seconds, every rank non-zero.
 """
 
 from __future__ import annotations
@@ -23,18 +28,20 @@ import itertools
 import json
 import os
 import queue
+import signal
 import socket
 import threading
 import time
 from dataclasses import dataclass, field
 
-from ..errors import DistsortError, RemoteError, agree
+from ..errors import DistsortError, RemoteError, abort, agree
 from ..phases import checkpoints
 from .wire import default_socket, lines, send
 
 JOB_TAG = 71  # the MPI tag of the jobs rank 0 hands the other ranks
 IDLE_POLL = 0.002  # seconds between an idle rank's looks for its next job: no busy wait
 KEPT = 100  # finished jobs that status still lists
+STOP_GRACE = 10.0  # seconds the running job has to reach its next phase after SIGTERM
 COMMANDS = ("sort", "gen", "check")
 PATHS = ("input", "output", "values", "values_output", "report")  # the jobs' path arguments
 
@@ -50,7 +57,7 @@ class Job:
     output: str = ""
     seconds: float = 0.0
     phase: str = ""  # the running job's phase
-    cancel: bool = False
+    cancel: str = ""  # why the job was cancelled, once it was
     waiter: socket.socket | None = field(default=None, repr=False)
 
     def public(self) -> dict:
@@ -66,6 +73,7 @@ def serve(args, comm) -> int:
     roots = [os.path.realpath(r) for r in (args.root or [os.getcwd()])]
     path = args.socket or default_socket()
     listener = agree(comm, lambda: Listener(path, roots, args.parse_job) if rank == 0 else None)
+    _stop_on_sigterm(comm, listener)
     if rank == 0:
         print(f"distsort: serving {comm.Get_size()} rank(s) on {path} (roots: "
               f"{', '.join(roots)})", flush=True)
@@ -83,6 +91,30 @@ def serve(args, comm) -> int:
         if listener is not None:
             listener.close()
     return 0
+
+
+def _stop_on_sigterm(comm, listener) -> None:
+    """SIGTERM no longer ends a rank at once: rank 0 stops the service (Listener.stop), and
+    aborts it if that takes longer than STOP_GRACE; the other ranks wait for rank 0's word.
+    Rank 0 learns of the signal on a thread (the wakeup fd): its main thread may be inside a
+    long call that Python's handlers would wait for."""
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    if listener is None:
+        return
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+
+    def watch(reader: socket.socket, writer: socket.socket) -> None:  # writer: kept open here
+        while reader.recv(1) != bytes([signal.SIGTERM]):
+            pass  # another signal with a Python handler (Ctrl-C): its handler acts
+        listener.stop()
+        time.sleep(STOP_GRACE)  # the service exits meanwhile, unless a rank cannot go on
+        abort(comm, 3, f"distsort: the service did not stop within {STOP_GRACE:.0f} s of "
+                       "SIGTERM (a rank does not answer): aborting every rank")
+
+    threading.Thread(target=watch, args=(reader, writer), name="distsort-sigterm",
+                     daemon=True).start()
 
 
 def _next_job(comm, listener) -> tuple | None:
@@ -103,9 +135,9 @@ def _next_job(comm, listener) -> tuple | None:
 def _check_in(comm, listener, number: int, phase: str) -> None:
     """A running job's phase starts (every rank): rank 0 notes it, and every rank stops the job
     here, alike, if a client cancelled it."""
-    cancelled = comm.bcast(listener.reached(phase) if listener is not None else None, root=0)
-    if cancelled:
-        stop = DistsortError(f"job {number} was cancelled (before its {phase} phase)")
+    why = comm.bcast(listener.reached(phase) if listener is not None else None, root=0)
+    if why:
+        stop = DistsortError(f"job {number} was cancelled {why} (before its {phase} phase)")
         stop.agreed = True
         raise stop
 
@@ -142,6 +174,7 @@ class Listener:
         self.ids = itertools.count(1)
         self.lock = threading.Lock()
         self.running: Job | None = None
+        self.stopping = False
         self.done: list[Job] = []
         self.sock = _bind(path)
         threading.Thread(target=self._accept, name="distsort-listener", daemon=True).start()
@@ -151,6 +184,9 @@ class Listener:
         while True:
             job = self.queue.get()
             with self.lock:
+                if self.stopping:
+                    self._not_run(job)
+                    return None
                 if job is not None and job.state == "cancelled":
                     continue
                 self.running = job
@@ -158,8 +194,16 @@ class Listener:
                     job.state = "running"
                 return job
 
-    def reached(self, phase: str) -> bool:
-        """The running job started `phase`; was it cancelled?"""
+    def stop(self) -> None:
+        """Stop: the running job cancelled, no job started after it, new ones refused."""
+        with self.lock:
+            self.stopping = True
+            if self.running is not None:
+                self.running.cancel = "as the service stopped (SIGTERM)"
+        self.queue.put(None)
+
+    def reached(self, phase: str) -> str:
+        """The running job started `phase`; why it was cancelled, if it was ("" if not)."""
         with self.lock:
             self.running.phase = phase
             return self.running.cancel
@@ -179,7 +223,7 @@ class Listener:
         one at its next phase (_check_in)."""
         with self.lock:
             if self.running is not None and self.running.id == number:
-                self.running.cancel = True
+                self.running.cancel = "by a client"
                 return {"job": number, "state": "cancelling"}
             with self.queue.mutex:
                 queued = [job for job in self.queue.queue if job is not None and
@@ -188,7 +232,8 @@ class Listener:
                 return {"job": number, "state": "refused",
                         "error": f"job {number} is neither queued nor running"}
             job = queued[0]
-            job.state, job.exit, job.error = "cancelled", 2, f"job {number} was cancelled"
+            job.state, job.exit = "cancelled", 2
+            job.error = f"job {number} was cancelled by a client"
             self.done = (self.done + [job])[-KEPT:]
         self._log(job)
         self._reply(job, job.public())
@@ -204,10 +249,13 @@ class Listener:
         with contextlib.suppress(OSError):
             os.unlink(self.path)
         while not self.queue.empty():
-            job = self.queue.get()
-            if job is not None:
-                job.state, job.error = "failed", "the service stopped before this job ran"
-                self._reply(job, job.public())
+            self._not_run(self.queue.get())
+
+    def _not_run(self, job: Job | None) -> None:
+        """Answer a queued job that the service stopped before (None: no job)."""
+        if job is not None and job.state == "queued":
+            job.state, job.error = "failed", "the service stopped before this job ran"
+            self._reply(job, job.public())
 
     def status(self) -> dict:
         with self.lock:
@@ -251,6 +299,8 @@ class Listener:
         elif op == "submit":
             argv, cwd = request.get("argv"), request.get("cwd") or "/"
             try:
+                if self.stopping:
+                    raise DistsortError("the service is stopping")
                 self._check(argv, cwd)
             except DistsortError as exc:
                 send(conn, {"state": "refused", "error": str(exc)})

@@ -117,7 +117,8 @@ def _waiting_job(client, words: list[str]) -> tuple[threading.Thread, list]:
 @pytest.mark.parametrize("how", ["killed", "sigterm"])
 def test_a_rank_that_dies_ends_the_service_and_tells_the_waiting_clients(tmp_path, how):
     """A rank killed in a job's exchange, or the service told to stop (SIGTERM) while a rank
-    hangs there: every rank ends, non-zero, the waiting client gets a clear error, and no
+    hangs there (so the job never reaches its next phase: the service aborts after
+    STOP_GRACE): every rank ends, non-zero, the waiting client gets a clear error, and no
     output or temporary file is left."""
     np.save(tmp_path / "in.npy", np.arange(100_000, dtype=np.uint32)[::-1])
     fault = "exchange:1" if how == "killed" else "exchange:1:hang"
@@ -126,8 +127,8 @@ def test_a_rank_that_dies_ends_the_service_and_tells_the_waiting_clients(tmp_pat
         assert "serving" in service.started()
         thread, got = _waiting_job(service.client, ["sort", str(tmp_path / "in.npy"), "-o",
                                                     str(tmp_path / "out.npy")])
-        if how == "sigterm":
-            while service.client.status()["running"] is None:  # until the job is under way
+        if how == "sigterm":  # once rank 0 is in the exchange that rank 1 never joins
+            while (service.client.status()["running"] or {}).get("phase") != "exchange":
                 assert thread.is_alive()
             service.proc.terminate()
         thread.join(timeout=120)
@@ -162,7 +163,7 @@ def test_cancel_a_queued_job_and_the_running_one_at_its_next_phase(tmp_path, mon
         go.touch()
         thread.join(timeout=120)
         assert got[0]["state"] == "cancelled" and got[0]["exit"] == 2, got
-        assert "cancelled (before its read phase)" in got[0]["error"]
+        assert "cancelled by a client (before its read phase)" in got[0]["error"]
         after = service.client.submit(["sort", "in.npy", "-o", "c.npy", "--verify"])
         assert after["state"] == "done", after
         np.testing.assert_array_equal(np.load("c.npy"), np.sort(data))
@@ -172,3 +173,36 @@ def test_cancel_a_queued_job_and_the_running_one_at_its_next_phase(tmp_path, mon
         assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npy", "go", "in.npy", "s.sock"]
     finally:
         assert service.stop() == 0
+
+
+def test_sigterm_cancels_the_running_job_and_every_rank_exits_0(tmp_path, monkeypatch):
+    """SIGTERM to the launcher (which passes it to every rank) while job 1 is held at rank 0's
+    read and job 2 waits: job 1 stops there on every rank, job 2 is told the service stopped,
+    no output is left, and the service exits 0."""
+    monkeypatch.chdir(tmp_path)
+    np.save(tmp_path / "in.npy", np.arange(20_000, dtype=np.uint32)[::-1])
+    go = tmp_path / "go"
+    service = Service(tmp_path, "--root", str(tmp_path), fault=f"read:0:wait={go}")
+    try:
+        assert "serving" in service.started()
+        first, got = _waiting_job(service.client, ["sort", "in.npy", "-o", "a.npy"])
+        while (running := service.client.status()["running"]) is None or not running["phase"]:
+            assert first.is_alive()
+        second, got_second = _waiting_job(service.client, ["sort", "in.npy", "-o", "b.npy"])
+        while not service.client.status()["queue"]:
+            assert second.is_alive()
+        service.proc.terminate()
+        while service.client.submit(["gen", "x.npy", "--count", "9"], wait=False)["state"] \
+                != "refused":
+            pass  # until rank 0 has taken the signal: it refuses new jobs from then on
+        go.touch()
+        assert service.proc.wait(timeout=120) == 0
+        first.join(timeout=60)
+        second.join(timeout=60)
+        assert got[0]["state"] == "cancelled" and "as the service stopped" in got[0]["error"]
+        assert got_second[0]["state"] == "failed"
+        assert "stopped before this job ran" in got_second[0]["error"]
+    finally:
+        if service.proc.poll() is None:
+            service.proc.kill()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["go", "in.npy"]
