@@ -148,6 +148,8 @@ def _service_parsers(command) -> None:
     job.set_defaults(func=client.submit)
     for name, summary, run in (("status", "a service's running job, queue and last jobs",
                                 client.status),
+                               ("jobs", "a service's jobs, a line each: finished, running, "
+                                "queued", client.jobs),
                                ("shutdown", "stop a service once its running job is done",
                                 client.shutdown)):
         made = command(name, summary)

@@ -1,5 +1,5 @@
 """Talking to a running service: distsort.Client for programs, and the `submit`, `status`,
-`cancel` and `shutdown` commands for people."""
+`jobs`, `cancel` and `shutdown` commands for people."""
 
 from __future__ import annotations
 
@@ -82,6 +82,22 @@ def submit(args, comm) -> int:
 def status(args, comm) -> int:
     print(json.dumps(Client(args.socket).status(), indent=1))
     return 0
+
+
+def jobs(args, comm) -> int:
+    """`jobs`: a line a job, the finished ones first, then the running one and the queue."""
+    now = Client(args.socket).status()
+    for job in now["done"] + ([now["running"]] if now["running"] else []) + now["queue"]:
+        print(job_line(job))
+    return 0
+
+
+def job_line(job: dict) -> str:
+    """'7  running (exchange)  sort in.npy -o out.npy'; finished jobs with exit and seconds."""
+    state = job["state"] + (f" ({job['phase']})" if job.get("phase") else "")
+    if job["exit"] is not None:
+        state += f", exit {job['exit']}, {job['seconds']:.3f} s"
+    return f"{job['job']:>5}  {state:<28}  {' '.join(job['argv'])}"
 
 
 def cancel(args, comm) -> int:

@@ -97,6 +97,13 @@ def test_the_command_line_client(service, tmp_path):
     failed = subprocess.run(run + ["sort", "nothing.npy", "-o", "o.npy"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=120)
     assert failed.returncode == 2 and "nothing.npy does not exist" in failed.stderr
+    listed = subprocess.run(run[:3] + ["jobs", "--socket", service.socket], env=env,
+                            capture_output=True, text=True, timeout=120)
+    lines = listed.stdout.splitlines()
+    assert listed.returncode == 0 and len(lines) == 2, listed
+    assert lines[0].split()[:3] == ["1", "done,", "exit"] and "gen in.npy" in lines[0]
+    assert lines[1].split()[:4] == ["2", "failed,", "exit", "2,"]
+    assert lines[1].endswith("sort nothing.npy -o o.npy")
 
 
 def _waiting_job(client, words: list[str]) -> tuple[threading.Thread, list]:
@@ -114,6 +121,24 @@ def _waiting_job(client, words: list[str]) -> tuple[threading.Thread, list]:
     return thread, got
 
 
+def _running(service: Service, thread: threading.Thread, phase: str = "") -> dict:
+    """The running job once it has started a phase (`phase`, if named), its client thread
+    still waiting."""
+    while True:
+        running = service.client.status()["running"]
+        if running and running["phase"] and running["phase"] == (phase or running["phase"]):
+            return running
+        assert thread.is_alive()
+
+
+def _held_at_read(folder) -> tuple[Service, object]:
+    """A started service whose rank 0 holds each job at its read until the path `go` exists."""
+    go = folder / "go"
+    service = Service(folder, "--root", str(folder), fault=f"read:0:wait={go}")
+    assert "serving" in service.started()
+    return service, go
+
+
 @pytest.mark.parametrize("how", ["killed", "sigterm"])
 def test_a_rank_that_dies_ends_the_service_and_tells_the_waiting_clients(tmp_path, how):
     """A rank killed in a job's exchange, or the service told to stop (SIGTERM) while a rank
@@ -128,8 +153,7 @@ def test_a_rank_that_dies_ends_the_service_and_tells_the_waiting_clients(tmp_pat
         thread, got = _waiting_job(service.client, ["sort", str(tmp_path / "in.npy"), "-o",
                                                     str(tmp_path / "out.npy")])
         if how == "sigterm":  # once rank 0 is in the exchange that rank 1 never joins
-            while (service.client.status()["running"] or {}).get("phase") != "exchange":
-                assert thread.is_alive()
+            _running(service, thread, "exchange")
             service.proc.terminate()
         thread.join(timeout=120)
         assert not thread.is_alive()
@@ -149,13 +173,10 @@ def test_cancel_a_queued_job_and_the_running_one_at_its_next_phase(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     data = np.random.default_rng(3).integers(0, 1000, 50_000).astype(np.int64)
     np.save(tmp_path / "in.npy", data)
-    go = tmp_path / "go"
-    service = Service(tmp_path, "--root", str(tmp_path), fault=f"read:0:wait={go}")
+    service, go = _held_at_read(tmp_path)
     try:
-        assert "serving" in service.started()
         thread, got = _waiting_job(service.client, ["sort", "in.npy", "-o", "a.npy"])
-        while (running := service.client.status()["running"]) is None or not running["phase"]:
-            assert thread.is_alive()  # until job 1 is under way (init done, held at its read)
+        running = _running(service, thread)  # job 1 under way: init done, held at its read
         queued = service.client.submit(["sort", "in.npy", "-o", "b.npy"], wait=False)
         assert service.client.cancel(queued["job"])["state"] == "cancelled"
         assert service.client.cancel(queued["job"])["state"] == "refused"
@@ -181,13 +202,10 @@ def test_sigterm_cancels_the_running_job_and_every_rank_exits_0(tmp_path, monkey
     no output is left, and the service exits 0."""
     monkeypatch.chdir(tmp_path)
     np.save(tmp_path / "in.npy", np.arange(20_000, dtype=np.uint32)[::-1])
-    go = tmp_path / "go"
-    service = Service(tmp_path, "--root", str(tmp_path), fault=f"read:0:wait={go}")
+    service, go = _held_at_read(tmp_path)
     try:
-        assert "serving" in service.started()
         first, got = _waiting_job(service.client, ["sort", "in.npy", "-o", "a.npy"])
-        while (running := service.client.status()["running"]) is None or not running["phase"]:
-            assert first.is_alive()
+        _running(service, first)
         second, got_second = _waiting_job(service.client, ["sort", "in.npy", "-o", "b.npy"])
         while not service.client.status()["queue"]:
             assert second.is_alive()
