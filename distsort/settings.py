@@ -80,7 +80,7 @@ SETTINGS: dict[str, Setting] = {
     "DISTSORT_IPC_MIN_BYTES": Setting("16777216", int, BENCHMARKS, "transport/ipc.py", "exchanges "
                                       "of fewer bytes (the most any rank sends) go over NCCL or "
                                       "MPI, not CUDA IPC copies"),
-    "DISTSORT_FAULT": Setting("", str, TESTS, "report.py", "POINT:RANK[:term|:hang|:wait=PATH]: "
+    "DISTSORT_FAULT": Setting("", str, TESTS, "faults.py", "POINT:RANK[:term|:hang|:wait=PATH]: "
                               "kill, stop or hang that rank at that phase, or hold it there "
                               "until PATH exists (the failure and service tests)"),
     "DISTSORT_SHARED_GPU": Setting("fold", str, TESTS, "steps/fold.py", "where every rank runs "

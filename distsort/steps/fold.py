@@ -37,23 +37,22 @@ def sort_folded(rt: Runtime, report: SortReport, columns: list, counts: list,
                 run: Callable[..., list]) -> list:
     """This rank's shard of run(every rank's columns, in rank order), run on rank 0, where it
     may overwrite them (run(columns, overwrite=True))."""
-    rank, clock = rt.comm.Get_rank(), rt.backend.clock()
-    report.count_in, report.global_count, report.ranks = counts[rank], sum(counts), len(counts)
+    rank, ranks, clock = rt.comm.Get_rank(), len(counts), rt.backend.clock()
+    report.count_in, report.global_count, report.ranks = counts[rank], sum(counts), ranks
     report.path = PATH
+    nothing = np.zeros(ranks, dtype=np.int64)
     with phase(report, "exchange", clock):
-        gathered = rt.transport.alltoallv(columns, _only(counts[rank], 0, len(counts)),
-                                          np.asarray(counts) if rank == 0 else
-                                          _only(0, 0, len(counts)))
+        gathered = rt.transport.alltoallv(columns, _only(counts[rank], ranks),
+                                          np.asarray(counts) if rank == 0 else nothing)
     with phase(report, "finish", clock):
         ordered = run(gathered, overwrite=True) if rank == 0 else None
         like = rt.comm.bcast(ordered and [(c.dtype, c.shape[1:]) for c in ordered])
         ordered = ordered or [rt.xp.empty((0,) + shape, dtype) for dtype, shape in like]
         del gathered
     with phase(report, "exchange", clock):
-        shards = even_shards(sum(counts), len(counts))
-        columns = rt.transport.alltoallv(ordered, shards if rank == 0 else
-                                         _only(0, 0, len(counts)),
-                                         _only(shards[rank], 0, len(counts)))
+        shards = even_shards(sum(counts), ranks)
+        columns = rt.transport.alltoallv(ordered, shards if rank == 0 else nothing,
+                                         _only(shards[rank], ranks))
     report.count_out = len(columns[0])
     return columns
 
@@ -63,9 +62,8 @@ def even_shards(total: int, ranks: int) -> np.ndarray:
     return total // ranks + (np.arange(ranks) < total % ranks).astype(np.int64)
 
 
-def _only(rows: int, peer: int, ranks: int) -> np.ndarray:
-    """Counts of an all-to-all-v where `rows` go to (or come from) one peer only."""
+def _only(rows: int, ranks: int) -> np.ndarray:
+    """Counts of an all-to-all-v where `rows` go to (or come from) rank 0 only."""
     counts = np.zeros(ranks, dtype=np.int64)
-    counts[peer] = rows
+    counts[0] = rows
     return counts
-
