@@ -6,7 +6,10 @@ runs, in GB/s, printed and written to io_probe.json. The buffers are faulted in 
 staging buffers are reused), so what is timed is the copy through the kernel alone.
 - read: preadv of 64 MiB pieces by 1, 4, 8, 16 threads;
 - write: pwritev of 64 MiB pieces into a new (truncated) file by 1, 4, 8, 16 threads; the same
-  then fsync; through a shared mapping of the file (threads copy into it); O_DIRECT.
+  then fsync; through a shared mapping of the file (threads copy into it, or first fault their
+  piece's pages in with MADV_POPULATE_WRITE), its blocks reserved by fallocate first or not;
+  O_DIRECT; pwritev into a file whose blocks fallocate reserved first; and, to tell one file's
+  lock from the machine's limit, 16 threads each writing a file of its own.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ sys.path.insert(0, ROOT)
 from distsort.memory import parse_size  # noqa: E402
 
 PIECE = 64 << 20
+MADV_POPULATE_WRITE = 23  # Linux 5.14
 
 
 def spread(threads: int, size: int, work) -> None:
@@ -55,20 +59,49 @@ def write(path: str, buf: np.ndarray, threads: int, sync: bool = False, direct: 
         os.close(fd)
 
 
-def write_mapped(path: str, buf: np.ndarray, threads: int) -> None:
+def write_mapped(path: str, buf: np.ndarray, threads: int, populate: bool = False,
+                 allocate: bool = False) -> None:
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
     try:
-        os.ftruncate(fd, len(buf))
+        (os.posix_fallocate(fd, 0, len(buf)) if allocate else os.ftruncate(fd, len(buf)))
         with mmap.mmap(fd, len(buf)) as m:
-            spread(threads, len(buf), lambda o: copy_into(m, buf, o))
+            spread(threads, len(buf), lambda o: copy_into(m, buf, o, populate))
     finally:
         os.close(fd)
 
 
-def copy_into(m: mmap.mmap, buf: np.ndarray, at: int) -> None:
-    out = np.frombuffer(m, np.uint8, min(PIECE, len(buf) - at), at)
-    out[:] = buf[at : at + len(out)]
+def copy_into(m: mmap.mmap, buf: np.ndarray, at: int, populate: bool) -> None:
+    n = min(PIECE, len(buf) - at)
+    if populate:
+        m.madvise(MADV_POPULATE_WRITE, at, n)
+    out = np.frombuffer(m, np.uint8, n, at)
+    out[:] = buf[at : at + n]
     del out  # no export of the mapping left when it closes
+
+
+def write_allocated(path: str, buf: np.ndarray, threads: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        os.posix_fallocate(fd, 0, len(buf))
+        spread(threads, len(buf), lambda o: os.pwritev(fd, [buf[o : o + PIECE]], o))
+    finally:
+        os.close(fd)
+
+
+def write_files(path: str, buf: np.ndarray, threads: int) -> None:
+    """Each thread writes its share of buf to a file of its own (path.K)."""
+    share = len(buf) // threads
+
+    def one(k: int) -> None:
+        fd = os.open(f"{path}.{k}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            for o in range(k * share, (k + 1) * share, PIECE):
+                os.pwritev(fd, [buf[o : o + PIECE]], o - k * share)
+        finally:
+            os.close(fd)
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(one, range(threads)))
 
 
 def main() -> None:
@@ -89,14 +122,25 @@ def main() -> None:
     ways["write 8 threads + fsync"] = lambda: write(dst, buf, 8, sync=True)
     ways["write mapped 8 threads"] = lambda: write_mapped(dst, buf, 8)
     ways["write O_DIRECT 8 threads"] = lambda: write(dst, buf, 8, direct=True)
+    ways["write mapped 16 threads"] = lambda: write_mapped(dst, buf, 16)
+    ways["write mapped+populate 16 threads"] = lambda: write_mapped(dst, buf, 16, True)
+    ways["write fallocated mapped 16 threads"] = lambda: write_mapped(dst, buf, 16, False, True)
+    ways["write fallocated mapped+populate 16 threads"] = lambda: write_mapped(
+        dst, buf, 16, True, True)
+    ways["write fallocated 16 threads"] = lambda: write_allocated(dst, buf, 16)
+    ways["write 16 files 16 threads"] = lambda: write_files(dst, buf, 16)
     times: dict[str, list[float]] = {name: [] for name in ways}
     for _ in range(args.reps):
         for name, way in ways.items():
-            os.path.exists(dst) and os.unlink(dst)
+            for old in [dst] + [f"{dst}.{k}" for k in range(16)]:
+                os.path.exists(old) and os.unlink(old)
             start = time.perf_counter()
             way()
             times[name].append(time.perf_counter() - start)
     fs = subprocess.run(["df", "-T", args.dir], capture_output=True, text=True).stdout
+    fs += f"kernel {os.uname().release}; " + " ".join(
+        f"{k}={open('/proc/sys/vm/' + k).read().strip()}"
+        for k in ("dirty_ratio", "dirty_background_ratio", "dirty_bytes"))
     rates = {name: size / statistics.median(t) / 1e9 for name, t in times.items()}
     for name, rate in rates.items():
         print(f"{name:>26}: {rate:6.2f} GB/s  ({', '.join(f'{x:.2f}' for x in times[name])} s)")
@@ -105,8 +149,8 @@ def main() -> None:
     with open(os.path.join(args.out, "io_probe.json"), "w") as f:
         json.dump({"bytes": size, "seconds": times, "gb_per_s": rates, "df": fs,
                    "cpus": os.cpu_count()}, f, indent=1)
-    for path in (src, dst):
-        os.unlink(path)
+    for path in [src, dst] + [f"{dst}.{k}" for k in range(16)]:
+        os.path.exists(path) and os.unlink(path)
 
 
 if __name__ == "__main__":

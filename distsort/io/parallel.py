@@ -1,15 +1,24 @@
-"""Positioned reads and writes of large byte ranges, spread over a pool of threads.
+"""Reads and writes of large byte ranges of one file, spread over a pool of threads.
 
-Reads from the page cache scale with threads (many times faster with 16 threads than with one;
-writes did not scale: bench/RESULTS.md), so
-a rank's range is cut into PIECE-byte requests that the pool's threads serve at once. The ranks
-of a node share its cores: each takes its share of them (workers.threads_for), whatever core
-the launcher bound it to.
+Reads from the page cache scale with threads (many times faster with 16 threads than with one),
+so a rank's range is cut into PIECE-byte requests that the pool's threads serve at once.
+Positioned writes into one file do not scale: the file system takes the file's lock for each
+(ext4: one file 3.2-4.0 GB/s at 1 to 16 threads, 16 files 31 GB/s). Threads copying into a
+shared mapping of the file do scale, once the file's blocks are allocated ahead (fallocate: the
+page faults of writes into holes queue on the block reservation instead): 9.6 GB/s with 16
+threads (bench/RESULTS.md, run 218). So a file whose blocks could be reserved is written through a
+mapping (FileRange), others by positioned writes. The ranks of a node share its cores: each
+takes its share of them (workers.threads_for), whatever core the launcher bound it to.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import mmap
 import os
+
+import numpy as np
 
 from ..workers import spread
 
@@ -26,6 +35,63 @@ def pread_into(fd: int, view: memoryview, offset: int) -> int:
 def pwrite_from(fd: int, view: memoryview, offset: int) -> None:
     """Write view's bytes to fd at offset. Raises OSError as os.pwritev does."""
     spread(lambda lo, hi: _write_piece(fd, view[lo:hi], offset + lo), len(view), PIECE)
+
+
+def reserve(fd: int, nbytes: int) -> bool:
+    """Make fd's file nbytes long with its blocks allocated (fallocate): True. Where the file
+    system allocates nothing ahead, only size it (sparse): False. Raises OSError otherwise (a
+    full disk: ENOSPC, now rather than while writing)."""
+    if nbytes:
+        try:
+            _fallocate(fd, nbytes)
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                raise
+    os.ftruncate(fd, nbytes)
+    return False
+
+
+def _fallocate(fd: int, nbytes: int) -> None:
+    # fallocate(2), not os.posix_fallocate: where the file system cannot reserve blocks, glibc's
+    # posix_fallocate writes zeros through the whole file instead, the very pass we avoid.
+    call = getattr(ctypes.CDLL(None, use_errno=True), "fallocate", None)
+    if call is None:
+        raise OSError(errno.ENOSYS, "this C library has no fallocate")
+    call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    if call(fd, 0, 0, nbytes) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+class FileRange:
+    """Bytes [offset, offset + nbytes) of a file open for reading and writing, written piece by
+    piece by the pool's threads: copied into a shared mapping of them when `mapped` (the file's
+    blocks reserved: see the module doc), else by positioned writes. Close it after use."""
+
+    def __init__(self, fd: int, offset: int, nbytes: int, mapped: bool):
+        self.fd, self.offset = fd, offset
+        self._map: mmap.mmap | None = None
+        self._bytes: np.ndarray | None = None
+        if mapped and nbytes:
+            skip = offset % mmap.ALLOCATIONGRANULARITY  # a mapping starts on a page
+            self._map = mmap.mmap(fd, skip + nbytes, offset=offset - skip)
+            self._bytes = np.frombuffer(self._map, np.uint8)[skip:]
+
+    def write(self, data: np.ndarray, at: int) -> None:
+        """Write data's bytes at byte `at` of the range. Raises OSError as os.pwritev does."""
+        data = data.reshape(-1).view(np.uint8)
+        if self._bytes is None:
+            pwrite_from(self.fd, memoryview(data), self.offset + at)
+            return
+        target = self._bytes[at : at + len(data)]
+        spread(lambda lo, hi: np.copyto(target[lo:hi], data[lo:hi]), len(data), PIECE)
+
+    def close(self) -> None:
+        self._bytes = None  # the mapping's one export, released before it closes
+        if self._map is not None:
+            self._map.close()
+            self._map = None
 
 
 def _read_piece(fd: int, view: memoryview, offset: int) -> int:

@@ -1,7 +1,10 @@
 """Collective writing of one global output file: each rank writes its own byte range.
 
 Rank 0 creates a temporary file beside the output (``.NAME.distsort-tmp-XXXXXXXX``), writes the
-.npy header if any and sizes the file; every rank then positioned-writes its piece; `commit`
+.npy header if any and sizes the file, its blocks allocated where the file system can; every rank
+then writes its piece (parallel.FileRange: through a shared mapping where the blocks are
+allocated and every rank is on one node, so that every rank's page cache is the one page cache,
+else by positioned writes); `commit`
 flushes, agrees that every rank succeeded and renames the temporary file to the output name.
 On any failure every rank raises (see errors.agree) and neither the output nor the temporary file
 is left behind; a rank that dies (SIGKILL included) has a watcher process remove the temporary
@@ -26,10 +29,11 @@ import numpy.lib.format as npformat
 from ..errors import DistsortError, agree
 from ..faults import inject_fault
 from ..inputs import on_gpu
+from ..node import node_place
 from . import staging
 from .formats import FileFormat
 from .guard import TempGuard, remove_later
-from .parallel import pwrite_from
+from .parallel import FileRange, pwrite_from, reserve
 
 TEMP_MARK = "distsort-tmp"
 FREE_LATER = 64 << 20  # bytes: an old output at least this large is freed in the background
@@ -94,11 +98,13 @@ class ShardWriter:
         self._guard: TempGuard | None = None
         self._fd: int | None = None
         self._error: OSError | None = None
-        self._committed = False
+        self._committed = self._mapped = False
         try:
             self.temp = comm.bcast(self._temp_name() if comm.Get_rank() == 0 else None, root=0)
             self._guard = TempGuard(self.temp)  # on every rank, before the file exists
             agree(comm, self._create if comm.Get_rank() == 0 else lambda: None)
+            one_node = node_place(comm)[1] == comm.Get_size()
+            self._mapped = comm.bcast(self._mapped, root=0) and one_node
             agree(comm, self._open_temp)
         except BaseException:
             self.abort()
@@ -114,9 +120,9 @@ class ShardWriter:
             raise write_error(self.path, OSError(errno.EISDIR, "is a folder"))
         try:
             self._check_space(os.path.dirname(self.temp))
-            self._fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            self._fd = os.open(self.temp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
             pwrite_from(self._fd, memoryview(self.header), 0)
-            os.ftruncate(self._fd, self.nbytes)
+            self._mapped = reserve(self._fd, self.nbytes)
         except OSError as exc:
             self.abort()
             raise write_error(self.path, exc, self.nbytes) from None
@@ -130,7 +136,7 @@ class ShardWriter:
         if self._fd is not None:
             return
         try:
-            self._fd = os.open(self.temp, os.O_WRONLY)
+            self._fd = os.open(self.temp, os.O_RDWR)
         except OSError as exc:
             raise DistsortError(
                 f"cannot write output {self.path}: rank {self.comm.Get_rank()} cannot open the "
@@ -155,8 +161,13 @@ class ShardWriter:
         if self._error is not None or n == 0:
             return
         offset = len(self.header) + int(global_start) * self.fmt.itemsize
+        try:
+            target = FileRange(self._fd, offset, n * self.fmt.itemsize, self._mapped)
+        except OSError:  # a file system that maps no files: write them
+            target = FileRange(self._fd, offset, n * self.fmt.itemsize, False)
+
         def put(data: np.ndarray, at: int) -> None:
-            pwrite_from(self._fd, memoryview(data), offset + at)
+            target.write(data, at)
             progress(len(data))
 
         try:
@@ -168,6 +179,8 @@ class ShardWriter:
                     put(data[at : at + staging.STAGE_BYTES], at)
         except OSError as exc:
             self._error = exc
+        finally:
+            target.close()
         inject_fault("written", self.comm.Get_rank())  # failure tests: die with a partial file
 
     def _file_bytes(self, array: np.ndarray) -> np.ndarray:

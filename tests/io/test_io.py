@@ -258,7 +258,7 @@ def test_raw_and_records_round_trip(tmp_path):
     assert (tmp_path / "v.raw").read_bytes() == values.astype(">f4").tobytes()
 
 
-def test_pieces_written_out_of_order_land_in_place(tmp_path):
+def test_pieces_written_out_of_order_land_in_place(tmp_path, write_mode):
     data = np.arange(1000, dtype=np.int64)
     with ShardWriter(tmp_path / "o.npy", FileFormat.npy("i8"), 1000, COMM) as w:
         for start in (900, 0, 500, 100):
@@ -360,7 +360,8 @@ def test_disk_too_small_is_found_before_writing(tmp_path, monkeypatch):
     assert leftovers(tmp_path) == []
 
 
-def test_disk_full_while_writing_fails_at_commit(tmp_path, monkeypatch):
+@pytest.mark.parametrize("write_mode", ["positioned"], indirect=True)
+def test_disk_full_while_writing_fails_at_commit(tmp_path, monkeypatch, write_mode):
     def full(fd, data, offset):
         raise OSError(errno.ENOSPC, "No space left on device")
 
@@ -372,7 +373,8 @@ def test_disk_full_while_writing_fails_at_commit(tmp_path, monkeypatch):
     assert leftovers(tmp_path) == []
 
 
-def test_partial_writes_are_continued(tmp_path, monkeypatch):
+@pytest.mark.parametrize("write_mode", ["positioned"], indirect=True)
+def test_partial_writes_are_continued(tmp_path, monkeypatch, write_mode):
     real, calls = os.pwritev, []
 
     def short(fd, buffers, offset):
@@ -401,7 +403,7 @@ def test_partial_reads_are_continued(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("threads", [1, 3])
-def test_pieces_spread_over_threads_land_in_place(tmp_path, monkeypatch, threads):
+def test_pieces_spread_over_threads_land_in_place(tmp_path, monkeypatch, threads, write_mode):
     """Ranges of many I/O pieces (odd sizes, odd offsets), big-endian, read and written by
     one thread or several, come back exactly."""
     monkeypatch.setattr(parallel, "PIECE", 4096 + 8)
@@ -430,7 +432,7 @@ def test_rows_of_stored_bytes_are_written_as_their_elements(tmp_path):
     assert np.array_equal(np.load(tmp_path / "n.npy"), names)
 
 
-def test_offsets_beyond_4_gib(tmp_path, monkeypatch):
+def test_offsets_beyond_4_gib(tmp_path, monkeypatch, write_mode):
     """A sparse 5 GiB file: pieces written and read back past 2^32 bytes land where they should."""
     monkeypatch.setattr(os, "statvfs", lambda path: type("Roomy", (), {"f_blocks": 0}))
     total = 5 * 2**30 // 8
@@ -444,6 +446,60 @@ def test_offsets_beyond_4_gib(tmp_path, monkeypatch):
     assert src.count == total
     np.testing.assert_array_equal(src.read(far - 1, far + 11), np.r_[0, piece, 0])
     assert src.read(total - 1, total)[0] == piece[0]
+
+
+def test_blocks_are_reserved_and_the_bytes_copied_into_a_mapping(tmp_path, monkeypatch):
+    """Where the file system allocates ahead, the temporary file has every block before a
+    byte is written, and no positioned write carries the data (a mapping does)."""
+    fmt, data = FileFormat.npy("u8"), np.arange(100_000, dtype=np.uint64)
+    writes = []
+    real = os.pwritev
+    with ShardWriter(tmp_path / "o.npy", fmt, len(data), COMM) as w:
+        blocks = os.stat(w.temp).st_blocks * 512
+        if blocks == 0:
+            pytest.skip("this file system allocates no blocks ahead (fallocate)")
+        assert blocks >= w.nbytes
+        monkeypatch.setattr(os, "pwritev", lambda *a: writes.append(a) or real(*a))
+        w.write(0, data)
+        w.commit()
+    assert writes == []
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), data)
+
+
+@pytest.mark.parametrize("code", [errno.EOPNOTSUPP, errno.ENOSYS])
+def test_where_blocks_cannot_be_reserved_the_file_is_sparse_and_written(tmp_path, monkeypatch,
+                                                                        code):
+    def unsupported(fd, nbytes):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(parallel, "_fallocate", unsupported)
+    data = np.arange(5000, dtype=np.int32)
+    writes = []
+    real = os.pwritev
+    monkeypatch.setattr(os, "pwritev", lambda *a: writes.append(a) or real(*a))
+    write_shards(COMM, tmp_path / "o.npy", FileFormat.npy("i4"), data)
+    assert len(writes) == 2  # the header, then the data
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), data)
+
+
+def test_a_disk_too_full_for_the_blocks_fails_before_writing(tmp_path, monkeypatch):
+    def full(fd, nbytes):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(parallel, "_fallocate", full)
+    expect_write_failure(tmp_path / "o.raw", ["o.raw", "no space left", "4 bytes"])
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("write_mode", ["mapped"], indirect=True)
+def test_a_file_system_that_maps_no_files_is_written(tmp_path, monkeypatch, write_mode):
+    def refused(*args, **kwargs):
+        raise OSError(errno.ENODEV, "No such device")
+
+    monkeypatch.setattr(parallel.mmap, "mmap", refused)
+    data = np.arange(3000, dtype=np.float64)
+    write_shards(COMM, tmp_path / "o.npy", FileFormat.npy("f8"), data)
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), data)
 
 
 def test_values_files_take_any_fixed_size_dtype(tmp_path):

@@ -50,7 +50,9 @@ def uneven_split(n: int) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("dtype", [p + d for d in DTYPES for p in "<>"])
-def test_npy_round_trip_every_dtype_and_byte_order(mpi_tmp_path, dtype):
+def test_npy_round_trip_every_dtype_and_byte_order(mpi_tmp_path, dtype, write_mode):
+    """Ranks' uneven ranges meet inside pages: mapped, each rank's copy lands beside its
+    neighbours' in the one page cache."""
     data = global_data(dtype, 1001)
     path = mpi_tmp_path / "o.npy"
     start, stop = uneven_split(len(data))
@@ -65,7 +67,7 @@ def test_npy_round_trip_every_dtype_and_byte_order(mpi_tmp_path, dtype):
     assert listing(mpi_tmp_path) == ["o.npy"]
 
 
-def test_records_round_trip(mpi_tmp_path):
+def test_records_round_trip(mpi_tmp_path, write_mode):
     rows = global_data("u1", 100 * 257).reshape(257, 100)
     path = mpi_tmp_path / "r.dat"
     start, stop = uneven_split(len(rows))
@@ -127,8 +129,10 @@ def test_output_inside_a_regular_file(mpi_tmp_path):
 
 
 @pytest.mark.mpi(min_size=2)
-def test_one_rank_failing_to_write_fails_every_rank(mpi_tmp_path, monkeypatch):
-    """Disk full on the last rank only: every rank raises at commit, nothing is left."""
+@pytest.mark.parametrize("write_mode", ["positioned"], indirect=True)
+def test_one_rank_failing_to_write_fails_every_rank(mpi_tmp_path, monkeypatch, write_mode):
+    """Disk full on the last rank only (a sparse file: its blocks are found as it is written):
+    every rank raises at commit, nothing is left."""
 
     def full(fd, data, offset):
         raise OSError(errno.ENOSPC, "No space left on device")
