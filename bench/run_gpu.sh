@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
-#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) steps cold tune trees apiab passprof a2a ce
+#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) ioprobe (IOPROBE_SIZE) steps cold tune trees apiab passprof a2a ce
 #   ipctests
 #   ipcalone take service (SERVICE_RANKS: 1 2) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
 #   (EXTERNAL_TOTAL=100GB: less;
@@ -83,6 +83,8 @@ for step in $steps; do
                --ranks "${FILEJOB_RANKS:-1}" --reps "${FILEJOB_REPS:-3}" --dir /tmp --out "$OUT" \
                ${FILEJOB_ARGS:-} \
                2>&1 | tail -20 ;;
+    ioprobe) timeout 300 python3 bench/io_probe.py --size "${IOPROBE_SIZE:-4GiB}" --dir /tmp \
+               --reps 3 --out "$OUT" 2>&1 | tail -30 ;;
     steps) dir=$(mktemp -d)  # one rank's file job step by step; KvikIO beside ours if installed
            python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
            timeout 300 python3 bench/file_steps.py "$dir/in.npy" --reps 3 --out "$OUT" 2>&1 | tail -20
