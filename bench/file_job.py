@@ -15,6 +15,10 @@ in rotation for --reps rounds (medians reported):
 - verify: the sort with --verify (the last sort's, cold's and verify's --report phases are kept);
 - check: `mpirun -n R python -m distsort check IN OUT`.
 --cold-page-cache drops the files from the page cache (posix_fadvise) before every timed run.
+Before every timed run the dirty pages are written out (os.sync, outside the clock): else an
+output of 8 GiB, written while the last run's 8 GiB are still dirty, crosses the kernel's dirty
+threshold (vm.dirty_ratio: 20% of the free and cached memory) and its writes are throttled to
+the disk's speed (run 221).
 Every sort's output is checked against np.sort once. A table and JSON (file_job_*.json).
 """
 
@@ -162,6 +166,7 @@ def main() -> None:
     times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(args.reps):
         for name, case in cases.items():
+            os.sync()  # no case pays for the writeback of the last one's output (see --help)
             times[name].append(case())
             if name == "sort":
                 assert np.array_equal(np.load(dst, mmap_mode="r"), np.sort(np.load(src)))

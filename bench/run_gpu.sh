@@ -4,7 +4,8 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
-#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) ioprobe (IOPROBE_SIZE) steps cold tune trees apiab passprof a2a ce
+#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile steps
+#   cold tune trees apiab passprof a2a ce
 #   ipctests
 #   ipcalone take service (SERVICE_RANKS: 1 2) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
 #   (EXTERNAL_TOTAL=100GB: less;
@@ -85,6 +86,19 @@ for step in $steps; do
                2>&1 | tail -20 ;;
     ioprobe) timeout 300 python3 bench/io_probe.py --size "${IOPROBE_SIZE:-4GiB}" --dir /tmp \
                --reps 3 --out "$OUT" 2>&1 | tail -30 ;;
+    writeprobe) host_memory  # the writer's ways of writing an out-of-core job's output
+                timeout 300 python3 bench/write_probe.py --size "${IOPROBE_SIZE:-8GiB}" --dir /tmp \
+                  --reps 2 --out "$OUT" 2>&1 | tail -12 ;;
+    profile) dir=$(mktemp -d)  # one rank's file job under cProfile (the main thread's calls)
+             python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
+             for i in 1 2; do  # the second run is profiled: page cache and kernels warm
+               sync  # no dirty pages left (they would throttle the output's writes)
+               /usr/bin/time -f "wall %e s" python3 -m cProfile -o "$OUT/profile.prof" -m distsort \
+                 sort "$dir/in.npy" -o "$dir/out.npy" ${FILEJOB_ARGS:-} 2>&1 | tail -4
+             done
+             python3 -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('cumulative')\
+               .print_stats(45)" "$OUT/profile.prof" | tail -60 | cut -c1-150
+             rm -rf "$dir" ;;
     steps) dir=$(mktemp -d)  # one rank's file job step by step; KvikIO beside ours if installed
            python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
            timeout 300 python3 bench/file_steps.py "$dir/in.npy" --reps 3 --out "$OUT" 2>&1 | tail -20

@@ -97,6 +97,7 @@ class ShardWriter:
         self.temp: str | None = None
         self._guard: TempGuard | None = None
         self._fd: int | None = None
+        self._target: FileRange | None = None
         self._error: OSError | None = None
         self._committed = self._mapped = False
         try:
@@ -106,6 +107,7 @@ class ShardWriter:
             one_node = node_place(comm)[1] == comm.Get_size()
             self._mapped = comm.bcast(self._mapped, root=0) and one_node
             agree(comm, self._open_temp)
+            self._target = self._data_range()
         except BaseException:
             self.abort()
             raise
@@ -144,6 +146,16 @@ class ShardWriter:
                 "file system shared by all ranks"
             ) from None
 
+    def _data_range(self) -> FileRange:
+        """The file's bytes after the header, for every write: one mapping for the writer's
+        life where mapped (a mapping a write call, as the out-of-core rounds make, wrote half as
+        fast: bench/RESULTS.md, run 223)."""
+        span = self.nbytes - len(self.header)
+        try:
+            return FileRange(self._fd, len(self.header), span, self._mapped)
+        except OSError:  # a file system that maps no files: write them
+            return FileRange(self._fd, len(self.header), span, False)
+
     def write(self, global_start: int, array,
               progress: Callable[[int], None] = lambda n: None) -> None:
         """Write elements (or records) [global_start, global_start + len(array)) of the file.
@@ -160,14 +172,10 @@ class ShardWriter:
         _check_rows(array, self.fmt)
         if self._error is not None or n == 0:
             return
-        offset = len(self.header) + int(global_start) * self.fmt.itemsize
-        try:
-            target = FileRange(self._fd, offset, n * self.fmt.itemsize, self._mapped)
-        except OSError:  # a file system that maps no files: write them
-            target = FileRange(self._fd, offset, n * self.fmt.itemsize, False)
+        offset = int(global_start) * self.fmt.itemsize
 
         def put(data: np.ndarray, at: int) -> None:
-            target.write(data, at)
+            self._target.write(data, offset + at)
             progress(len(data))
 
         try:
@@ -179,8 +187,6 @@ class ShardWriter:
                     put(data[at : at + staging.STAGE_BYTES], at)
         except OSError as exc:
             self._error = exc
-        finally:
-            target.close()
         inject_fault("written", self.comm.Get_rank())  # failure tests: die with a partial file
 
     def _file_bytes(self, array: np.ndarray) -> np.ndarray:
@@ -209,6 +215,7 @@ class ShardWriter:
         try:
             if self._error is not None:
                 raise self._error
+            self._target.close()  # its writes are the file's: fsync and close see them
             if self.durable:
                 os.fsync(self._fd)
             os.close(self._fd)
@@ -241,6 +248,8 @@ class ShardWriter:
 
     def abort(self) -> None:
         """Close and remove the temporary file (not collective; safe to call more than once)."""
+        if self._target is not None:
+            self._target.close()
         if self._fd is not None:
             try:
                 os.close(self._fd)
