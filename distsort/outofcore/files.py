@@ -2,7 +2,8 @@
 
 Each rank reads its range of the input piece by piece (one run at a time) straight into the
 out-of-core sort (sort.py) and writes its shard of the output, piece by piece, at its
-offset of the output file (ShardWriter: temporary name, renamed when every rank is done).
+offset of the output file (ShardWriter: temporary name, renamed when every rank is done), each
+round's behind the next round's sort (writes.py).
 Neither the whole input nor the whole output is ever in host memory: only the sorted runs (one
 copy of the rank's range) and one exchange round's buffers. --verify checks the pieces on the
 device as they go by (count, order, order-independent checksum; values by checksum), as
@@ -20,10 +21,12 @@ from ..errors import DistsortError, agree
 from ..io import FileFormat, InputFile, ShardWriter, rank_range
 from ..io.staging import load
 from ..payload import restored
-from ..report import SortReport
+from ..phases import phase
+from ..report import HostClock, SortReport
 from ..runtime import Runtime
 from .sort import external_sort
 from .sources import numeric_source, positions_source, records_source
+from .writes import WritesBehind
 
 
 def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: InputFile | None,
@@ -39,28 +42,36 @@ def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: Inp
     order = stand.sort_descending if stand else args.descending
     check = StreamCheck(order, fmt.key_size) if args.verify else None
     like = None if values is None else np.empty(0, values.fmt.native_dtype)  # 1-D or uint8 rows
-    writers = []
+    writers, behind = [], None
     try:
         for path, out_fmt in paths:
             writers.append(ShardWriter(path, out_fmt, source.count, comm, args.durable))
 
-        def write(row: int, columns: list) -> None:
-            if check:  # the bytes as they travelled: the checksum reads bytes alike
-                check.wrote(columns, rt.xp)
-            if stand and not args.argsort:  # the keys' bits from their stand-ins
-                columns = [stand.bits(columns[0])] + columns[1:]
+        def write(row: int, columns: list) -> None:  # host columns, on the writes' thread
             if values is not None:  # back to the values' dtype where they travelled as bytes
                 columns = [columns[0], restored(columns[1], like)]
             for writer, column in zip(writers, columns):
                 writer.write(row, column)
 
+        def put(row: int, columns: list) -> None:  # a round's columns, on the device
+            if check:  # the bytes as they travelled: the checksum reads bytes alike
+                check.wrote(columns, rt.xp)
+            if stand and not args.argsort:  # the keys' bits from their stand-ins
+                columns = [stand.bits(columns[0])] + columns[1:]
+            behind.put(row, columns)
+
+        behind = WritesBehind(rt, write)
         piecewise = file_source(rt, args, fmt, source, values, start, stop, check, stand)
-        external_sort(rt, piecewise, budget, report, write=write)
+        external_sort(rt, piecewise, budget, report, write=put)
+        with phase(report, "write", HostClock()):  # what the rounds did not hide
+            agree(comm, behind.finish)
         if check:
             check.conclude(comm)
         for writer in writers:
             writer.commit()
     finally:
+        if behind is not None:
+            behind.stop()
         for writer in writers:
             writer.abort()
 

@@ -86,3 +86,15 @@ def test_verify_fails_a_wrong_sort_and_publishes_nothing(tmp_path, monkeypatch, 
                  "--backend", "cpu", *budget])
     assert code == 2 and "--verify failed, nothing written" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["in.npy"]
+
+
+@pytest.mark.parametrize("how", ["", ":term"])  # SIGKILL, SIGTERM
+def test_a_rank_killed_writing_behind_the_rounds_leaves_nothing(tmp_path, monkeypatch, how):
+    """The output is written on a thread of its own (outofcore/writes.py): a rank killed there
+    ends the job on every rank, and neither output nor temporary file is left."""
+    np.save(tmp_path / "in.npy", mixed_keys("uint32", n=50_000))
+    monkeypatch.setenv("DISTSORT_FAULT", f"written:1{how}")
+    run = distsort("sort", "in.npy", "-o", "out.npy", "--device-memory", "1MiB", cwd=tmp_path)
+    assert "injected fault written:1" in run.stderr
+    assert run.returncode != 0
+    assert os.listdir(tmp_path) == ["in.npy"]
