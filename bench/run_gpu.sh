@@ -4,8 +4,8 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
-#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile steps
-#   cold tune trees apiab passprof a2a ce
+#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD)
+#   steps cold tune trees apiab passprof a2a ce
 #   ipctests
 #   ipcalone take service (SERVICE_RANKS: 1 2) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
 #   (EXTERNAL_TOTAL=100GB: less;
@@ -89,6 +89,18 @@ for step in $steps; do
     writeprobe) host_memory  # the writer's ways of writing an out-of-core job's output
                 timeout 300 python3 bench/write_probe.py --size "${IOPROBE_SIZE:-8GiB}" --dir /tmp \
                   --reps 2 --out "$OUT" 2>&1 | tail -12 ;;
+    abfile) dir=$(mktemp -d)  # the file job of the tree in $AB_OLD (.abold) and this one, alternated
+            python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
+            for i in 1 2 3; do
+              for tree in "${AB_OLD:-.abold}" .; do
+                sync  # no dirty pages left (they would throttle the output's writes)
+                (cd "$tree" && PYTHONPATH=$PWD:/tmp/site /usr/bin/time -f "$tree wall %e s" \
+                  python3 -m distsort sort "$dir/in.npy" -o "$dir/out.npy" ${FILEJOB_ARGS:-} \
+                  --report "$dir/r.json" 2>&1 | grep -a "wall\|phases\|Error")
+              done
+            done
+            python3 -m distsort check "$dir/in.npy" "$dir/out.npy" 2>&1 | tail -2
+            rm -rf "$dir" ;;
     profile) dir=$(mktemp -d)  # one rank's file job under cProfile (the main thread's calls)
              python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
              for i in 1 2; do  # the second run is profiled: page cache and kernels warm
