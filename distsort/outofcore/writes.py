@@ -29,7 +29,9 @@ class WritesBehind:
 
     def __init__(self, rt: Runtime, write: Callable[[int, list], None]):
         self.rt, self.write = rt, write
-        self.lane = rt.backend.copy_lane() if rt.backend.name == "gpu" else None
+        gpu = rt.backend.name == "gpu"
+        self.lane = rt.backend.copy_lane() if gpu else None
+        self.device = rt.xp.cuda.Device().id if gpu else None  # the thread waits on its events
         self.thread = ThreadPoolExecutor(1, thread_name_prefix="distsort-write")
         self.buffers: list[list[np.ndarray]] = [[] for _ in range(SLOTS)]
         self.pending: list[Future | None] = [None] * SLOTS
@@ -37,6 +39,8 @@ class WritesBehind:
 
     def put(self, row: int, columns: list) -> None:
         """Queue the round's columns (backend arrays: rows [row, row + len) of the output)."""
+        if len(columns[0]) == 0:
+            return
         k, self.turn = self.turn, (self.turn + 1) % SLOTS
         self._settle(k)  # slot k's last round is written: its buffers are free
         done = None
@@ -64,6 +68,8 @@ class WritesBehind:
         return hosts
 
     def _write(self, done, row: int, columns: list) -> None:
+        if self.device is not None:
+            self.rt.xp.cuda.runtime.setDevice(self.device)
         if done is not None:
             done.synchronize()
         self.write(row, columns)

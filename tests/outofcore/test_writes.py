@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
+from distsort.backend import CopyLane
+from distsort.outofcore import writes
 from distsort.outofcore.writes import WritesBehind
 from distsort.runtime import get_runtime
 
@@ -64,3 +66,32 @@ def test_stop_waits_for_the_write_under_way():
     stopper.join()
     assert finished == [5]
 
+
+
+def test_rounds_come_down_into_two_buffers_made_once_unless_a_round_outgrows_them(monkeypatch):
+    """The GPU's way (a copy lane into page-locked buffers), with the CPU's lane and plain
+    buffers: rounds alternate between two slots, a slot's buffers are reused while a round
+    fits them, remade for one that does not, and what is written is each round's rows."""
+    made, got = [], []
+
+    def host_empty(shape, dtype, pinned):
+        made.append(shape)
+        return np.empty(shape, dtype)
+
+    monkeypatch.setattr(writes, "host_empty", host_empty)
+    behind = WritesBehind(get_runtime(MPI.COMM_SELF, "cpu"),
+                          lambda row, columns: got.append((row, [c.copy() for c in columns])))
+    behind.lane = CopyLane()
+    sizes = [100, 100, 90, 100, 200, 10, 0, 5]
+    rounds, row = [], 0
+    for n in sizes:
+        rounds.append((row, [np.arange(row, row + n, dtype=np.uint32),
+                             np.full((n, 3), row % 256, np.uint8)]))
+        behind.put(*rounds[-1])
+        row += n
+    behind.finish()
+    assert len(made) == 2 * 3  # two slots' two columns, then one slot's again for 200 rows
+    assert [r for r, _ in got] == [r for (r, c) in rounds if len(c[0])]
+    for (_, wrote), (_, put) in zip(got, [r for r in rounds if len(r[1][0])]):
+        for a, b in zip(wrote, put):
+            np.testing.assert_array_equal(a, b)
