@@ -47,6 +47,13 @@ def _executor() -> ThreadPoolExecutor:
     return _pool["executor"]
 
 
+def each(calls: list[Callable[[], T]]) -> list[T]:
+    """[call() for call in calls], served by the pool's threads."""
+    if len(calls) <= 1 or _pool["threads"] == 1:
+        return [call() for call in calls]
+    return list(_executor().map(lambda call: call(), calls))
+
+
 def spread(work: Callable[[int, int], T], nbytes: int, piece: int) -> list[T]:
     """[work(lo, hi) for each piece [lo, hi) of range(nbytes)], served by the pool's threads."""
     cuts = range(0, nbytes, piece)

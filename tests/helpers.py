@@ -45,6 +45,24 @@ def reference_order(data: np.ndarray, descending: bool) -> np.ndarray:
     return np.argsort(-data.astype(object), kind="stable").astype(np.int64)
 
 
+def check_pairs_and_argsort_keep_ties(keys: np.ndarray) -> None:
+    """distsort.sort_pairs (stable) and argsort of this rank's keys on the CPU backend, both
+    ways: ties in global input order, as NumPy's stable sort orders them (collective)."""
+    import distsort
+
+    start = COMM.exscan(len(keys)) or 0
+    values = np.arange(start, start + len(keys), dtype=np.int64)
+    everyone = everything(keys)
+    for descending in (False, True):
+        order = reference_order(everyone, descending)
+        k, v = distsort.sort_pairs(keys, values, backend="cpu", descending=descending,
+                                   stable=True)
+        np.testing.assert_array_equal(everything(v), order)
+        np.testing.assert_array_equal(everything(k), everyone[order])
+        positions = distsort.argsort(keys, backend="cpu", descending=descending)
+        np.testing.assert_array_equal(everything(positions), order)
+
+
 def local_data(dist: str, dtype: str, n: int, seed: int) -> np.ndarray:
     """This rank's piece of a data set; 'sorted'/'reverse' are global orders across ranks."""
     rng = np.random.default_rng([seed, COMM.Get_rank()])

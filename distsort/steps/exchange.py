@@ -29,12 +29,13 @@ class Received:
     """This rank's received rows: columns (with gaps between the source blocks), blocks (rows,
     start) of each block in them, sent (the sent columns, held until the finish: its scratch),
     and begun: a finish begun during the exchange (a landing sort, or the order of rows whose
-    key words came ahead), or None."""
+    key words came ahead), or None; runs: each block is sorted (GroupedRows.runs)."""
 
     columns: list
     blocks: tuple
     sent: list
     begun: object | None
+    runs: bool = False
 
 
 def exchange(rt: Runtime, routed: GroupedRows | ChunkedRows, report: SortReport) -> Received:
@@ -47,7 +48,7 @@ def exchange(rt: Runtime, routed: GroupedRows | ChunkedRows, report: SortReport)
     if not routed.ahead:
         received, blocks = exchange_columns(rt, routed.columns, *sent, report,
                                             even_rows=routed.even_rows)
-        return Received(received, blocks, routed.columns, None)
+        return Received(received, blocks, routed.columns, None, routed.runs)
     return _words_ahead(rt, routed, report)
 
 

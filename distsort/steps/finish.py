@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..columns import KeyWords, own_key, plain_keys, radix_rows
 from ..local import landing
 from ..local.landing import LandingSort
+from ..local.merge import available, merge_runs
 from ..local.order import stable_order
 from ..local.rows import take
 from ..runtime import Runtime
@@ -54,6 +55,8 @@ def finish(rt: Runtime, received, key_words: KeyWords, splitters) -> list:
         return received.begun.finish(columns, sent)
     n, rank = int(blocks[0].sum()), rt.comm.Get_rank()
     words = key_words(columns)
+    if received.runs and n == len(columns[0]) and own_key(columns, words) and available(words[0]):
+        return merged(columns, blocks[0], sent)
     low, top, end_bit = key_range(splitters, rank, words[0].dtype)
     if plain_keys(columns, words):
         _fill_gaps(columns[0], blocks, words[0].dtype.type(top))
@@ -73,6 +76,14 @@ def finish(rt: Runtime, received, key_words: KeyWords, splitters) -> list:
         return [c[first : first + n] for c in out]
     order = received_order(rt, words, blocks, outside)
     return [take(c, order) for c in columns]
+
+
+def merged(columns: list, counts, sent: list) -> list:
+    """Rows that came as one sorted run from each rank (CPUs: partition.sorted_first), keyed by
+    their first column, merged (local/merge.py); the sent keys' buffer is the merge's scratch."""
+    keys, order = merge_runs(columns[0], counts, positions=len(columns) > 1, overwrite=True,
+                             scratch=sent[0])
+    return [keys] + [take(c, order) for c in columns[1:]]
 
 
 def received_order(rt: Runtime, words: list, blocks, outside: tuple | None) -> object:

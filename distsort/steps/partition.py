@@ -62,8 +62,8 @@ def sorted_first(rt: Runtime, columns: list, offset: int, even_rows: int,
     """Rows whose first column is their key, on CPUs: sorted first (plain keys by one pass of
     NumPy's SIMD sort, rows with more columns by a stable order and gathers), where a count and
     a scatter by destination take several passes, then cut where
-    the splitters fall: each rank's rows are then contiguous and in order, and the receiver's
-    sort meets sorted runs."""
+    the splitters fall: each rank's rows are then contiguous and in order, and the receiver
+    merges the sorted runs (finish.merged)."""
     keys = columns[0]
     if len(columns) == 1:
         ordered = [rt.backend.engine.sort(keys)]
@@ -75,7 +75,7 @@ def sorted_first(rt: Runtime, columns: list, offset: int, even_rows: int,
     counts = np.diff(ends, prepend=0)
     low, top, _ = key_range(splitters, rt.comm.Get_rank(), keys.dtype)
     return GroupedRows(ordered, [], counts, displacements(counts), even_rows,
-                   outside_key(keys.dtype, low, top))
+                   outside_key(keys.dtype, low, top), runs=True)
 
 
 def _rows_before(ordered: np.ndarray, keys: np.ndarray, offset: int, splitter) -> int:
@@ -120,6 +120,7 @@ class GroupedRows:
     send_displs: np.ndarray
     even_rows: int  # of a shard, were they even: the receive buffers' size follows it on GPUs
     outside: tuple | None  # outside_key of the first key word's range on this rank
+    runs: bool = False  # each rank's rows are sorted (sorted_first): the receiver merges them
 
 
 @dataclass

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import COMM, everything, local_data, reference, reference_order
+from helpers import (
+    COMM,
+    check_pairs_and_argsort_keep_ties,
+    everything,
+    local_data,
+    reference,
+)
 
 import distsort
 from distsort.report import SortReport
@@ -50,17 +56,7 @@ def test_folded_sort_matches_numpy_in_even_shards(one_gpu, dtype, descending):
 
 def test_folded_pairs_and_argsort_keep_ties_in_input_order(one_gpu):
     keys = local_data("fewdistinct", "float64", 2000 + 11 * COMM.rank, seed=6)
-    start = COMM.exscan(len(keys)) or 0
-    values = np.arange(start, start + len(keys), dtype=np.int64)
-    everyone = everything(keys)
-    for descending in (False, True):
-        order = reference_order(everyone, descending)
-        k, v = distsort.sort_pairs(keys, values, backend="cpu", descending=descending,
-                                   stable=True)
-        np.testing.assert_array_equal(everything(v), order)
-        np.testing.assert_array_equal(everything(k), everyone[order])
-        positions = distsort.argsort(keys, backend="cpu", descending=descending)
-        np.testing.assert_array_equal(everything(positions), order)
+    check_pairs_and_argsort_keep_ties(keys)
 
 
 def test_folded_records_match_numpy(one_gpu):

@@ -1,0 +1,136 @@
+"""Stable merges of sorted runs on CPUs (merge.c): a rank that receives one sorted run from
+every rank merges them in log2(runs) passes instead of sorting them again.
+
+merge.c is compiled once per machine by the C compiler Python was built with (sysconfig's CC,
+else `cc`) into distsort's kernel cache (cuda_source.kernel_cache), or the user's cache folder
+where that cannot be written, under a name that holds a hash of the source; a compile takes
+a fraction of a second. Where no compiler works, available() is False and callers sort.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shlex
+import subprocess
+import sysconfig
+import tempfile
+
+import numpy as np
+
+from ..cuda_source import kernel_cache
+from ..workers import each
+
+SOURCE = os.path.join(os.path.dirname(__file__), "merge.c")
+FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
+
+
+def available(keys: np.ndarray) -> bool:
+    """Can merge_runs merge these keys (unsigned integers, a compiled merge.c)?"""
+    return keys.ndim == 1 and keys.dtype.kind == "u" and _library() is not None
+
+
+def merge_runs(keys: np.ndarray, counts, positions: bool = False, overwrite: bool = False,
+               scratch: np.ndarray | None = None):
+    """keys: sorted runs of counts[i] keys, one after another. Returns (the keys merged, stably,
+    the earlier run's first among equal keys; with `positions`, the int64 position in keys of
+    each merged key, else None). overwrite: keys may be used as scratch; scratch: an array of
+    at least keys' length and dtype to use as well (else one is made)."""
+    lib, width = _library(), 8 * keys.dtype.itemsize
+    bounds = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
+    runs = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+    fits = scratch is not None and scratch.dtype == keys.dtype and len(scratch) >= len(keys)
+    source, target = keys, scratch[: len(keys)] if fits else np.empty_like(keys)
+    at = np.arange(len(keys), dtype=np.int64) if positions else None
+    at_target = np.empty_like(at) if positions else None
+    while len(runs) > 1:
+        pairs = [runs[i : i + 2] for i in range(0, len(runs), 2)]
+        each([functools.partial(_merge_pair, lib, width, pair, source, target, at, at_target)
+              for pair in pairs])
+        runs = [(pair[0][0], pair[-1][1]) for pair in pairs]
+        if source is keys and not overwrite:  # the input is only read
+            source, target = target, np.empty_like(keys)
+        else:
+            source, target = target, source
+        at, at_target = at_target, at
+    return (keys.copy() if source is keys and not overwrite else source), at
+
+
+def _merge_pair(lib, width: int, pair: list, source, target, at, at_target) -> None:
+    if len(pair) == 1:  # the odd run out: copied as it is
+        lo, hi = pair[0]
+        target[lo:hi] = source[lo:hi]
+        if at is not None:
+            at_target[lo:hi] = at[lo:hi]
+        return
+    (lo, mid), (_, hi) = pair
+    p = _pointer
+    if at is None:
+        getattr(lib, f"merge_u{width}")(p(source, lo), mid - lo, p(source, mid), hi - mid,
+                                        p(target, lo))
+    else:
+        getattr(lib, f"merge_positions_u{width}")(
+            p(source, lo), p(at, lo), mid - lo, p(source, mid), p(at, mid), hi - mid,
+            p(target, lo), p(at_target, lo))
+
+
+def _pointer(array: np.ndarray, index: int) -> ctypes.c_void_p:
+    return ctypes.c_void_p(array.ctypes.data + index * array.itemsize)
+
+
+@functools.cache
+def _library() -> ctypes.CDLL | None:
+    with open(SOURCE, "rb") as f:
+        text = f.read()
+    compilers = [shlex.split(sysconfig.get_config_var("CC") or ""), ["cc"]]
+    digest = hashlib.sha256(text + " ".join(FLAGS).encode()).hexdigest()[:16]
+    name = f"merge-{digest}.so"
+    folders = [kernel_cache(), os.path.join(os.environ.get("XDG_CACHE_HOME")
+                                            or os.path.expanduser("~/.cache"), "distsort")]
+    for folder in folders:
+        if os.path.exists(os.path.join(folder, name)):
+            return _load(os.path.join(folder, name))
+    for folder in folders:
+        for compiler in filter(None, compilers):
+            built = _build(compiler, folder, name)
+            if built:
+                return _load(built)
+    return None
+
+
+def _build(compiler: list[str], folder: str, name: str) -> str | None:
+    """Compile merge.c into folder/name (by a temporary name, renamed: ranks may race);
+    its path, or None where the compiler or the folder fails."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=folder, prefix=".merge-", suffix=".so")
+        os.close(fd)
+    except OSError:
+        return None
+    try:
+        done = subprocess.run([*compiler, *FLAGS, "-o", temp, SOURCE], capture_output=True,
+                              timeout=120)
+        if done.returncode != 0:
+            return None
+        os.replace(temp, os.path.join(folder, name))
+        return os.path.join(folder, name)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
+def _load(path: str) -> ctypes.CDLL | None:
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return None
+    for width in (8, 16, 32, 64):
+        getattr(lib, f"merge_u{width}").argtypes = [ctypes.c_void_p, ctypes.c_int64] * 2 + [
+            ctypes.c_void_p]
+        getattr(lib, f"merge_positions_u{width}").argtypes = (
+            [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64] * 2 + [ctypes.c_void_p] * 2)
+    return lib

@@ -1,0 +1,87 @@
+"""Stable merges of sorted runs on CPUs (local/merge.py, merge.c)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distsort.local import merge
+
+if not merge.available(np.zeros(1, np.uint32)):
+    pytest.skip("no C compiler here to build merge.c", allow_module_level=True)
+
+LAYOUTS = [[5], [3, 4], [0, 7, 2], [10, 0, 3, 8, 1], [100, 200, 300, 50, 7, 1, 1000], [0, 0],
+           [1] * 9, [4096, 4096]]
+
+
+def runs_of(dtype, counts, seed=0, distinct=None):
+    """Sorted runs of random keys, one after another (few distinct keys: many ties)."""
+    rng = np.random.default_rng(seed)
+    top = distinct or np.iinfo(dtype).max
+    return np.concatenate([np.sort(rng.integers(0, top, c, dtype=np.uint64).astype(dtype))
+                           for c in counts] or [np.empty(0, dtype)])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
+@pytest.mark.parametrize("counts", LAYOUTS)
+@pytest.mark.parametrize("distinct", [None, 3])
+def test_merged_as_a_stable_sort_orders_them(dtype, counts, distinct):
+    keys = runs_of(dtype, counts, distinct=distinct)
+    before = keys.copy()
+    expected = np.argsort(keys, kind="stable")
+    merged, positions = merge.merge_runs(keys, counts, positions=True)
+    np.testing.assert_array_equal(positions, expected)  # equal keys: the earlier run first
+    np.testing.assert_array_equal(merged, keys[expected])
+    np.testing.assert_array_equal(keys, before)  # not overwrite: the input is only read
+    alone, none = merge.merge_runs(keys, counts)
+    assert none is None
+    np.testing.assert_array_equal(alone, keys[expected])
+
+
+@pytest.mark.parametrize("counts", LAYOUTS)
+def test_scratch_and_overwrite_give_the_same_keys(counts):
+    keys = runs_of(np.uint32, counts, seed=1)
+    expected = np.sort(keys)
+    for scratch in (None, np.empty(len(keys) + 5, np.uint32), np.empty(1, np.uint32)):
+        merged, _ = merge.merge_runs(keys.copy(), counts, overwrite=True, scratch=scratch)
+        np.testing.assert_array_equal(merged, expected)
+
+
+def test_pairs_of_a_pass_run_on_several_threads(monkeypatch):
+    from distsort import workers
+
+    monkeypatch.setitem(workers._pool, "threads", 3)
+    monkeypatch.delitem(workers._pool, "executor", raising=False)
+    counts = [1000] * 16
+    keys = runs_of(np.uint64, counts, distinct=50)
+    merged, positions = merge.merge_runs(keys, counts, positions=True)
+    np.testing.assert_array_equal(positions, np.argsort(keys, kind="stable"))
+    workers._pool.pop("executor").shutdown()
+
+
+@pytest.mark.parametrize("keys", [np.zeros(4, np.int32), np.zeros(4, np.float64),
+                                  np.zeros((4, 2), np.uint8)])
+def test_only_unsigned_columns_merge(keys):
+    assert not merge.available(keys)
+
+
+def test_a_compiler_that_fails_builds_nothing(tmp_path):
+    assert merge._build(["false"], str(tmp_path), "merge-x.so") is None
+    assert merge._build(["no-such-compiler-here"], str(tmp_path), "merge-x.so") is None
+    assert list(tmp_path.iterdir()) == []  # no temporary file left either
+
+
+def test_the_library_is_built_in_the_kernel_cache_and_found_there(tmp_path, monkeypatch):
+    monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(tmp_path))
+    merge._library.cache_clear()
+    try:
+        assert merge._library() is not None
+        built = list(tmp_path.iterdir())
+        assert len(built) == 1 and built[0].name.startswith("merge-") and built[0].suffix == ".so"
+        made = built[0].stat().st_mtime_ns
+        merge._library.cache_clear()
+        assert merge._library() is not None  # loaded, not built again
+        assert list(tmp_path.iterdir()) == built and built[0].stat().st_mtime_ns == made
+    finally:
+        monkeypatch.undo()
+        merge._library.cache_clear()

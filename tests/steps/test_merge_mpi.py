@@ -1,0 +1,56 @@
+"""On CPUs each rank receives one sorted run from every rank and merges them (finish.merged,
+local/merge.py); without a C compiler it sorts them, with the same results.
+
+Run as `mpiexec -n P python -m pytest --with-mpi tests/steps/test_merge_mpi.py`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import (
+    COMM,
+    check_pairs_and_argsort_keep_ties,
+    everything,
+    local_data,
+    reference,
+)
+
+import distsort
+from distsort.local import merge
+from distsort.steps import finish
+
+pytestmark = [pytest.mark.mpi(min_size=2)]
+
+
+@pytest.fixture(params=["merged", "no compiler"])
+def merges(request, monkeypatch) -> list:
+    """Count finish.merged's calls; "no compiler": merge.c could not be built here."""
+    if request.param == "no compiler":
+        monkeypatch.setattr(merge, "_library", lambda: None)
+    elif not merge.available(np.zeros(1, np.uint32)):
+        pytest.skip("no C compiler here to build merge.c")
+    calls, real = [], finish.merged
+    monkeypatch.setattr(finish, "merged", lambda *a: calls.append(a) or real(*a))
+    return calls
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "uint32", "int64", "float32", "float64"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_keys_match_numpy(merges, dtype, descending):
+    x = local_data("fewdistinct", dtype, 3000 + 101 * COMM.rank, seed=9)
+    shard = distsort.sort(x, backend="cpu", descending=descending)
+    np.testing.assert_array_equal(everything(shard), reference(everything(x), descending))
+    assert bool(merges) == (merge._library() is not None)
+
+
+def test_pairs_and_argsort_keep_ties_in_input_order(merges):
+    keys = local_data("fewdistinct", "float64", 2500 + 13 * COMM.rank, seed=4)
+    check_pairs_and_argsort_keep_ties(keys)
+    assert bool(merges) == (merge._library() is not None)
+
+
+def test_ranks_without_rows(merges):
+    x = local_data("uniform", "uint32", 5000 if COMM.rank == 0 else 0, seed=2)
+    shard = distsort.sort(x, backend="cpu")
+    np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
