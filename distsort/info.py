@@ -164,7 +164,11 @@ def backend_info(comm, gpus: Mapping[str, Any]) -> dict[str, Any]:
         selected = choose_backend(comm if comm is not None else MPI.COMM_WORLD, None)
     except Exception as exc:  # e.g. DISTSORT_BACKEND=gpu on a rank without a GPU
         selected = f"none: {exc}"
-    return {"available": available, "requested": requested, "selected": selected}
+    from .local.merge import library_path
+
+    merge = library_path() or "none (no C compiler here): CPU ranks sort what they receive"
+    return {"available": available, "requested": requested, "selected": selected,
+            "cpu_merge": merge}
 
 
 def transport_info(comm, backend: str, device: str | None = None) -> str:
@@ -366,6 +370,7 @@ def format_info(d: Mapping[str, Any]) -> str:
         f"backend     {backend['selected']}",
         f"            available here: {', '.join(backend['available'])}; requested: "
         f"{backend['requested']} (--backend or DISTSORT_BACKEND)",
+        f"cpu merge   {backend['cpu_merge']}",
         f"transport   {d['transport']}",
         *_gpu_lines(d["gpus"]),
         f"NCCL        {nccl['version'] or 'none (' + nccl.get('reason', '') + ')'}",

@@ -62,6 +62,15 @@ def test_collect_info_without_cupy(no_cupy, monkeypatch):
     text = info.format_info(d)
     for word in ("backend", "GPUs        none", "NCCL", "MPI", "CUDA-aware", "numpy", "ranks"):
         assert word in text
+    assert f"cpu merge   {d['backend']['cpu_merge']}" in text
+
+
+def test_info_says_where_cpu_ranks_have_no_merge(no_cupy, monkeypatch):
+    from distsort.local import merge
+
+    monkeypatch.setattr(merge, "_library", lambda: None)
+    text = info.format_info(info.collect_info())
+    assert "cpu merge   none (no C compiler here): CPU ranks sort what they receive" in text
 
 
 def test_gpu_info_lists_devices():

@@ -32,6 +32,12 @@ def available(keys: np.ndarray) -> bool:
     return keys.ndim == 1 and keys.dtype.kind == "u" and _library() is not None
 
 
+def library_path() -> str | None:
+    """The compiled merge.c a CPU rank uses (built now if it was not), or None."""
+    lib = _library()
+    return None if lib is None else lib._name
+
+
 def merge_runs(keys: np.ndarray, counts, positions: bool = False, overwrite: bool = False,
                scratch: np.ndarray | None = None):
     """keys: sorted runs of counts[i] keys, one after another. Returns (the keys merged, stably,
