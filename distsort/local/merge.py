@@ -28,8 +28,10 @@ FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
 
 
 def available(keys: np.ndarray) -> bool:
-    """Can merge_runs merge these keys (unsigned integers, a compiled merge.c)?"""
-    return keys.ndim == 1 and keys.dtype.kind == "u" and _library() is not None
+    """Can merge_runs merge these keys (a NumPy column of unsigned integers, a compiled
+    merge.c)?"""
+    return (isinstance(keys, np.ndarray) and keys.ndim == 1 and keys.dtype.kind == "u"
+            and _library() is not None)
 
 
 def library_path() -> str | None:

@@ -13,7 +13,7 @@ from ..progress import Bar
 from ..report import HostClock, SortReport
 from ..runtime import Runtime
 from ..steps.exchange import exchange_columns
-from ..steps.finish import local_sort
+from ..steps.finish import local_sort, merged
 from ..transport import displacements, row_bytes
 from ..transport.mpi import MpiTransport
 from .layout import Layout, Source
@@ -37,12 +37,34 @@ def merge_rounds(rt: Runtime, source: Source, layout: Layout, store: list, cuts:
             ahead = j + 1 < q and on_device[j + 1]
             staged = stage(rt, store, sends[j + 1][0], lane) if ahead else None
             columns = exchange_round(rt, columns, send_counts, on_device[j], report, lane)
+            runs = received_runs(rt, layout, slices)
         with phase(report, "finish", clock):
-            columns = local_sort(rt, columns, source.key_words)
+            columns = sort_round(rt, columns, source.key_words, runs)
             write(done, source.decode(columns))
         done += len(columns[0])
         bar.add(1)
     bar.close()
+
+
+def received_runs(rt: Runtime, layout: Layout, slices: list) -> list | None:
+    """On CPUs, the rows of each sorted run a round received, in the order they came (by source
+    rank, then run): every rank's slice lengths for each rank (one small all-to-all). None on
+    GPUs, which sort the round (our radix sort there is faster than a merge)."""
+    if rt.backend.name != "cpu":
+        return None
+    runs, p = len(layout.runs()), len(layout.counts)
+    lengths = [[hi - lo for lo, hi in slices[d * runs : (d + 1) * runs]] for d in range(p)]
+    return [n for source in rt.comm.alltoall(lengths) for n in source]
+
+
+def sort_round(rt: Runtime, columns: list, key_words, runs: list | None) -> list:
+    """A round's rows in order: merged where they are known sorted runs and can be, else
+    sorted (stably: ties in global input order either way)."""
+    if runs is not None:
+        out = merged(columns, key_words(columns), runs)
+        if out is not None:
+            return out
+    return local_sort(rt, columns, key_words)
 
 
 def round_slices(layout: Layout, cuts: list, j: int) -> tuple[list, np.ndarray]:

@@ -55,8 +55,10 @@ def finish(rt: Runtime, received, key_words: KeyWords, splitters) -> list:
         return received.begun.finish(columns, sent)
     n, rank = int(blocks[0].sum()), rt.comm.Get_rank()
     words = key_words(columns)
-    if received.runs and n == len(columns[0]) and own_key(columns, words) and available(words[0]):
-        return merged(columns, blocks[0], sent)
+    if received.runs and n == len(columns[0]):
+        out = merged(columns, words, blocks[0], sent[0])
+        if out is not None:
+            return out
     low, top, end_bit = key_range(splitters, rank, words[0].dtype)
     if plain_keys(columns, words):
         _fill_gaps(columns[0], blocks, words[0].dtype.type(top))
@@ -78,11 +80,15 @@ def finish(rt: Runtime, received, key_words: KeyWords, splitters) -> list:
     return [take(c, order) for c in columns]
 
 
-def merged(columns: list, counts, sent: list) -> list:
-    """Rows that came as one sorted run from each rank (CPUs: partition.sorted_first), keyed by
-    their first column, merged (local/merge.py); the sent keys' buffer is the merge's scratch."""
+def merged(columns: list, words: list, counts, scratch=None) -> list | None:
+    """Host rows that are sorted runs of counts[i] rows one after another (CPUs: one a source
+    rank, partition.sorted_first; a round's slices of the runs out of core), merged by their
+    first column (local/merge.py; scratch: an array it may use), the columns given up; None
+    where they cannot be (several key words, no compiled merge)."""
+    if not (own_key(columns, words) and available(words[0])):
+        return None
     keys, order = merge_runs(columns[0], counts, positions=len(columns) > 1, overwrite=True,
-                             scratch=sent[0])
+                             scratch=scratch)
     return [keys] + [take(c, order) for c in columns[1:]]
 
 

@@ -1,5 +1,6 @@
 """On CPUs each rank receives one sorted run from every rank and merges them (finish.merged,
-local/merge.py); without a C compiler it sorts them, with the same results.
+local/merge.py), as out of core each round's slices of the runs (outofcore/merge.py); without
+a C compiler it sorts them, with the same results.
 
 Run as `mpiexec -n P python -m pytest --with-mpi tests/steps/test_merge_mpi.py`.
 """
@@ -14,10 +15,13 @@ from helpers import (
     everything,
     local_data,
     reference,
+    reference_order,
 )
 
 import distsort
 from distsort.local import merge
+from distsort.outofcore import merge as outofcore_merge
+from distsort.report import SortReport
 from distsort.steps import finish
 
 pytestmark = [pytest.mark.mpi(min_size=2)]
@@ -25,13 +29,21 @@ pytestmark = [pytest.mark.mpi(min_size=2)]
 
 @pytest.fixture(params=["merged", "no compiler"])
 def merges(request, monkeypatch) -> list:
-    """Count finish.merged's calls; "no compiler": merge.c could not be built here."""
+    """Count the merges that ran; "no compiler": merge.c could not be built here."""
     if request.param == "no compiler":
         monkeypatch.setattr(merge, "_library", lambda: None)
     elif not merge.available(np.zeros(1, np.uint32)):
         pytest.skip("no C compiler here to build merge.c")
     calls, real = [], finish.merged
-    monkeypatch.setattr(finish, "merged", lambda *a: calls.append(a) or real(*a))
+
+    def counted(*args, **kwargs):
+        out = real(*args, **kwargs)
+        if out is not None:
+            calls.append(args)
+        return out
+
+    monkeypatch.setattr(finish, "merged", counted)
+    monkeypatch.setattr(outofcore_merge, "merged", counted)
     return calls
 
 
@@ -54,3 +66,20 @@ def test_ranks_without_rows(merges):
     x = local_data("uniform", "uint32", 5000 if COMM.rank == 0 else 0, seed=2)
     shard = distsort.sort(x, backend="cpu")
     np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
+
+
+@pytest.mark.parametrize("dtype", ["uint32", "float64"])
+def test_out_of_core_rounds_merge_their_slices_of_the_runs(merges, dtype):
+    """A budget of 64 KiB: many runs a rank, many rounds; pairs keep ties in input order."""
+    keys = local_data("fewdistinct", dtype, 20000 + 999 * COMM.rank, seed=3)
+    start = COMM.exscan(len(keys)) or 0
+    values = np.arange(start, start + len(keys), dtype=np.int64)
+    k, v = distsort.sort_pairs(keys, values, backend="cpu", stable=True, device_memory="64KiB")
+    order = reference_order(everything(keys), False)
+    np.testing.assert_array_equal(everything(v), order)
+    np.testing.assert_array_equal(everything(k), everything(keys)[order])
+    report = SortReport()
+    shard = distsort.sort(keys, backend="cpu", device_memory="64KiB", report=report)
+    np.testing.assert_array_equal(everything(shard), reference(everything(keys), False))
+    assert report.path == "out of core"
+    assert bool(merges) == (merge._library() is not None)
