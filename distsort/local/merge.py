@@ -2,9 +2,12 @@
 every rank merges them in log2(runs) passes instead of sorting them again.
 
 merge.c is compiled once per machine by the C compiler Python was built with (sysconfig's CC,
-else `cc`) into distsort's kernel cache (cuda_source.kernel_cache), or the user's cache folder
-where that cannot be written, under a name that holds a hash of the source; a compile takes
-a fraction of a second. Where no compiler works, available() is False and callers sort.
+else `cc`) into distsort's kernel cache (cuda_source.kernel_cache), else the package's own
+kernel folder (where the Docker image builds it: $DISTSORT_KERNEL_CACHE may name a mounted
+folder of CUDA kernels there), else the user's cache folder, the first that can be written,
+under a name that holds a hash of the source; a compile takes a fraction of a second, and the
+library is looked for in the same folders first. Where no compiler works, available() is False
+and callers sort.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from ..cuda_source import kernel_cache
 from ..workers import each
 
 SOURCE = os.path.join(os.path.dirname(__file__), "merge.c")
+PACKAGE = os.path.dirname(os.path.dirname(__file__))
 FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
 
 
@@ -95,8 +99,9 @@ def _library() -> ctypes.CDLL | None:
     compilers = [shlex.split(sysconfig.get_config_var("CC") or ""), ["cc"]]
     digest = hashlib.sha256(text + " ".join(FLAGS).encode()).hexdigest()[:16]
     name = f"merge-{digest}.so"
-    folders = [kernel_cache(), os.path.join(os.environ.get("XDG_CACHE_HOME")
-                                            or os.path.expanduser("~/.cache"), "distsort")]
+    user = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                        "distsort")
+    folders = list(dict.fromkeys([kernel_cache(), os.path.join(PACKAGE, "kernels"), user]))
     for folder in folders:
         if os.path.exists(os.path.join(folder, name)):
             return _load(os.path.join(folder, name))

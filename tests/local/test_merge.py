@@ -72,16 +72,35 @@ def test_a_compiler_that_fails_builds_nothing(tmp_path):
 
 
 def test_the_library_is_built_in_the_kernel_cache_and_found_there(tmp_path, monkeypatch):
-    monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(tmp_path))
+    """The first folder that can be written holds it; a later process loads it from there."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(cache))
+    monkeypatch.setattr(merge, "PACKAGE", str(tmp_path / "package"))  # none built there yet
     merge._library.cache_clear()
     try:
         assert merge._library() is not None
-        built = list(tmp_path.iterdir())
+        built = list(cache.iterdir())
         assert len(built) == 1 and built[0].name.startswith("merge-") and built[0].suffix == ".so"
         made = built[0].stat().st_mtime_ns
         merge._library.cache_clear()
         assert merge._library() is not None  # loaded, not built again
-        assert list(tmp_path.iterdir()) == built and built[0].stat().st_mtime_ns == made
+        assert list(cache.iterdir()) == built and built[0].stat().st_mtime_ns == made
     finally:
-        monkeypatch.undo()
+        merge._library.cache_clear()
+
+
+def test_the_package_s_own_library_is_found_beside_another_kernel_cache(tmp_path, monkeypatch):
+    """The Docker image builds it into the package; a job there may name a mounted folder of
+    CUDA kernels as its kernel cache, and still finds the merge."""
+    package = tmp_path / "package"
+    monkeypatch.setattr(merge, "PACKAGE", str(package))
+    monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(package / "kernels"))
+    merge._library.cache_clear()
+    try:
+        assert merge._library() is not None
+        monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(tmp_path / "mounted"))
+        merge._library.cache_clear()
+        assert merge._library() is not None
+        assert not (tmp_path / "mounted").exists()  # found in the package, nothing built
+    finally:
         merge._library.cache_clear()
