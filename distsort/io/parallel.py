@@ -88,9 +88,14 @@ class FileRange:
         spread(lambda lo, hi: np.copyto(target[lo:hi], data[lo:hi]), len(data), PIECE)
 
     def close(self) -> None:
+        """Unmap the range; where a view of it is still held (the frames of an interrupted
+        write's traceback hold theirs), it is unmapped with its last view instead."""
         self._bytes = None  # the mapping's one export, released before it closes
         if self._map is not None:
-            self._map.close()
+            try:
+                self._map.close()
+            except BufferError:
+                pass
             self._map = None
 
 

@@ -80,7 +80,7 @@ def test_verify_fails_a_wrong_sort_and_publishes_nothing(tmp_path, monkeypatch, 
         return wrapped
 
     monkeypatch.setattr(api, "sort", lossy(api.sort))
-    monkeypatch.setattr(ooc_merge, "local_sort", lossy(ooc_merge.local_sort))
+    monkeypatch.setattr(ooc_merge, "sort_round", lossy(ooc_merge.sort_round))
     np.save(tmp_path / "in.npy", np.arange(50_000, dtype=np.uint32)[::-1])
     code = main(["sort", str(tmp_path / "in.npy"), "-o", str(tmp_path / "out.npy"), "--verify",
                  "--backend", "cpu", *budget])
