@@ -85,7 +85,6 @@ def sort_file(args, comm) -> int:
     report.timed["start"] = started  # the launch, imports and MPI start-up
     with phase(report, "init", HostClock()):  # the device, the kernels, the files' layouts
         rt = agree(comm, lambda: get_runtime(comm, args.backend or "auto"))
-        use_threads(threads_for(rt.node_ranks))
         fmt = agree(comm, lambda: _input_format(args))
         source = agree(comm, lambda: open_input(args.input, fmt))
         out_fmt = agree(comm, lambda: _output_format(args, fmt))

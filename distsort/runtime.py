@@ -23,6 +23,7 @@ from .gpu_safety import require_safe_cupy
 from .node import node_place, placement
 from .transport import Transport, choice
 from .transport.build import gpu_transport, host_transport
+from .workers import threads_for, use_threads
 
 BACKENDS = ("auto", "cpu", "gpu")
 
@@ -74,6 +75,7 @@ def get_runtime(comm=None, backend: str | None = None, engine: str | None = None
     key = (handle, name, engine)
     if key not in _cache:
         _cache[key] = _build(comm, name, engine)
+        use_threads(threads_for(_cache[key].node_ranks))  # the rank's share of its node's cores
     return _cache[key]
 
 

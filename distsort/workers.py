@@ -47,6 +47,11 @@ def _executor() -> ThreadPoolExecutor:
     return _pool["executor"]
 
 
+def threads() -> int:
+    """The threads that serve this process's pool work."""
+    return _pool["threads"]
+
+
 def each(calls: list[Callable[[], T]]) -> list[T]:
     """[call() for call in calls], served by the pool's threads."""
     if len(calls) <= 1 or _pool["threads"] == 1:

@@ -22,11 +22,16 @@ a view of the scratch or a new array.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import numpy as np
 
+from ..workers import each, threads
+from . import merge
 from .rows import take
+
+PIECES_MIN = 1 << 20  # keys: fewer are sorted by one thread before several would have started
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -67,15 +72,21 @@ class LocalSortEngine(Protocol):
 class NumpyEngine:
     """CPU engine: plain keys by NumPy's default sort (SIMD where the CPU has it: equal plain
     keys are alike, so it need not be stable), orders and pairs by its stable sort (radix for
-    keys of 16 bits or fewer, else timsort). It ignores the bit range and the keyword options
-    (low, overwrite, scratch): its results are new arrays."""
+    keys of 16 bits or fewer, else timsort). It ignores the bit range and the options low and
+    scratch. Where the process's pool has several threads (workers.py), plain keys are sorted
+    in as many pieces at once (NumPy lets go of the GIL while it sorts) and the sorted pieces
+    merged (local/merge.py); with overwrite, in the keys' own memory."""
 
     name = "numpy"
 
     def workspace_bytes(self, rows: int, row_bytes: int) -> int:
         return rows * row_bytes  # the result: NumPy sorts a copy in place
 
-    def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
+    def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
+             overwrite: bool = False, **ignored: object):
+        pieces = threads()
+        if pieces > 1 and len(keys) >= PIECES_MIN and merge.available(keys):
+            return _sorted_in_pieces(keys, pieces, overwrite)
         return np.sort(keys)
 
     def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
@@ -86,6 +97,14 @@ class NumpyEngine:
     ):
         order = self.argsort(keys)
         return keys[order], take(values, order)
+
+
+def _sorted_in_pieces(keys: np.ndarray, pieces: int, overwrite: bool) -> np.ndarray:
+    """keys sorted as `pieces` pieces at once on the pool's threads, then merged."""
+    out = keys if overwrite else keys.copy()
+    cuts = np.linspace(0, len(out), pieces + 1).astype(np.int64)
+    each([functools.partial(np.ndarray.sort, out[lo:hi]) for lo, hi in zip(cuts[:-1], cuts[1:])])
+    return merge.merge_runs(out, np.diff(cuts), overwrite=True)[0]
 
 
 def get_engine(backend: str, name: str | None = None) -> LocalSortEngine:

@@ -47,16 +47,24 @@ def test_scratch_and_overwrite_give_the_same_keys(counts):
         np.testing.assert_array_equal(merged, expected)
 
 
-def test_pairs_of_a_pass_run_on_several_threads(monkeypatch):
+@pytest.fixture
+def three_threads(monkeypatch):
+    """The process's pool with 3 threads for the test (its own executor, shut down after)."""
     from distsort import workers
 
     monkeypatch.setitem(workers._pool, "threads", 3)
     monkeypatch.delitem(workers._pool, "executor", raising=False)
+    yield
+    executor = workers._pool.pop("executor", None)
+    if executor is not None:
+        executor.shutdown()
+
+
+def test_pairs_of_a_pass_run_on_several_threads(three_threads):
     counts = [1000] * 16
     keys = runs_of(np.uint64, counts, distinct=50)
     merged, positions = merge.merge_runs(keys, counts, positions=True)
     np.testing.assert_array_equal(positions, np.argsort(keys, kind="stable"))
-    workers._pool.pop("executor").shutdown()
 
 
 @pytest.mark.parametrize("keys", [np.zeros(4, np.int32), np.zeros(4, np.float64),
@@ -104,3 +112,21 @@ def test_the_package_s_own_library_is_found_beside_another_kernel_cache(tmp_path
         assert not (tmp_path / "mounted").exists()  # found in the package, nothing built
     finally:
         merge._library.cache_clear()
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_the_numpy_engine_sorts_in_pieces_on_several_threads(three_threads, monkeypatch, dtype,
+                                                             overwrite):
+    """A pool of 3 threads: 3 pieces sorted at once, then merged; the input is left as it was
+    unless the caller gave it up."""
+    from distsort.local import engine
+
+    monkeypatch.setattr(engine, "PIECES_MIN", 10)
+    keys = runs_of(dtype, [10_001], seed=7, distinct=1000)  # one run: sorted...
+    keys = np.random.default_rng(7).permutation(keys)  # ...then shuffled
+    before = keys.copy()
+    out = engine.NumpyEngine().sort(keys, overwrite=overwrite)
+    np.testing.assert_array_equal(out, np.sort(before))
+    if not overwrite:
+        np.testing.assert_array_equal(keys, before)
