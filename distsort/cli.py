@@ -134,15 +134,13 @@ def parse_job(argv: list[str]) -> argparse.Namespace:
 
 
 def _service_parsers(command) -> None:
-    where = {"metavar": "PATH", "help": "the service's Unix socket (default: "
-             "$XDG_RUNTIME_DIR/distsort-UID.sock, else in the temporary folder)"}
     serve = command("serve", "run jobs that clients submit, the ranks kept warm between them")
-    serve.add_argument("--socket", **where)
+    _where(serve)
     serve.add_argument("--root", action="append", metavar="DIR", help="a folder the jobs may "
                        "read and write under (repeatable; default: the working folder)")
     serve.set_defaults(func=server.serve, parse_job=parse_job)
     job = command("submit", "send a sort, gen or check job to a service; print what it printed")
-    job.add_argument("--socket", **where)
+    _where(job)
     job.add_argument("--no-wait", action="store_true", help="return once the job is queued")
     job.add_argument("job", nargs=argparse.REMAINDER, help="the command line, e.g. sort IN -o OUT")
     job.set_defaults(func=client.submit)
@@ -153,12 +151,22 @@ def _service_parsers(command) -> None:
                                ("shutdown", "stop a service once its running job is done",
                                 client.shutdown)):
         made = command(name, summary)
-        made.add_argument("--socket", **where)
+        _where(made)
         made.set_defaults(func=run)
     cancel = command("cancel", "cancel a queued job, or stop the running one at its next phase")
-    cancel.add_argument("--socket", **where)
+    _where(cancel)
     cancel.add_argument("job", type=int, help="the job's number (submit and status show it)")
     cancel.set_defaults(func=client.cancel)
+
+
+def _where(p: argparse.ArgumentParser) -> None:
+    """Where a service listens: its Unix socket, or a TCP address and the token's file."""
+    p.add_argument("--socket", metavar="PATH", help="the service's Unix socket (default: "
+                   "$XDG_RUNTIME_DIR/distsort-UID.sock, else in the temporary folder)")
+    p.add_argument("--tcp", metavar="HOST:PORT", help="TCP instead of the Unix socket (port 0 "
+                   "for serve: any free one, which it prints); every request carries the token")
+    p.add_argument("--token-file", metavar="PATH", help="the token's file for --tcp (its first "
+                   "line; default: $DISTSORT_TOKEN). Never the token itself on a command line")
 
 
 def _common(p: argparse.ArgumentParser) -> None:

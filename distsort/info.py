@@ -23,6 +23,7 @@ from . import binding, settings
 from .errors import DistsortError
 
 #: Environment variables worth showing: they change how distsort, NCCL, UCX or the MPI behave.
+SECRETS = ("DISTSORT_TOKEN",)  # set or not, never their values
 ENV_PREFIXES = ("DISTSORT_", "NCCL_", "UCX_", "OMPI_MCA_", "MPIR_CVAR_", "CUDA_VISIBLE_DEVICES")
 
 
@@ -48,7 +49,8 @@ def collect_info(comm=None) -> dict[str, Any]:
         "nccl": nccl_info(),
         "mpi": mpi,
         "ranks": ranks,
-        "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+        "environment": {k: "(set)" if k in SECRETS else v for k, v in sorted(os.environ.items())
+                        if k.startswith(ENV_PREFIXES)},
     }
 
 

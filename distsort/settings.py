@@ -80,6 +80,9 @@ SETTINGS: dict[str, Setting] = {
     "DISTSORT_IPC_MIN_BYTES": Setting("16777216", int, BENCHMARKS, "transport/ipc.py", "exchanges "
                                       "of fewer bytes (the most any rank sends) go over NCCL or "
                                       "MPI, not CUDA IPC copies"),
+    "DISTSORT_TOKEN": Setting("", str, USERS, "service/wire.py", "the shared secret of a service "
+                              "on TCP (serve --tcp) and of its clients, where no --token-file "
+                              "is given; never shown by info"),
     "DISTSORT_FAULT": Setting("", str, TESTS, "faults.py", "POINT:RANK[:term|:hang|:wait=PATH]: "
                               "kill, stop or hang that rank at that phase, or hold it there "
                               "until PATH exists (the failure and service tests)"),

@@ -244,28 +244,37 @@ def structured_rows(n: int, seed) -> np.ndarray:
 
 
 class Service:
-    """`distsort serve` on `ranks` ranks and the backend, its socket in a test's folder."""
+    """`distsort serve` on `ranks` ranks and the backend, its socket in a test's folder; with
+    `token`, on a free TCP port of 127.0.0.1 instead, the token in a file of that folder."""
 
     def __init__(self, folder, *extra: str, fault: str = "", ranks: int = 2,
-                 backend: str = "cpu"):
-        self.socket = str(folder / "s.sock")
+                 backend: str = "cpu", token: str = ""):
+        self.socket, self.token = str(folder / "s.sock"), token
         env = dict(os.environ, DISTSORT_BACKEND=backend, DISTSORT_FAULT=fault)
         env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
-        cmd = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "distsort", "serve",
-               "--socket", self.socket, *extra]
+        where = ["--socket", self.socket]
+        if token:
+            (folder / "token").write_text(token + "\n")
+            where = ["--tcp", "127.0.0.1:0", "--token-file", str(folder / "token")]
+        cmd = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "distsort", "serve", *where,
+               *extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=env)
         self.client = Client(self.socket)
 
     def started(self) -> str:
         """The service's first line (it listens once it printed it), or what it printed when
-        it ended instead; a service that says nothing in START_LIMIT s is killed."""
+        it ended instead; a service that says nothing in START_LIMIT s is killed. On TCP, the
+        client then talks to the port it names."""
         timer = threading.Timer(START_LIMIT, self.proc.kill)
         timer.start()
         try:
             line = self.proc.stdout.readline()
         finally:
             timer.cancel()
+        if self.token and " on 127.0.0.1:" in line:
+            self.tcp = line.split(" on ")[1].split()[0]
+            self.client = Client(tcp=self.tcp, token=self.token)
         return line or self.proc.stderr.read()
 
     def stop(self) -> int:

@@ -9,11 +9,12 @@ import socket
 import sys
 
 from ..errors import DistsortError
-from .wire import default_socket, lines, send
+from .wire import checked_token, default_socket, lines, read_token, send, tcp_address
 
 
 class Client:
-    """A service's client: Client(socket path) (default: where `serve` listens by default).
+    """A service's client: Client(socket path) (default: where `serve` listens by default), or
+    Client(tcp="HOST:PORT", token=...) for a service on TCP (token: default $DISTSORT_TOKEN).
 
         client = distsort.Client()
         done = client.submit(["sort", "in.npy", "-o", "out.npy", "--verify"])
@@ -21,8 +22,11 @@ class Client:
 
     Relative paths in a job are taken from the client's working folder."""
 
-    def __init__(self, path: str | None = None):
-        self.path = path or default_socket()
+    def __init__(self, path: str | None = None, *, tcp: str | None = None,
+                 token: str | None = None):
+        self.tcp = tcp_address(tcp) if tcp else None
+        self.token = None if not tcp else checked_token(token) if token else read_token(None)
+        self.path = tcp or path or default_socket()  # where, in messages
 
     def submit(self, argv: list[str], wait: bool = True) -> dict:
         """Queue a job (the words of a sort, gen or check command line); with wait, its
@@ -50,24 +54,42 @@ class Client:
         return self._ask({"op": "shutdown"})[-1]
 
     def _ask(self, request: dict) -> list[dict]:
-        conn = socket.socket(socket.AF_UNIX)
         try:
-            conn.connect(self.path)
+            conn = self._connect()
         except OSError as exc:
-            conn.close()
             raise DistsortError(f"no service answers on {self.path} ({exc.strerror}): start one "
                                 "with `mpirun -n P python -m distsort serve`") from None
         with conn:
-            send(conn, request)
+            send(conn, {**request, "token": self.token} if self.token else request)
             replies = list(lines(conn))
         if not replies:
             raise DistsortError(f"the service on {self.path} ended without an answer")
+        if replies[0].get("token") is False:
+            raise DistsortError(f"the service on {self.path} refused: {replies[0]['error']}")
         return replies
+
+    def _connect(self) -> socket.socket:
+        if self.tcp:
+            return socket.create_connection(self.tcp)
+        conn = socket.socket(socket.AF_UNIX)
+        try:
+            conn.connect(self.path)
+        except OSError:
+            conn.close()
+            raise
+        return conn
+
+
+def client_of(args) -> Client:
+    """The client the command line's --socket, or --tcp and --token-file, name."""
+    if args.tcp:
+        return Client(tcp=args.tcp, token=read_token(args.token_file))
+    return Client(args.socket)
 
 
 def submit(args, comm) -> int:
     """`submit`: one job; its output as the command would print it, its exit status."""
-    reply = Client(args.socket).submit(args.job, wait=not args.no_wait)
+    reply = client_of(args).submit(args.job, wait=not args.no_wait)
     if reply["state"] == "refused":
         raise DistsortError(f"the service refused the job: {reply['error']}")
     if args.no_wait:
@@ -80,13 +102,13 @@ def submit(args, comm) -> int:
 
 
 def status(args, comm) -> int:
-    print(json.dumps(Client(args.socket).status(), indent=1))
+    print(json.dumps(client_of(args).status(), indent=1))
     return 0
 
 
 def jobs(args, comm) -> int:
     """`jobs`: a line a job, the finished ones first, then the running one and the queue."""
-    now = Client(args.socket).status()
+    now = client_of(args).status()
     for job in now["done"] + ([now["running"]] if now["running"] else []) + now["queue"]:
         print(job_line(job))
     return 0
@@ -101,7 +123,7 @@ def job_line(job: dict) -> str:
 
 
 def cancel(args, comm) -> int:
-    reply = Client(args.socket).cancel(args.job)
+    reply = client_of(args).cancel(args.job)
     if reply["state"] == "refused":
         raise DistsortError(reply["error"])
     print(f"distsort: job {args.job} {reply['state']}")
@@ -109,6 +131,6 @@ def cancel(args, comm) -> int:
 
 
 def shutdown(args, comm) -> int:
-    Client(args.socket).shutdown()
+    client_of(args).shutdown()
     print("distsort: the service stops once its running job is done")
     return 0

@@ -17,12 +17,17 @@ SIGTERM (launchers pass it to every rank: mpirun, Slurm, a Kubernetes pod's end)
 service that way: the running job is cancelled at its next phase, the queued ones are answered
 that the service stopped, and every rank exits 0. Where the job cannot reach its next phase (a
 rank hangs), the service aborts after STOP_GRACE seconds, every rank non-zero.
+
+By default rank 0 listens on a Unix socket only its owner may use; with --tcp on a TCP port
+too reachable from elsewhere, where every request must carry the service's token (wire.py),
+compared in constant time; a request without it is refused before it is read further.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hmac
 import io
 import itertools
 import json
@@ -36,7 +41,7 @@ from dataclasses import dataclass, field
 
 from ..errors import DistsortError, RemoteError, abort, agree
 from ..phases import checkpoints
-from .wire import default_socket, lines, send
+from .wire import default_socket, lines, read_token, send, tcp_address
 
 JOB_TAG = 71  # the MPI tag of the jobs rank 0 hands the other ranks
 IDLE_POLL = 0.002  # seconds between an idle rank's looks for its next job: no busy wait
@@ -71,11 +76,17 @@ def serve(args, comm) -> int:
     as the command line does, raising DistsortError where they are wrong."""
     rank = comm.Get_rank()
     roots = [os.path.realpath(r) for r in (args.root or [os.getcwd()])]
-    path = args.socket or default_socket()
-    listener = agree(comm, lambda: Listener(path, roots, args.parse_job) if rank == 0 else None)
+
+    def listen() -> Listener:
+        if args.tcp:
+            return Listener(tcp_address(args.tcp), roots, args.parse_job,
+                            read_token(args.token_file))
+        return Listener(args.socket or default_socket(), roots, args.parse_job)
+
+    listener = agree(comm, lambda: listen() if rank == 0 else None)
     _stop_on_sigterm(comm, listener)
     if rank == 0:
-        print(f"distsort: serving {comm.Get_size()} rank(s) on {path} (roots: "
+        print(f"distsort: serving {comm.Get_size()} rank(s) on {listener.where} (roots: "
               f"{', '.join(roots)})", flush=True)
     try:
         while (job := _next_job(comm, listener)) is not None:
@@ -166,17 +177,24 @@ def _run(comm, args, cwd: str) -> tuple[int, str, str]:
 
 
 class Listener:
-    """Rank 0's socket, the queue of jobs and what became of the finished ones."""
+    """Rank 0's socket, the queue of jobs and what became of the finished ones. address: a Unix
+    socket's path, or (host, port) to listen on TCP, where requests carry `token`."""
 
-    def __init__(self, path: str, roots: list[str], parse_job):
-        self.path, self.roots, self.parse_job = path, roots, parse_job
+    def __init__(self, address: str | tuple[str, int], roots: list[str], parse_job,
+                 token: str | None = None):
+        self.roots, self.parse_job, self.token = roots, parse_job, token
         self.queue: queue.Queue = queue.Queue()
         self.ids = itertools.count(1)
         self.lock = threading.Lock()
         self.running: Job | None = None
         self.stopping = False
         self.done: list[Job] = []
-        self.sock = _bind(path)
+        if isinstance(address, tuple):
+            self.sock = _bind_tcp(*address)
+            host, port = self.sock.getsockname()[:2]
+            self.where = f"{host}:{port} (TCP, token)"
+        else:
+            self.sock, self.where = _bind(address), address
         threading.Thread(target=self._accept, name="distsort-listener", daemon=True).start()
 
     def next_job(self) -> Job | None:
@@ -246,8 +264,9 @@ class Listener:
     def close(self) -> None:
         """Stop listening; every job still queued is answered that the service stopped."""
         self.sock.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        if self.sock.family == socket.AF_UNIX:
+            with contextlib.suppress(OSError):
+                os.unlink(self.where)
         while not self.queue.empty():
             self._not_run(self.queue.get())
 
@@ -288,6 +307,10 @@ class Listener:
 
     def _answer(self, conn: socket.socket, request: dict) -> bool:
         """Answer one request; True where a job keeps the connection to answer when done."""
+        if self.token is not None and not hmac.compare_digest(
+                str(request.get("token", "")).encode(), self.token.encode()):
+            send(conn, {"state": "refused", "error": "a missing or wrong token", "token": False})
+            return False
         op = request.get("op")
         if op == "status":
             send(conn, self.status())
@@ -340,6 +363,14 @@ class Listener:
         with contextlib.suppress(OSError):  # a client that left: its job still ran
             send(job.waiter, message)
         job.waiter.close()
+
+
+def _bind_tcp(host: str, port: int) -> socket.socket:
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        return socket.create_server((host, port), family=family, backlog=64)
+    except OSError as exc:
+        raise DistsortError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
 def _bind(path: str) -> socket.socket:

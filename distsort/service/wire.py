@@ -1,7 +1,10 @@
-"""What client and server say to each other: one JSON object a line over a Unix socket.
+"""What client and server say to each other: one JSON object a line over a Unix socket, or
+over TCP where asked, every request then carrying the service's shared-secret token.
 
-The standard library does it all (socket, json): no dependency, and a line-delimited JSON
-protocol is what any language's client can speak with a few lines of its own.
+The standard library does it all (socket, json, hmac): no dependency, and a line-delimited JSON
+protocol is what any language's client can speak with a few lines of its own. The token comes
+from a file or the environment, never from the command line, where any user of the machine
+may read it.
 """
 
 from __future__ import annotations
@@ -10,6 +13,42 @@ import json
 import os
 import socket
 import tempfile
+
+from .. import settings
+from ..errors import DistsortError
+
+TOKEN_MIN = 16  # characters: a short token is guessed, and TCP opens the service to a network
+
+
+def tcp_address(text: str) -> tuple[str, int]:
+    """HOST:PORT (an IPv6 host in brackets) as (host, port); port 0: any free port."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise DistsortError(f"--tcp {text}: give HOST:PORT, e.g. 127.0.0.1:7373")
+    return host.strip("[]"), int(port)
+
+
+def read_token(path: str | None) -> str:
+    """The shared secret: the first line of the file at path where given, else $DISTSORT_TOKEN;
+    DistsortError where there is none of TOKEN_MIN characters or more."""
+    if path:
+        try:
+            with open(path) as f:
+                token = f.readline().strip()
+        except OSError as exc:
+            raise DistsortError(f"--token-file {path}: {exc.strerror}") from None
+    else:
+        token = settings.value("DISTSORT_TOKEN")
+    return checked_token(token)
+
+
+def checked_token(token: str) -> str:
+    """The token, where it is long enough to be one (DistsortError otherwise)."""
+    if len(token) < TOKEN_MIN:
+        raise DistsortError(f"a service on TCP needs a token of {TOKEN_MIN} characters or more, "
+                            "in the file --token-file names or in DISTSORT_TOKEN (e.g. "
+                            "python -c 'import secrets; print(secrets.token_hex(32))')")
+    return token
 
 
 def default_socket() -> str:

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from helpers import Service
 
+from distsort import Client
 from distsort.errors import DistsortError
 
 RANKS = 2
@@ -224,3 +225,39 @@ def test_sigterm_cancels_the_running_job_and_every_rank_exits_0(tmp_path, monkey
         if service.proc.poll() is None:
             service.proc.kill()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["go", "in.npy"]
+
+
+TOKEN = "a-test-token-of-32-characters-00"
+
+
+def test_on_tcp_only_requests_with_the_token_are_answered(tmp_path, monkeypatch):
+    """A service on TCP: jobs with the token run; a missing, wrong or short token is refused
+    (and the service stays up); the token never shows in `info` or on a command line."""
+    running = Service(tmp_path, "--root", str(tmp_path), token=TOKEN)
+    try:
+        assert "(TCP, token)" in running.started()
+        monkeypatch.chdir(tmp_path)
+        done = running.client.submit(["gen", "in.npy", "--count", "1000"])
+        assert done["state"] == "done" and done["exit"] == 0, done
+        for wrong in ("", "b" * 32, TOKEN[:-1] + "1"):
+            intruder = Client(tcp=running.tcp, token=TOKEN)
+            intruder.token = wrong  # as a client that sends what it has
+            with pytest.raises(DistsortError, match="a missing or wrong token"):
+                intruder.submit(["gen", "evil.npy", "--count", "10"])
+        with pytest.raises(DistsortError, match="16 characters or more"):
+            Client(tcp=running.tcp, token="short")
+        assert not (tmp_path / "evil.npy").exists()
+        monkeypatch.setenv("DISTSORT_TOKEN", TOKEN)
+        assert Client(tcp=running.tcp).status()["done"][0]["state"] == "done"  # the env's token
+        shown = subprocess.run([sys.executable, "-m", "distsort", "info"], capture_output=True,
+                               text=True, timeout=120)
+        assert "DISTSORT_TOKEN=(set)" in shown.stdout and TOKEN not in shown.stdout
+    finally:
+        assert running.stop() == 0
+
+
+def test_serving_on_tcp_without_a_token_is_refused(tmp_path, monkeypatch):
+    monkeypatch.delenv("DISTSORT_TOKEN", raising=False)
+    cmd = [sys.executable, "-m", "distsort", "serve", "--tcp", "127.0.0.1:0"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 2 and "needs a token of 16 characters" in run.stderr
