@@ -23,6 +23,7 @@ WRAPPER = ROOT / "launch" / "distsort-run"
 ENTRYPOINT = ROOT / "docker" / "entrypoint.sh"
 SBATCH = ROOT / "launch" / "slurm" / "distsort.sbatch"
 MPIJOB = ROOT / "launch" / "k8s" / "mpijob.yaml"
+SERVICE = ROOT / "launch" / "k8s" / "service.yaml"
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
 PRINT_ENV = [sys.executable, "-c", "import json, os; print(json.dumps(dict(os.environ)))"]
 
@@ -323,6 +324,35 @@ def test_mpijob_matches_the_image_user(mpijob):
         security = mpijob["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["securityContext"]
         assert security["runAsUser"] == int(uid.group(1))
     assert f"/home/{uid.group(2)}/.sshd_config" in container(mpijob, "Worker")["args"]
+
+
+# ---- launch/k8s/service.yaml -----------------------------------------------------------------
+
+
+def test_the_service_manifest_serves_on_tcp_behind_a_service_with_a_secret_token():
+    yaml = pytest.importorskip("yaml")
+    job, front = yaml.safe_load_all(SERVICE.read_text())
+    launcher, worker = container(job, "Launcher"), container(job, "Worker")
+    args = launcher["args"]
+    start = args.index("distsort-run")
+    assert args[start + 1 : start + 5] == ["python3", "-m", "distsort", "serve"]
+    port = int(args[args.index("--tcp") + 1].rsplit(":", 1)[1])
+    assert args[args.index("DISTSORT_TOKEN") - 1] == "-x"  # passed to the ranks by name
+    (token,) = [e for e in launcher["env"] if e["name"] == "DISTSORT_TOKEN"]
+    assert "value" not in token and token["valueFrom"]["secretKeyRef"]["name"]
+    gpus = worker["resources"]["limits"]["nvidia.com/gpu"]
+    workers = job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
+    assert job["spec"]["slotsPerWorker"] == gpus
+    assert int(args[args.index("-n") + 1]) == workers * gpus
+    (opened,) = worker["ports"]
+    assert opened["containerPort"] == port
+    assert front["kind"] == "Service" and front["spec"]["type"] == "ClusterIP"
+    assert front["spec"]["selector"] == {"training.kubeflow.org/job-name": job["metadata"]["name"],
+                                         "training.kubeflow.org/job-role": "worker",
+                                         "training.kubeflow.org/replica-index": "0"}  # rank 0
+    (served,) = front["spec"]["ports"]
+    assert served["port"] == port and served["targetPort"] == opened["name"]
+    assert args[args.index("--root") + 1] in [m["mountPath"] for m in worker["volumeMounts"]]
 
 
 # ---- docker/Dockerfile -------------------------------------------------------------------------
