@@ -7,6 +7,11 @@ For each size: `gen` writes uniform uint32 keys to a .npy; then, alternating, a 
 the same job submitted to a service started once (wall clock from submit to the answer, the
 client's own start-up not counted: distsort.Client in this process), medians of --reps, every
 output checked against np.sort. Then --small jobs of 2^10 keys back to back through the service.
+Then --mix jobs from --clients clients at once, one in ten bad (a missing input, a path outside
+the root, an unknown option), every good result compared with NumPy and every bad one checked
+for a clear error, the service asked for its status after; the ranks' resident host memory
+(and on GPUs, their device memory as nvidia-smi sees it) before the first job, after a warm-up
+round of each kind, half way through the mix and after it.
 Set DISTSORT_BACKEND to choose where the ranks sort (default: GPUs where every rank has one).
 """
 
@@ -16,11 +21,14 @@ import argparse
 import functools
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -78,12 +86,92 @@ def checked(folder: str) -> None:
         raise AssertionError("the output is not the input sorted")
 
 
+def rank_pids(root: int) -> list[int]:
+    """The Python processes below the launcher's process root (the service's ranks)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            parents[int(entry)] = int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    below, frontier = [], [root]
+    while frontier:
+        pid = frontier.pop()
+        children = [c for c, p in parents.items() if p == pid]
+        below += children
+        frontier += children
+    return [p for p in below if "python" in Path(f"/proc/{p}/comm").read_text(errors="replace")]
+
+
+def memory(pids: list[int]) -> dict:
+    """The ranks' resident host memory (kB, summed) and, where nvidia-smi runs, their GPU memory
+    (MiB, summed)."""
+    rss = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/status") as f:
+            rss += next(int(line.split()[1]) for line in f if line.startswith("VmRSS"))
+    gpu = None
+    if shutil.which("nvidia-smi"):
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True)
+        used = dict(line.split(", ") for line in out.stdout.strip().splitlines() if ", " in line)
+        gpu = sum(int(used.get(str(pid), 0)) for pid in pids)
+    return {"host_kB": rss, "gpu_MiB": gpu}
+
+
+def mixed_jobs(count: int) -> list[tuple[list[str], str | None]]:
+    """(words, the expected input's name or None for a bad job), one in ten bad."""
+    bad = [["sort", "missing.npy", "-o", "never.npy"], ["sort", "mix0.npy", "-o", "/etc/x.npy"],
+           ["sort", "mix0.npy", "-o", "never.npy", "--no-such-option"]]
+    jobs = []
+    for i in range(count):
+        if i % 10 == 9:
+            jobs.append((bad[i // 10 % len(bad)], None))
+        else:
+            source = f"mix{i % 4}.npy"
+            order = ["--descending"] if i % 3 == 0 else []
+            jobs.append((["sort", source, "-o", f"out_mix{i}.npy", "--quiet", *order], source))
+    return jobs
+
+
+def run_mix(client_of, count: int, clients: int) -> dict:
+    """count jobs from `clients` clients at once; each good output checked, then removed."""
+    inputs = {f"mix{k}.npy": np.load(f"mix{k}.npy") for k in range(4)}
+    wrong: list[str] = []
+
+    def one(job) -> float:
+        words, source = job
+        start = time.perf_counter()
+        reply = client_of().submit(words)
+        seconds = time.perf_counter() - start
+        if source is None:
+            if reply["state"] not in ("failed", "refused") or not reply["error"]:
+                wrong.append(f"{words}: no clear error: {reply}")
+            return seconds
+        out = words[3]
+        want = np.sort(inputs[source])[::-1 if "--descending" in words else 1]
+        if reply["state"] != "done" or not np.array_equal(np.load(out), want):
+            wrong.append(f"{words}: {reply['state']} {reply['error']}")
+        os.unlink(out)
+        return seconds
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        seconds = list(pool.map(one, mixed_jobs(count)))
+    return {"jobs": count, "clients": clients, "wall_s": time.perf_counter() - start,
+            "median_job_s": statistics.median(seconds), "wrong": wrong}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--logs", default="20,24")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--small", type=int, default=100)
+    ap.add_argument("--mix", type=int, default=1000)
+    ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--out", type=Path, default=Path("."))
     args = ap.parse_args()
     folder = tempfile.mkdtemp(prefix="distsort-service-")
@@ -94,8 +182,12 @@ def main() -> int:
                                stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
                                env=LAUNCH_ENV)
     print(service.stdout.readline().strip(), flush=True)  # listening once it says so
+    log: list[str] = []  # its log, a line a job, read as it comes: a full pipe would stop it
+    threading.Thread(target=lambda: log.extend(service.stdout), daemon=True).start()
     client = distsort.Client(sock)
-    rows = []
+    ranks = rank_pids(service.pid)
+    footprint = {"start": memory(ranks)}
+    rows, mix = [], None
     try:
         for log in (int(x) for x in args.logs.split(",")):
             served(client, ["gen", "in.npy", "--count", str(1 << log), "--quiet"])
@@ -118,13 +210,33 @@ def main() -> int:
         each = (time.perf_counter() - start) / max(args.small, 1)
         print(f"{args.small} jobs of 2^10 keys back to back: {each * 1e3:.1f} ms a job",
               flush=True)
+        for k in range(4):
+            served(client, ["gen", f"mix{k}.npy", "--count", str(1000 + 7 * k), "--quiet",
+                            "--dtype", ["uint32", "float64", "int16", "uint64"][k]])
+        run_mix(lambda: distsort.Client(sock), 20, args.clients)  # a warm-up of every kind
+        footprint["warm"] = memory(ranks)
+        halves = []
+        for half in ("half", "after"):  # a leak grows on; a pool or a list that fills does not
+            halves.append(run_mix(lambda: distsort.Client(sock), args.mix // 2, args.clients))
+            footprint[half] = memory(ranks)
+        mix = {"jobs": args.mix, "clients": args.clients,
+               "wall_s": sum(h["wall_s"] for h in halves),
+               "median_job_s": statistics.median(h["median_job_s"] for h in halves),
+               "wrong": [w for h in halves for w in h["wrong"]]}
+        mix["still_up"] = client.status()["running"] is None
+        print(f"{args.mix} jobs from {args.clients} clients, a tenth bad: {mix['wall_s']:.1f} s, "
+              f"{len(mix['wrong'])} wrong, service up: {mix['still_up']}; memory "
+              f"{footprint}", flush=True)
+        for line in mix["wrong"][:10]:
+            print("  wrong:", line)
     finally:
         client.shutdown()
         service.wait(timeout=120)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "service.json").write_text(json.dumps(
         {"ranks": args.ranks, "backend": os.environ.get("DISTSORT_BACKEND", "auto"),
-         "rows": rows, "small_jobs": args.small, "small_job_s": each}, indent=1))
+         "rows": rows, "small_jobs": args.small, "small_job_s": each, "mix": mix,
+         "memory": footprint}, indent=1))
     return 0
 
 
