@@ -7,6 +7,7 @@ threads run on any core, whatever core the launcher bound the rank to.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -61,7 +62,5 @@ def each(calls: list[Callable[[], T]]) -> list[T]:
 
 def spread(work: Callable[[int, int], T], nbytes: int, piece: int) -> list[T]:
     """[work(lo, hi) for each piece [lo, hi) of range(nbytes)], served by the pool's threads."""
-    cuts = range(0, nbytes, piece)
-    if len(cuts) <= 1 or _pool["threads"] == 1:
-        return [work(lo, min(lo + piece, nbytes)) for lo in cuts]
-    return list(_executor().map(lambda lo: work(lo, min(lo + piece, nbytes)), cuts))
+    return each([functools.partial(work, lo, min(lo + piece, nbytes))
+                 for lo in range(0, nbytes, piece)])
