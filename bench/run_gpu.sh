@@ -7,7 +7,7 @@
 #   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD)
 #   steps cold tune trees apiab passprof a2a ce
 #   ipctests
-#   ipcalone take small (SMALL_CASES) service (SERVICE_RANKS: 1 2) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
+#   ipcalone take service (SERVICE_RANKS: 1 2) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
 #   (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
 #   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
@@ -126,22 +126,6 @@ for step in $steps; do
               open(sys.argv[1], 'rb').read()); print(sys.argv[1][-40:], sorted(set(names))[:6])" "$f"
           done
           rm -rf "$dir" ;;
-    small) # the one-launch sort of few keys (small.py): its GPU tests, the engine against the
-           # tree in $AB_OLD (.abold, with its own bench/local_sort.py) alternated, then the API
-           timeout 300 python3 -m pytest -q -x -m gpu -p no:cacheprovider \
-             tests/local/test_radix_gpu.py tests/local/test_radix_numbers_gpu.py 2>&1 | tail -4
-           for i in 1 2; do
-             for tree in "${AB_OLD:-.abold}" .; do
-               label=old; [ "$tree" = . ] && label=new
-               echo "-- $label $i"
-               (cd "$tree" && PYTHONPATH=$PWD timeout 200 python3 bench/local_sort.py \
-                 --out "$OUT/small-$label-$i" --min-log 12 --max-log 24 --runs 9 \
-                 --cases "${SMALL_CASES:-uint32,uint64,int32,float64}" 2>&1 | grep -aE "^[a-z0-9-]+ +[0-9]+ ")
-             done
-           done
-           timeout 200 python3 bench/local_sort.py --api --out "$OUT/small-api" --min-log 14 \
-             --max-log 24 --runs 9 --cases "${SMALL_CASES:-uint32,uint64,int32,float64}" 2>&1 \
-             | grep -aE "^[a-z0-9-]+ +[0-9]+ " ;;
     take) for b in 100 64 256; do  # rows taken in an order (TAKE_R: rows a lane, to compare)
             timeout 120 python3 bench/history/take_rows.py --bytes $b --rows $((2**25 * 100 / b)) \
               --rows-per-lane "${TAKE_R:-4,8}" --out "$OUT" 2>&1 | tail -30

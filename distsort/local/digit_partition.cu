@@ -88,7 +88,6 @@ template <typename K> struct Buckets {
 // buckets have 16 bytes to spare on either side (digit_partition.py) for the vectors' overhang.
 template <typename K, int ITEMS> struct BucketDigit {
     static constexpr bool STAGED = true;
-    static constexpr bool COHERENT = false;
     const unsigned char* __restrict__ buckets;
     void* own_keys;  // buckets [own_first, + own_count) go here (their bases count from it)
     void* own_vals;

@@ -223,7 +223,6 @@ struct OnesweepSmem {
 // position) set STAGED and keep each key's digit in shared memory for the write-out.
 template <typename K, int ITEMS> struct RadixDigit {
     static constexpr bool STAGED = false;
-    static constexpr bool COHERENT = false;  // keys may come through the read-only cache
     static constexpr bool REBASED = sizeof(K) == 8;
     K low;
     int shift;
@@ -268,10 +267,7 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
     K k[ITEMS];
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i)
-        if (FULL || first + 32 * i < tile_n) {
-            const K* at = keys_in + tile_base + first + 32 * i;
-            k[i] = dig.load(D::COHERENT ? __ldcg(at) : *at);  // COHERENT: from L2, past L1
-        }
+        if (FULL || first + 32 * i < tile_n) k[i] = dig.load(keys_in[tile_base + first + 32 * i]);
     dig.prepare(k, tile_base, first, tile_n, sm.buf);  // buf is free until the ranking
 
     if constexpr (RADIX_EARLY_COUNTS) {  // successors' look-backs need not wait for our ranking
@@ -372,29 +368,22 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
     }
 }
 
-// Claims the next tile of a pass (its id from the counter: every earlier tile's block has
-// started) and clears the tile's counters; the id is the same for every thread of the block.
-template <typename K, typename VO, int VMODE>
-__device__ __forceinline__ u32 claim_tile(u32* tile_counter, OnesweepSmem<K, VO, VMODE>& sm)
+// One tile of a pass: its id (from the counter: every earlier tile's block has started), where
+// its keys are; then onesweep_tile, full or partial.
+template <typename K, typename VI, typename VO, int VMODE, typename D>
+__device__ __forceinline__ void onesweep_next(const K* keys_in, K* keys_out, const VI* vals_in,
+                                              VO* vals_out, u64 n, D& dig, const u32* bases,
+                                              u32* tile_counter, void* flags, int wide,
+                                              const u32* tile_start, const u32* tile_rows,
+                                              OnesweepSmem<K, VO, VMODE>& sm)
 {
+    constexpr int TILE = BLOCK * Items<K, VMODE>::value;
     if (threadIdx.x == 0) sm.tile = atomicAdd(tile_counter, 1u);
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) sm.whist[w][threadIdx.x] = 0;
     sm.counts[threadIdx.x] = 0;
     __syncthreads();
-    return sm.tile;
-}
-
-// onesweep_tile on tile `tile`, full or partial: where its keys are, from the tile descriptors
-// or else consecutive TILE-key runs.
-template <typename K, typename VI, typename VO, int VMODE, typename D>
-__device__ __forceinline__ void onesweep_at(u32 tile, const K* keys_in, K* keys_out,
-                                            const VI* vals_in, VO* vals_out, u64 n, D& dig,
-                                            const u32* bases, void* flags, int wide,
-                                            const u32* tile_start, const u32* tile_rows,
-                                            OnesweepSmem<K, VO, VMODE>& sm)
-{
-    constexpr int TILE = BLOCK * Items<K, VMODE>::value;
+    const u32 tile = sm.tile;
     const u64 base = tile_start ? (u64)tile_start[tile] : (u64)tile * TILE;
     const u64 left = tile_start ? (u64)tile_rows[tile] : n - base;
     if (left >= (u64)TILE)
@@ -403,17 +392,4 @@ __device__ __forceinline__ void onesweep_at(u32 tile, const K* keys_in, K* keys_
     else
         onesweep_tile<false>(keys_in, keys_out, vals_in, vals_out, tile, tile == 0, base,
                              (u32)left, dig, bases, flags, wide, sm);
-}
-
-// One tile of a pass, a block's whole work in the one-launch-per-pass kernels.
-template <typename K, typename VI, typename VO, int VMODE, typename D>
-__device__ __forceinline__ void onesweep_next(const K* keys_in, K* keys_out, const VI* vals_in,
-                                              VO* vals_out, u64 n, D& dig, const u32* bases,
-                                              u32* tile_counter, void* flags, int wide,
-                                              const u32* tile_start, const u32* tile_rows,
-                                              OnesweepSmem<K, VO, VMODE>& sm)
-{
-    const u32 tile = claim_tile(tile_counter, sm);
-    onesweep_at(tile, keys_in, keys_out, vals_in, vals_out, n, dig, bases, flags, wide,
-                tile_start, tile_rows, sm);
 }

@@ -55,9 +55,6 @@ KEY_ITEMS = {4: 24, 8: 18}  # the same for key-only passes (ITEMS32_KEYS/ITEMS64
 # compile-time switches of radix.cu (see there); bench/local_sort.py --tune compares settings
 DEFINES = {"RADIX_LOOKBACK_WINDOW": 4, "RADIX_EARLY_COUNTS": 1}
 SYNC_MIN = 1 << 22  # from here on the host learns which digits are constant, to skip them
-# Below this, key-only sorts run in one launch (small.py), whose kernel skips constant digits
-# itself, instead of a launch per pass: there the host's launches, not the GPU, took the time.
-SMALL_MAX = SYNC_MIN
 MAX_PASSES = 8  # 64-bit keys, 8-bit digits
 # From these sizes on our kernels run, CUB below: the smallest power of two from which ours was
 # at least as fast in bench/local_sort.py (bench/RESULTS.md). "sort" is for
@@ -108,10 +105,7 @@ def _onesweep_name(key: str, vin: str, vout: str, mode: int) -> str:
 
 def compile_all() -> None:
     """Compile every instance a sort may use (python -m distsort compile), both builds at once."""
-    from . import small  # small.py builds on this module
-
-    compile_apart([functools.partial(_module, coded) for coded in (False, True)]
-                  + [small.compile_all])
+    compile_apart([functools.partial(_module, coded) for coded in (False, True)])
 
 
 @functools.cache
@@ -340,12 +334,6 @@ def radix_sort(
         raise ValueError(f"low={low} is not a {keys.dtype} value")
     low = UNSIGNED[kb](int(low))
     passes = digit_passes(begin_bit, min(end_bit, 8 * kb))
-    if mode == "keys" and passes and n < SMALL_MAX:
-        from .small import small_sort  # small.py builds on this module
-
-        out = small_sort(keys, begin_bit, min(end_bit, 8 * kb), low, overwrite,
-                         _scratch(cp, keys, scratch), code)
-        return out, None
     state = _State(cp, n, kb, len(passes), mode)
     scanned = None
     if passes:
@@ -448,8 +436,6 @@ class RadixEngine:
         if kb < 4:
             return False
         end = 8 * kb if end_bit is None else min(end_bit, 8 * kb)
-        if op == "sort" and keys.size < SMALL_MAX:  # one launch: ours (small.py)
-            return True
         if op == "sort":  # CUB (cupy.sort) always sorts every bit: fewer passes are ours to win
             narrow = len(digit_passes(max(0, begin_bit), end)) < kb
             op = ("narrow" if narrow else "sort") + ("64" if kb == 8 else "")

@@ -259,30 +259,6 @@ def test_first_pass_queued_before_the_skips_are_known(cp, engine, kdtype, varyin
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
-@pytest.mark.parametrize("varying", [(0, 8), (20, 30), (8, 24), None])
-@pytest.mark.parametrize("kdtype", [np.uint32, np.uint64])
-def test_small_sort_skips_constant_digits(cp, engine, kdtype, varying, overwrite):
-    """Below SMALL_MAX a key sort is one launch (small.py) whose kernel skips the passes of
-    constant digits itself. The result still lands where all the passes would leave it (4 or 8:
-    in the input, with overwrite): bits 0-7 run one pass and copy, bits 20-29 two, bits 8-23
-    two, None (every key equal) none and copy unless the input is the result."""
-    n = 3 * tile_of(kdtype) + 5
-    if varying is None:
-        x = np.full(n, 123456789, dtype=kdtype)
-    else:
-        lo, hi = varying
-        x = np.random.default_rng(16).integers(0, 1 << (hi - lo), n).astype(kdtype)
-        x = (x << np.array(lo, kdtype)) | np.array(1 << 31, kdtype)
-    keys, scratch = cp.asarray(x), cp.empty(n, dtype=kdtype)
-    assert n < radix.SMALL_MAX
-    got = engine.sort(keys, overwrite=overwrite, scratch=scratch)
-    np.testing.assert_array_equal(got.get(), np.sort(x))
-    assert same(got, keys) == overwrite and not same(got, scratch)
-    if not overwrite:
-        np.testing.assert_array_equal(keys.get(), x)
-
-
-@pytest.mark.parametrize("overwrite", [False, True])
 def test_empty_bit_range_from_sync_min(cp, engine, overwrite):
     """No bit to sort (end_bit = begin_bit: the finish of a rank whose key range is one key)
     from SYNC_MIN keys on, where the constant-digit check runs: no pass, the keys as they are."""
