@@ -7,7 +7,8 @@ then distsort on the CPU backend at each rank count (this script's worker under 
 timed on a fresh copy of the input made before the clock starts, a warm-up first, the median of
 --reps, every output checked (check.verify). The data are `distsort gen`'s uniform keys, the
 same whatever the rank count. The table gives seconds, the speed-up over np.sort and the largest
-peak host memory of a rank; cpu_sort.json has every run.
+peak host memory of a rank, then each rank count's phases (the slowest rank's, last run), its
+threads and its merge library; cpu_sort.json has every run.
 """
 
 from __future__ import annotations
@@ -61,28 +62,34 @@ def worker(case: str, count: int, reps: int) -> None:
     from mpi4py import MPI
 
     import distsort
+    from distsort import workers
     from distsort.check import verify
     from distsort.io.reader import rank_range
+    from distsort.local import merge
+    from distsort.report import SortReport
 
     comm = MPI.COMM_WORLD
     keys, values = data(case, *rank_range(count, comm.Get_rank(), comm.Get_size()))
     times, verdict = [], None
     for rep in range(reps + 1):  # the first is a warm-up
-        fresh = keys.copy()
+        fresh, report = keys.copy(), SortReport()
         comm.Barrier()
         start = time.perf_counter()
         if values is None:
-            out = distsort.sort(fresh, comm, backend="cpu")
+            out = distsort.sort(fresh, comm, backend="cpu", report=report)
         else:
-            out, moved = distsort.sort_pairs(fresh, values, comm, backend="cpu")
+            out, moved = distsort.sort_pairs(fresh, values, comm, backend="cpu", report=report)
         times.append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
         if rep == reps:
             pairs = {} if values is None else {"values_in": values, "values_out": moved}
             verdict = verify(comm, keys, out, **pairs)
     peak = comm.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, op=MPI.MAX)
+    phases = comm.gather(report.phases)  # the last run's, the slowest rank's of each
     if comm.Get_rank() == 0:
+        slowest = {name: max(p.get(name, 0.0) for p in phases) for name in phases[0]}
         print(json.dumps({"seconds": times[1:], "ok": verdict.ok, "message": verdict.message,
-                          "peak_rss_bytes": peak * 1024}))
+                          "peak_rss_bytes": peak * 1024, "phases": slowest,
+                          "threads": workers.threads(), "merge": merge.library_path()}))
 
 
 def distsort_run(case: str, count: int, ranks: int, reps: int) -> dict:
@@ -125,6 +132,9 @@ def main() -> None:
             line += (f"{med:>9.3f} {statistics.median(base) / med:>5.2f} "
                      f"{run['peak_rss_bytes'] / 1e9:>7.2f} " + ("" if run["ok"] else "FAILED "))
         print(line, flush=True)
+        for p, run in runs.items():
+            print(f"{'':>10} P={p}: {run['threads']} threads a rank, merge {run['merge']}; "
+                  "phases (s): " + ", ".join(f"{k} {v:.3f}" for k, v in run["phases"].items()))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "cpu_sort.json"), "w") as f:
         json.dump(results, f, indent=1)
