@@ -23,6 +23,7 @@ a view of the scratch or a new array.
 from __future__ import annotations
 
 import functools
+import time
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import numpy as np
@@ -79,15 +80,24 @@ class NumpyEngine:
 
     name = "numpy"
 
+    def __init__(self):
+        # a key's share of the last sort of at least merge.MEASURED_MIN keys, by key bytes: the
+        # finish merges received runs only where that is faster (merge.worth_merging)
+        self.seconds_per_key: dict[int, float] = {}
+
     def workspace_bytes(self, rows: int, row_bytes: int) -> int:
         return rows * row_bytes  # the result: NumPy sorts a copy in place
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
              overwrite: bool = False, **ignored: object):
-        pieces = threads()
+        started, pieces = time.perf_counter(), threads()
         if pieces > 1 and len(keys) >= PIECES_MIN and merge.available(keys):
-            return _sorted_in_pieces(keys, pieces, overwrite)
-        return np.sort(keys)
+            out = _sorted_in_pieces(keys, pieces, overwrite)
+        else:
+            out = np.sort(keys)
+        if len(keys) >= merge.MEASURED_MIN:
+            self.seconds_per_key[keys.dtype.itemsize] = (time.perf_counter() - started) / len(keys)
+        return out
 
     def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
         return np.argsort(keys, kind="stable")

@@ -15,18 +15,22 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import math
 import os
 import shlex
 import subprocess
 import sysconfig
 import tempfile
+import time
 
 import numpy as np
 
 from ..cuda_source import kernel_cache
-from ..workers import each
+from ..workers import each, threads
 
 SOURCE = os.path.join(os.path.dirname(__file__), "merge.c")
+MEASURED_MIN = 1 << 20  # merges and sorts of this many keys on are timed (worth_merging)
+_pass_seconds: dict[int, float] = {}  # a key's share of the last timed merge pass, by key bytes
 PACKAGE = os.path.dirname(os.path.dirname(__file__))
 FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
 
@@ -58,34 +62,83 @@ def merge_runs(keys: np.ndarray, counts, positions: bool = False, overwrite: boo
     at = np.arange(len(keys), dtype=np.int64) if positions else None
     at_target = np.empty_like(at) if positions else None
     while len(runs) > 1:
+        started = time.perf_counter()
         pairs = [runs[i : i + 2] for i in range(0, len(runs), 2)]
-        each([functools.partial(_merge_pair, lib, width, pair, source, target, at, at_target)
-              for pair in pairs])
+        cuts = -(-threads() // len(pairs))  # the last passes' few pairs: cut to use every thread
+        each([functools.partial(_merge_pair, lib, width, piece, source, target, at, at_target)
+              for pair in pairs for piece in _pieces(source, pair, cuts)])
         runs = [(pair[0][0], pair[-1][1]) for pair in pairs]
         if source is keys and not overwrite:  # the input is only read
             source, target = target, np.empty_like(keys)
         else:
             source, target = target, source
         at, at_target = at_target, at
+        if len(keys) >= MEASURED_MIN:
+            _pass_seconds[keys.dtype.itemsize] = (time.perf_counter() - started) / len(keys)
     return (keys.copy() if source is keys and not overwrite else source), at
 
 
-def _merge_pair(lib, width: int, pair: list, source, target, at, at_target) -> None:
-    if len(pair) == 1:  # the odd run out: copied as it is
-        lo, hi = pair[0]
-        target[lo:hi] = source[lo:hi]
-        if at is not None:
-            at_target[lo:hi] = at[lo:hi]
-        return
-    (lo, mid), (_, hi) = pair
+def worth_merging(keys: np.ndarray, counts, sort_seconds: float | None) -> bool:
+    """Would merging these runs (keys of their length and dtype) take no longer than sorting
+    them anew, which takes sort_seconds a key (None: not known)? From the last timed merge pass
+    of such keys in this process; where either is not known, merge (and so time it). Why:
+    machines differ: where NumPy sorts with AVX-512 (x86-simd-sort) a key sorts in ~7 ns and a
+    pass of the merge takes ~4, so 16 runs (4 passes) sort faster than they merge; where it has
+    no SIMD sort (45 ns a key) merging wins at any count (bench/RESULTS.md, runs 239-241)."""
+    per_pass = _pass_seconds.get(keys.dtype.itemsize)
+    runs = sum(1 for c in counts if c)
+    if per_pass is None or sort_seconds is None or runs < 2:
+        return True
+    return math.ceil(math.log2(runs)) * per_pass <= sort_seconds
+
+
+def _pieces(keys: np.ndarray, pair: list, cuts: int) -> list:
+    """The merge of a pair of runs as `cuts` merges of their parts that write apart: each
+    ((a_lo, a_hi), (b_lo, b_hi), out_lo), equal shares of the output (merge path: the output's
+    first d keys are the first i of run a and the first d - i of run b, i found by binary
+    search). An odd run out is one piece, run b empty."""
+    if len(pair) == 1:
+        (lo, hi), = pair
+        return [((lo, hi), (hi, hi), lo)]
+    (a_lo, a_hi), (b_lo, b_hi) = pair
+    n = b_hi - a_lo
+    diagonals = [n * k // cuts for k in range(cuts + 1)]
+    splits = [_split(keys, (a_lo, a_hi), (b_lo, b_hi), d) for d in diagonals]
+    return [((a_lo + i0, a_lo + i1), (b_lo + d0 - i0, b_lo + d1 - i1), a_lo + d0)
+            for (d0, i0), (d1, i1) in zip(zip(diagonals, splits), zip(diagonals[1:], splits[1:]))
+            if d1 > d0]
+
+
+def _split(keys: np.ndarray, a: tuple, b: tuple, d: int) -> int:
+    """How many of run a's keys are among the merge's first d: the least i with
+    b[d - i - 1] < a[i] (ties take run a's keys first, as merge.c does)."""
+    na, nb = a[1] - a[0], b[1] - b[0]
+    lo, hi = max(0, d - nb), min(d, na)
+    while lo < hi:
+        i = (lo + hi) // 2
+        if keys[b[0] + d - i - 1] < keys[a[0] + i]:
+            hi = i
+        else:
+            lo = i + 1
+    return lo
+
+
+def _merge_pair(lib, width: int, piece: tuple, source, target, at, at_target) -> None:
+    """Merge source's parts a and b of one piece (_pieces) into target from out_lo on."""
+    (a_lo, a_hi), (b_lo, b_hi), out = piece
     p = _pointer
+    if b_hi == b_lo:  # a part alone: copied as it is
+        target[out : out + a_hi - a_lo] = source[a_lo:a_hi]
+        if at is not None:
+            at_target[out : out + a_hi - a_lo] = at[a_lo:a_hi]
+        return
     if at is None:
-        getattr(lib, f"merge_u{width}")(p(source, lo), mid - lo, p(source, mid), hi - mid,
-                                        p(target, lo))
+        getattr(lib, f"merge_u{width}")(p(source, a_lo), a_hi - a_lo, p(source, b_lo),
+                                        b_hi - b_lo, p(target, out))
     else:
         getattr(lib, f"merge_positions_u{width}")(
-            p(source, lo), p(at, lo), mid - lo, p(source, mid), p(at, mid), hi - mid,
-            p(target, lo), p(at_target, lo))
+            p(source, a_lo), p(at, a_lo), a_hi - a_lo, p(source, b_lo), p(at, b_lo),
+            b_hi - b_lo, p(target, out), p(at_target, out))
 
 
 def _pointer(array: np.ndarray, index: int) -> ctypes.c_void_p:

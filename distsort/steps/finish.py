@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..columns import KeyWords, own_key, plain_keys, radix_rows
 from ..local import landing
 from ..local.landing import LandingSort
-from ..local.merge import available, merge_runs
+from ..local.merge import available, merge_runs, worth_merging
 from ..local.order import stable_order
 from ..local.rows import take
 from ..runtime import Runtime
@@ -56,7 +56,7 @@ def finish(rt: Runtime, received, key_words: KeyWords, splitters) -> list:
     n, rank = int(blocks[0].sum()), rt.comm.Get_rank()
     words = key_words(columns)
     if received.runs and n == len(columns[0]):
-        out = merged(columns, words, blocks[0], sent[0])
+        out = merged(columns, words, blocks[0], sent[0], rt.backend.engine)
         if out is not None:
             return out
     low, top, end_bit = key_range(splitters, rank, words[0].dtype)
@@ -80,12 +80,16 @@ def finish(rt: Runtime, received, key_words: KeyWords, splitters) -> list:
     return [take(c, order) for c in columns]
 
 
-def merged(columns: list, words: list, counts, scratch=None) -> list | None:
+def merged(columns: list, words: list, counts, scratch=None, engine=None) -> list | None:
     """Host rows that are sorted runs of counts[i] rows one after another (CPUs: one a source
     rank, partition.sorted_first; a round's slices of the runs out of core), merged by their
     first column (local/merge.py; scratch: an array it may use), the columns given up; None
-    where they cannot be (several key words, no compiled merge)."""
+    where they cannot be (several key words, no compiled merge) or, for plain keys, where the
+    engine (given) sorts them faster than they merge (merge.worth_merging)."""
     if not (own_key(columns, words) and available(words[0])):
+        return None
+    rate = getattr(engine, "seconds_per_key", {}).get(words[0].dtype.itemsize)
+    if len(columns) == 1 and not worth_merging(words[0], counts, rate):
         return None
     keys, order = merge_runs(columns[0], counts, positions=len(columns) > 1, overwrite=True,
                              scratch=scratch)

@@ -130,3 +130,64 @@ def test_the_numpy_engine_sorts_in_pieces_on_several_threads(three_threads, monk
     np.testing.assert_array_equal(out, np.sort(before))
     if not overwrite:
         np.testing.assert_array_equal(keys, before)
+
+
+@pytest.mark.parametrize("counts", [[1000, 1000], [1, 5000], [5000, 0], [0, 5000], [3000, 17, 900]])
+@pytest.mark.parametrize("distinct", [None, 2])
+def test_a_pass_of_few_pairs_is_cut_for_every_thread(three_threads, counts, distinct):
+    """Two runs on 3 threads: the pair's merge is cut in 3 at merge-path splits, the pieces
+    writing apart; still a stable merge, equal keys from the earlier run first."""
+    keys = runs_of(np.uint32, counts, seed=4, distinct=distinct)
+    merged, positions = merge.merge_runs(keys, counts, positions=True)
+    np.testing.assert_array_equal(positions, np.argsort(keys, kind="stable"))
+    np.testing.assert_array_equal(merged, np.sort(keys))
+
+
+@pytest.mark.parametrize("cuts", [1, 2, 3, 7])
+def test_pieces_cover_the_output_once(cuts):
+    keys = runs_of(np.uint16, [700, 300], seed=5, distinct=4)
+    pieces = merge._pieces(keys, [(0, 700), (700, 1000)], cuts)
+    assert len(pieces) == cuts
+    out = 0
+    for (a_lo, a_hi), (b_lo, b_hi), at in pieces:
+        assert at == out and 0 <= a_lo <= a_hi <= 700 <= b_lo <= b_hi <= 1000
+        if a_hi > a_lo and b_lo > 700:  # what came before this piece is no larger
+            assert keys[b_lo - 1] < keys[a_lo]  # b's earlier keys are below: ties go to a
+        out += (a_hi - a_lo) + (b_hi - b_lo)
+    assert out == 1000
+
+
+def test_worth_merging_weighs_the_passes_against_a_sort(monkeypatch):
+    keys = np.zeros(8, np.uint32)
+    monkeypatch.setattr(merge, "_pass_seconds", {4: 4e-9})
+    assert merge.worth_merging(keys, [1] * 16, None)  # the sort's rate not known: merge
+    assert not merge.worth_merging(keys, [1] * 16, 7e-9)  # 4 passes of 4 ns against 7 ns
+    assert merge.worth_merging(keys, [1, 0, 1], 7e-9)  # one pass
+    assert merge.worth_merging(keys, [1] * 16, 45e-9)  # no SIMD sort: merging wins
+    assert merge.worth_merging(np.zeros(8, np.uint64), [1] * 16, 7e-9)  # no 8-byte pass timed
+
+
+def test_merges_of_many_keys_are_timed(monkeypatch):
+    monkeypatch.setattr(merge, "_pass_seconds", {})
+    monkeypatch.setattr(merge, "MEASURED_MIN", 1000)
+    counts = [600, 600]
+    merge.merge_runs(runs_of(np.uint32, counts, seed=7), counts)
+    assert merge._pass_seconds[4] > 0
+
+
+def test_the_finish_leaves_plain_keys_to_a_faster_sort(monkeypatch):
+    from distsort.local.engine import NumpyEngine
+    from distsort.steps.finish import merged
+
+    counts = [3000] * 4
+    keys = runs_of(np.uint32, counts, seed=6)
+    engine = NumpyEngine()
+    monkeypatch.setattr(merge, "_pass_seconds", {4: 4e-9})
+    engine.seconds_per_key[4] = 1e-9  # sorts faster than two passes merge
+    column = keys.copy()
+    assert merged([column], [column], counts, engine=engine) is None
+    engine.seconds_per_key[4] = 1e-6
+    out = merged([column], [column], counts, engine=engine)
+    np.testing.assert_array_equal(out[0], np.sort(keys))
+    assert engine.sort(np.arange(2**20, dtype=np.uint32)[::-1].copy())[0] == 0
+    assert engine.seconds_per_key[4] < 1e-6  # timed again: a sort of MEASURED_MIN keys
