@@ -23,6 +23,7 @@ import numpy as np
 
 from .cuda_source import CTYPES, load_module
 from .errors import DistsortError
+from .workers import spread, threads
 
 UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # by width in bytes
 
@@ -213,12 +214,19 @@ BLOCK = 1 << 16  # keys a NumPy block works on: its temporaries stay in the cach
 
 
 def _blockwise(u, work):
-    """A new array of work(src, dst, tmp) over u's blocks; tmp: a block of scratch words."""
+    """A new array of work(src, dst, tmp) over u's blocks; tmp: a block of scratch words. The
+    blocks are shared out among the process's pool threads (workers.py), a run of them each:
+    NumPy lets go of the GIL inside each operation."""
     out = np.empty_like(u)
-    tmp = np.empty(min(len(u), BLOCK), dtype=u.dtype)
-    for start in range(0, len(u), BLOCK):
-        stop = min(start + BLOCK, len(u))
-        work(u[start:stop], out[start:stop], tmp[: stop - start])
+
+    def run(lo: int, hi: int) -> None:
+        tmp = np.empty(min(hi - lo, BLOCK), dtype=u.dtype)
+        for start in range(lo, hi, BLOCK):
+            stop = min(start + BLOCK, hi)
+            work(u[start:stop], out[start:stop], tmp[: stop - start])
+
+    blocks = -(-len(u) // BLOCK)
+    spread(run, len(u), BLOCK * max(1, -(-blocks // threads())))
     return out
 
 
