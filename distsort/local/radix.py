@@ -61,10 +61,14 @@ MAX_PASSES = 8  # 64-bit keys, 8-bit digits
 # 32-bit keys, "sort64" for 64-bit ones, "narrow" for a bit range (of key - low) that saves
 # passes. "narrow64" (64-bit keys, a pass or more saved) is not measured but inferred: with all
 # 8 passes ours was about even with CUB at 2^24 and a little slower below, and CUB sorts all 64
-# bits whatever the range, so one pass fewer (1/8 less work) wins from 2^24.
+# bits whatever the range, so one pass fewer (1/8 less work) wins from 2^24. "coded" and
+# "coded64": signed and float keys, which our passes order by their codes as they go, where CUB
+# needs a pass to make the codes and one to undo them (measured through the API).
 MIN_N = {
     "sort": 1 << 26,
     "sort64": 1 << 27,
+    "coded": 1 << 24,
+    "coded64": 1 << 23,
     "narrow": 1 << 25,
     "narrow64": 1 << 24,
     "argsort": 1 << 24,
@@ -436,7 +440,9 @@ class RadixEngine:
         if kb < 4:
             return False
         end = 8 * kb if end_bit is None else min(end_bit, 8 * kb)
-        if op == "sort":  # CUB (cupy.sort) always sorts every bit: fewer passes are ours to win
+        if op == "coded":
+            op += "64" if kb == 8 else ""
+        elif op == "sort":  # CUB (cupy.sort) sorts every bit: fewer passes are ours to win
             narrow = len(digit_passes(max(0, begin_bit), end)) < kb
             op = ("narrow" if narrow else "sort") + ("64" if kb == 8 else "")
         return keys.size >= MIN_N[op]
@@ -522,8 +528,9 @@ def _numbers(engine: RadixEngine, codec, op: str, keys, bits: tuple, options: di
     if codec.lossy and op != "argsort":
         raise ValueError("a canonical codec loses keys' bits: it is for argsort only")
     words = keys.view(UNSIGNED[keys.dtype.itemsize])
-    if keys.dtype.itemsize < 4 or not engine._ours(words, op, *bits):
-        plain = codec.code in (0, 1)  # ascending integers: CUB orders them as they are
+    plain = codec.code in (0, 1)  # ascending integers: CUB orders them as they are
+    route = "coded" if op == "sort" and not plain else op  # else CUB encodes and decodes
+    if keys.dtype.itemsize < 4 or not engine._ours(words, route, *bits):
         codes = keys if plain else codec.encode(keys, cp)
         if op == "argsort":
             return None, engine.argsort(codes, *bits, **options)
