@@ -166,7 +166,7 @@ def backend_info(comm, gpus: Mapping[str, Any]) -> dict[str, Any]:
         selected = choose_backend(comm if comm is not None else MPI.COMM_WORLD, None)
     except Exception as exc:  # e.g. DISTSORT_BACKEND=gpu on a rank without a GPU
         selected = f"none: {exc}"
-    from .local.merge import library_path
+    from .local.clib import library_path
 
     merge = library_path() or "none (no C compiler here): CPU ranks sort what they receive"
     return {"available": available, "requested": requested, "selected": selected,

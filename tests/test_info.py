@@ -66,9 +66,9 @@ def test_collect_info_without_cupy(no_cupy, monkeypatch):
 
 
 def test_info_says_where_cpu_ranks_have_no_merge(no_cupy, monkeypatch):
-    from distsort.local import merge
+    from distsort.local import clib
 
-    monkeypatch.setattr(merge, "_library", lambda: None)
+    monkeypatch.setattr(clib, "library", lambda: None)
     text = info.format_info(info.collect_info())
     assert "cpu merge   none (no C compiler here): CPU ranks sort what they receive" in text
 

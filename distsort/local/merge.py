@@ -1,51 +1,28 @@
-"""Stable merges of sorted runs on CPUs (merge.c): a rank that receives one sorted run from
-every rank merges them in log2(runs) passes instead of sorting them again.
-
-merge.c is compiled once per machine by the C compiler Python was built with (sysconfig's CC,
-else `cc`) into distsort's kernel cache (cuda_source.kernel_cache), else the package's own
-kernel folder (where the Docker image builds it: $DISTSORT_KERNEL_CACHE may name a mounted
-folder of CUDA kernels there), else the user's cache folder, the first that can be written,
-under a name that holds a hash of the source; a compile takes a fraction of a second, and the
-library is looked for in the same folders first. Where no compiler works, available() is False
-and callers sort.
-"""
+"""Stable merges of sorted runs on CPUs (merge.c, in clib.py's library): a rank that receives
+one sorted run from every rank merges them in log2(runs) passes instead of sorting them again,
+where that is faster (worth_merging). Where no C compiler works, available() is False and
+callers sort."""
 
 from __future__ import annotations
 
-import ctypes
 import functools
-import hashlib
 import math
-import os
-import shlex
-import subprocess
-import sysconfig
-import tempfile
 import time
 
 import numpy as np
 
-from ..cuda_source import kernel_cache
 from ..workers import each, threads
+from . import clib
 
-SOURCE = os.path.join(os.path.dirname(__file__), "merge.c")
 MEASURED_MIN = 1 << 20  # merges and sorts of this many keys on are timed (worth_merging)
 _pass_seconds: dict[int, float] = {}  # a key's share of the last timed merge pass, by key bytes
-PACKAGE = os.path.dirname(os.path.dirname(__file__))
-FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
 
 
 def available(keys: np.ndarray) -> bool:
     """Can merge_runs merge these keys (a NumPy column of unsigned integers, a compiled
-    merge.c)?"""
+    library)?"""
     return (isinstance(keys, np.ndarray) and keys.ndim == 1 and keys.dtype.kind == "u"
-            and _library() is not None)
-
-
-def library_path() -> str | None:
-    """The compiled merge.c a CPU rank uses (built now if it was not), or None."""
-    lib = _library()
-    return None if lib is None else lib._name
+            and clib.library() is not None)
 
 
 def merge_runs(keys: np.ndarray, counts, positions: bool = False, overwrite: bool = False,
@@ -54,7 +31,7 @@ def merge_runs(keys: np.ndarray, counts, positions: bool = False, overwrite: boo
     the earlier run's first among equal keys; with `positions`, the int64 position in keys of
     each merged key, else None). overwrite: keys may be used as scratch; scratch: an array of
     at least keys' length and dtype to use as well (else one is made)."""
-    lib, width = _library(), 8 * keys.dtype.itemsize
+    lib, width = clib.library(), 8 * keys.dtype.itemsize
     bounds = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
     runs = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
     fits = scratch is not None and scratch.dtype == keys.dtype and len(scratch) >= len(keys)
@@ -126,7 +103,7 @@ def _split(keys: np.ndarray, a: tuple, b: tuple, d: int) -> int:
 def _merge_pair(lib, width: int, piece: tuple, source, target, at, at_target) -> None:
     """Merge source's parts a and b of one piece (_pieces) into target from out_lo on."""
     (a_lo, a_hi), (b_lo, b_hi), out = piece
-    p = _pointer
+    p = clib.pointer
     if b_hi == b_lo:  # a part alone: copied as it is
         target[out : out + a_hi - a_lo] = source[a_lo:a_hi]
         if at is not None:
@@ -139,64 +116,3 @@ def _merge_pair(lib, width: int, piece: tuple, source, target, at, at_target) ->
         getattr(lib, f"merge_positions_u{width}")(
             p(source, a_lo), p(at, a_lo), a_hi - a_lo, p(source, b_lo), p(at, b_lo),
             b_hi - b_lo, p(target, out), p(at_target, out))
-
-
-def _pointer(array: np.ndarray, index: int) -> ctypes.c_void_p:
-    return ctypes.c_void_p(array.ctypes.data + index * array.itemsize)
-
-
-@functools.cache
-def _library() -> ctypes.CDLL | None:
-    with open(SOURCE, "rb") as f:
-        text = f.read()
-    compilers = [shlex.split(sysconfig.get_config_var("CC") or ""), ["cc"]]
-    digest = hashlib.sha256(text + " ".join(FLAGS).encode()).hexdigest()[:16]
-    name = f"merge-{digest}.so"
-    user = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
-                        "distsort")
-    folders = list(dict.fromkeys([kernel_cache(), os.path.join(PACKAGE, "kernels"), user]))
-    for folder in folders:
-        if os.path.exists(os.path.join(folder, name)):
-            return _load(os.path.join(folder, name))
-    for folder in folders:
-        for compiler in filter(None, compilers):
-            built = _build(compiler, folder, name)
-            if built:
-                return _load(built)
-    return None
-
-
-def _build(compiler: list[str], folder: str, name: str) -> str | None:
-    """Compile merge.c into folder/name (by a temporary name, renamed: ranks may race);
-    its path, or None where the compiler or the folder fails."""
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=folder, prefix=".merge-", suffix=".so")
-        os.close(fd)
-    except OSError:
-        return None
-    try:
-        done = subprocess.run([*compiler, *FLAGS, "-o", temp, SOURCE], capture_output=True,
-                              timeout=120)
-        if done.returncode != 0:
-            return None
-        os.replace(temp, os.path.join(folder, name))
-        return os.path.join(folder, name)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
-
-
-def _load(path: str) -> ctypes.CDLL | None:
-    try:
-        lib = ctypes.CDLL(path)
-    except OSError:
-        return None
-    for width in (8, 16, 32, 64):
-        getattr(lib, f"merge_u{width}").argtypes = [ctypes.c_void_p, ctypes.c_int64] * 2 + [
-            ctypes.c_void_p]
-        getattr(lib, f"merge_positions_u{width}").argtypes = (
-            [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64] * 2 + [ctypes.c_void_p] * 2)
-    return lib

@@ -2,8 +2,9 @@
 
 Each element is partitioned once: on GPUs, rows are counted per destination chunk by chunk and
 grouped while the exchange runs (ChunkedRows, chunks.py); elsewhere they are grouped now, stably
-(GroupedRows): on CPUs, rows whose first column is their key are sorted first and cut where the
-splitters fall; other rows by a sort of their destinations.
+(GroupedRows): on CPUs, rows whose first column is their key are sorted first and cut where
+the splitters fall (plain keys on many ranks by two passes of a C scatter instead); other rows
+by a sort of their destinations.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..columns import own_key, radix_rows
-from ..local import digit_partition, landing
+from ..local import digit_partition, landing, scatter
 from ..local import partition as gpu_partition
 from ..local.landing import LandingSort
 from ..local.rows import take
@@ -22,6 +23,12 @@ from ..transport import aligned_displacements, displacements
 from . import chunks
 from .finish import landing_sort
 from .splitters import classify, key_range, outside_key
+
+# From this many ranks on, CPU ranks group plain keys with the C scatter (scattered) rather than
+# sorting them first, where that measured faster (bench/cpu_sort.py, bench/RESULTS.md runs
+# 244-246): with fewer ranks a rank's sort runs on several threads and the merge of its few
+# received runs costs one to three cheap passes, which beat the scatter and a second sort.
+SCATTER_MIN_RANKS = 16
 
 
 def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, int],
@@ -41,6 +48,8 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
         return ChunkedRows(columns, words, layout,
                            landing_sort(rt, columns, words, layout, splitters))
     if rt.backend.name == "cpu" and own_key(columns, words) and rt.transport.align_rows == 1:
+        if len(columns) == 1 and p >= SCATTER_MIN_RANKS and scatter.available(columns[0], p):
+            return scattered(rt, columns[0], offset, -(-total // p), splitters)
         return sorted_first(rt, columns, offset, -(-total // p), splitters)
     xp = rt.xp
     small = classify(words, offset, splitters, xp).astype(np.uint16 if p < 2**16 else np.uint32)
@@ -55,6 +64,17 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
     low, top, _ = key_range(splitters, rt.comm.Get_rank(), words[0].dtype)
     return GroupedRows([take(c, placed) for c in columns], ahead, send_counts, send_displs,
                    -(-total // p), outside_key(words[0].dtype, low, top))
+
+
+def scattered(rt: Runtime, keys, offset: int, even_rows: int, splitters: np.ndarray
+              ) -> GroupedRows:
+    """Plain keys on CPUs: grouped by destination in two passes (local/scatter.py), each group
+    in input order, so that a key is sorted once, by its receiver (sorting first and merging
+    what arrives sorts it twice, in effect)."""
+    grouped, counts = scatter.by_rank(keys, offset, splitters)
+    low, top, _ = key_range(splitters, rt.comm.Get_rank(), keys.dtype)
+    return GroupedRows([grouped], [], counts, displacements(counts), even_rows,
+                       outside_key(keys.dtype, low, top))
 
 
 def sorted_first(rt: Runtime, columns: list, offset: int, even_rows: int,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distsort.local import merge
+from distsort.local import clib, merge
 
 if not merge.available(np.zeros(1, np.uint32)):
     pytest.skip("no C compiler here to build merge.c", allow_module_level=True)
@@ -47,19 +47,6 @@ def test_scratch_and_overwrite_give_the_same_keys(counts):
         np.testing.assert_array_equal(merged, expected)
 
 
-@pytest.fixture
-def three_threads(monkeypatch):
-    """The process's pool with 3 threads for the test (its own executor, shut down after)."""
-    from distsort import workers
-
-    monkeypatch.setitem(workers._pool, "threads", 3)
-    monkeypatch.delitem(workers._pool, "executor", raising=False)
-    yield
-    executor = workers._pool.pop("executor", None)
-    if executor is not None:
-        executor.shutdown()
-
-
 def test_pairs_of_a_pass_run_on_several_threads(three_threads):
     counts = [1000] * 16
     keys = runs_of(np.uint64, counts, distinct=50)
@@ -74,8 +61,8 @@ def test_only_unsigned_columns_merge(keys):
 
 
 def test_a_compiler_that_fails_builds_nothing(tmp_path):
-    assert merge._build(["false"], str(tmp_path), "merge-x.so") is None
-    assert merge._build(["no-such-compiler-here"], str(tmp_path), "merge-x.so") is None
+    assert clib._build(["false"], str(tmp_path), "cpu-x.so") is None
+    assert clib._build(["no-such-compiler-here"], str(tmp_path), "cpu-x.so") is None
     assert list(tmp_path.iterdir()) == []  # no temporary file left either
 
 
@@ -83,35 +70,35 @@ def test_the_library_is_built_in_the_kernel_cache_and_found_there(tmp_path, monk
     """The first folder that can be written holds it; a later process loads it from there."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(cache))
-    monkeypatch.setattr(merge, "PACKAGE", str(tmp_path / "package"))  # none built there yet
-    merge._library.cache_clear()
+    monkeypatch.setattr(clib, "PACKAGE", str(tmp_path / "package"))  # none built there yet
+    clib.library.cache_clear()
     try:
-        assert merge._library() is not None
+        assert clib.library() is not None
         built = list(cache.iterdir())
-        assert len(built) == 1 and built[0].name.startswith("merge-") and built[0].suffix == ".so"
+        assert len(built) == 1 and built[0].name.startswith("cpu-") and built[0].suffix == ".so"
         made = built[0].stat().st_mtime_ns
-        merge._library.cache_clear()
-        assert merge._library() is not None  # loaded, not built again
+        clib.library.cache_clear()
+        assert clib.library() is not None  # loaded, not built again
         assert list(cache.iterdir()) == built and built[0].stat().st_mtime_ns == made
     finally:
-        merge._library.cache_clear()
+        clib.library.cache_clear()
 
 
 def test_the_package_s_own_library_is_found_beside_another_kernel_cache(tmp_path, monkeypatch):
     """The Docker image builds it into the package; a job there may name a mounted folder of
-    CUDA kernels as its kernel cache, and still finds the merge."""
+    CUDA kernels as its kernel cache, and still finds the C kernels."""
     package = tmp_path / "package"
-    monkeypatch.setattr(merge, "PACKAGE", str(package))
+    monkeypatch.setattr(clib, "PACKAGE", str(package))
     monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(package / "kernels"))
-    merge._library.cache_clear()
+    clib.library.cache_clear()
     try:
-        assert merge._library() is not None
+        assert clib.library() is not None
         monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(tmp_path / "mounted"))
-        merge._library.cache_clear()
-        assert merge._library() is not None
+        clib.library.cache_clear()
+        assert clib.library() is not None
         assert not (tmp_path / "mounted").exists()  # found in the package, nothing built
     finally:
-        merge._library.cache_clear()
+        clib.library.cache_clear()
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])

@@ -1,6 +1,8 @@
-"""On CPUs each rank receives one sorted run from every rank and merges them (finish.merged,
-local/merge.py), as out of core each round's slices of the runs (outofcore/merge.py); without
-a C compiler it sorts them, with the same results.
+"""On CPUs each rank groups plain keys of 4 or 8 bytes by destination with the C scatter
+(partition.scattered, local/scatter.py) and sorts what it receives; other rows it sorts first
+and receives one sorted run from every rank, which it merges (finish.merged, local/merge.py), as
+out of core each round's slices of the runs (outofcore/merge.py). Without a C compiler it sorts
+them, with the same results.
 
 Run as `mpiexec -n P python -m pytest --with-mpi tests/steps/test_merge_mpi.py`.
 """
@@ -19,22 +21,26 @@ from helpers import (
 )
 
 import distsort
-from distsort.local import merge
+from distsort.local import clib, merge
 from distsort.outofcore import merge as outofcore_merge
 from distsort.report import SortReport
-from distsort.steps import finish
+from distsort.steps import finish, partition
 
 pytestmark = [pytest.mark.mpi(min_size=2)]
 
 
-@pytest.fixture(params=["merged", "no compiler"])
+@pytest.fixture(params=["merged", "scattered", "no compiler"])
 def merges(request, monkeypatch) -> list:
-    """Count the merges that ran; "no compiler": merge.c could not be built here."""
+    """Count the merges and scatters that ran; "scattered": plain keys grouped by the C scatter
+    at every rank count (partition.SCATTER_MIN_RANKS); "no compiler": the C kernels could not
+    be built here."""
+    if request.param == "scattered":
+        monkeypatch.setattr(partition, "SCATTER_MIN_RANKS", 2)
     if request.param == "no compiler":
-        monkeypatch.setattr(merge, "_library", lambda: None)
+        monkeypatch.setattr(clib, "library", lambda: None)
     elif not merge.available(np.zeros(1, np.uint32)):
-        pytest.skip("no C compiler here to build merge.c")
-    calls, real = [], finish.merged
+        pytest.skip("no C compiler here to build the C kernels")
+    calls, real, real_scattered = [], finish.merged, partition.scattered
 
     def counted(*args, **kwargs):
         out = real(*args, **kwargs)
@@ -42,8 +48,13 @@ def merges(request, monkeypatch) -> list:
             calls.append(args)
         return out
 
+    def scattered(*args, **kwargs):
+        calls.append(args)
+        return real_scattered(*args, **kwargs)
+
     monkeypatch.setattr(finish, "merged", counted)
     monkeypatch.setattr(outofcore_merge, "merged", counted)
+    monkeypatch.setattr(partition, "scattered", scattered)
     return calls
 
 
@@ -53,13 +64,13 @@ def test_keys_match_numpy(merges, dtype, descending):
     x = local_data("fewdistinct", dtype, 3000 + 101 * COMM.rank, seed=9)
     shard = distsort.sort(x, backend="cpu", descending=descending)
     np.testing.assert_array_equal(everything(shard), reference(everything(x), descending))
-    assert bool(merges) == (merge._library() is not None)
+    assert bool(merges) == (clib.library() is not None)
 
 
 def test_pairs_and_argsort_keep_ties_in_input_order(merges):
     keys = local_data("fewdistinct", "float64", 2500 + 13 * COMM.rank, seed=4)
     check_pairs_and_argsort_keep_ties(keys)
-    assert bool(merges) == (merge._library() is not None)
+    assert bool(merges) == (clib.library() is not None)
 
 
 def test_ranks_without_rows(merges):
@@ -82,4 +93,4 @@ def test_out_of_core_rounds_merge_their_slices_of_the_runs(merges, dtype):
     shard = distsort.sort(keys, backend="cpu", device_memory="64KiB", report=report)
     np.testing.assert_array_equal(everything(shard), reference(everything(keys), False))
     assert report.path == "out of core"
-    assert bool(merges) == (merge._library() is not None)
+    assert bool(merges) == (clib.library() is not None)

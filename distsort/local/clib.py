@@ -1,0 +1,104 @@
+"""The CPU backend's C kernels (merge.c: merges of sorted runs; scatter.c: the partition of
+plain keys by destination), compiled into one library once per machine.
+
+The C compiler Python was built with (sysconfig's CC, else `cc`) builds it into distsort's
+kernel cache (cuda_source.kernel_cache), else the package's own kernel folder (where the Docker
+image builds it: $DISTSORT_KERNEL_CACHE may name a mounted folder of CUDA kernels there), else
+the user's cache folder, the first that can be written, under a name that holds a hash of the
+sources; a compile takes a fraction of a second, and the library is looked for in the same
+folders first. Where no compiler works, library() is None and callers use NumPy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shlex
+import subprocess
+import sysconfig
+import tempfile
+
+import numpy as np
+
+from ..cuda_source import kernel_cache
+
+HERE = os.path.dirname(__file__)
+SOURCES = [os.path.join(HERE, name) for name in ("merge.c", "scatter.c")]
+PACKAGE = os.path.dirname(HERE)
+FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
+_P, _N = ctypes.c_void_p, ctypes.c_int64
+
+
+def library_path() -> str | None:
+    """The compiled library a CPU rank uses (built now if it was not), or None."""
+    lib = library()
+    return None if lib is None else lib._name
+
+
+def pointer(array: np.ndarray, index: int = 0) -> ctypes.c_void_p:
+    """The address of array[index] (1-D, contiguous), for a kernel's argument."""
+    return ctypes.c_void_p(array.ctypes.data + index * array.itemsize)
+
+
+@functools.cache
+def library() -> ctypes.CDLL | None:
+    text = b"".join(_read(path) for path in SOURCES)
+    compilers = [shlex.split(sysconfig.get_config_var("CC") or ""), ["cc"]]
+    digest = hashlib.sha256(text + " ".join(FLAGS).encode()).hexdigest()[:16]
+    name = f"cpu-{digest}.so"
+    user = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                        "distsort")
+    folders = list(dict.fromkeys([kernel_cache(), os.path.join(PACKAGE, "kernels"), user]))
+    for folder in folders:
+        if os.path.exists(os.path.join(folder, name)):
+            return _load(os.path.join(folder, name))
+    for folder in folders:
+        for compiler in filter(None, compilers):
+            built = _build(compiler, folder, name)
+            if built:
+                return _load(built)
+    return None
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _build(compiler: list[str], folder: str, name: str) -> str | None:
+    """Compile the sources into folder/name (by a temporary name, renamed: ranks may race);
+    its path, or None where the compiler or the folder fails."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=folder, prefix=".cpu-", suffix=".so")
+        os.close(fd)
+    except OSError:
+        return None
+    try:
+        done = subprocess.run([*compiler, *FLAGS, "-o", temp, *SOURCES], capture_output=True,
+                              timeout=120)
+        if done.returncode != 0:
+            return None
+        os.replace(temp, os.path.join(folder, name))
+        return os.path.join(folder, name)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
+def _load(path: str) -> ctypes.CDLL | None:
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return None
+    for width in (8, 16, 32, 64):
+        getattr(lib, f"merge_u{width}").argtypes = [_P, _N] * 2 + [_P]
+        getattr(lib, f"merge_positions_u{width}").argtypes = [_P, _P, _N] * 2 + [_P] * 2
+    for width in (32, 64):
+        getattr(lib, f"classify_u{width}").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P, _P]
+        getattr(lib, f"scatter_u{width}").argtypes = [_P, _N, _P, _P, _P]
+    return lib

@@ -1,0 +1,43 @@
+"""Plain keys grouped by destination rank on CPUs (local/scatter.py, scatter.c), against
+splitters.classify and a stable grouping by NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distsort.local import scatter
+from distsort.steps.splitters import classify
+
+if not scatter.available(np.zeros(1, np.uint32), 2):
+    pytest.skip("no C compiler here to build the C kernels", allow_module_level=True)
+
+
+def splitters_of(keys: np.ndarray, offset: int, p: int, rng) -> np.ndarray:
+    """p - 1 rows (key, global position) in that order, picked among the keys' own rows, so
+    that equal keys are cut by position."""
+    rows = np.stack([keys.astype(np.uint64), np.arange(len(keys), dtype=np.uint64) + offset], 1)
+    picks = np.sort(rng.choice(len(keys), p - 1, replace=False))
+    order = np.lexsort((rows[:, 1], rows[:, 0]))
+    return rows[order[picks]]
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("n,distinct", [(10, None), (200_001, None), (300_000, 3)])
+@pytest.mark.parametrize("p", [2, 5, 16])
+def test_grouped_as_classify_puts_them(three_threads, dtype, n, distinct, p):
+    rng = np.random.default_rng(n + p)
+    top = distinct or np.iinfo(dtype).max
+    keys = rng.integers(0, top, n, dtype=np.uint64, endpoint=distinct is None).astype(dtype)
+    offset = 1000
+    splitters = splitters_of(keys, offset, min(p, n), rng)
+    dest = classify([keys], offset, splitters, np)
+    grouped, counts = scatter.by_rank(keys, offset, splitters)
+    np.testing.assert_array_equal(counts, np.bincount(dest, minlength=len(splitters) + 1))
+    np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
+
+
+def test_only_4_and_8_byte_keys():
+    assert not scatter.available(np.zeros(4, np.uint16), 2)
+    assert not scatter.available(np.zeros(4, np.int32), 2)
+    assert not scatter.available(np.zeros(4, np.uint32), scatter.MAX_RANKS + 1)
