@@ -59,9 +59,9 @@ def worth_merging(keys: np.ndarray, counts, sort_seconds: float | None) -> bool:
     """Would merging these runs (keys of their length and dtype) take no longer than sorting
     them anew, which takes sort_seconds a key (None: not known)? From the last timed merge pass
     of such keys in this process; where either is not known, merge (and so time it). Why:
-    machines differ: where NumPy sorts with AVX-512 (x86-simd-sort) a key sorts in ~7 ns and a
-    pass of the merge takes ~4, so 16 runs (4 passes) sort faster than they merge; where it has
-    no SIMD sort (45 ns a key) merging wins at any count (bench/RESULTS.md, runs 239-241)."""
+    machines differ: where NumPy sorts with AVX-512 (x86-simd-sort) a sort costs less than two
+    merge passes, so 16 runs (4 passes) sort faster than they merge; where it has no SIMD sort,
+    merging wins at any count (bench/RESULTS.md, runs 239-241)."""
     per_pass = _pass_seconds.get(keys.dtype.itemsize)
     runs = sum(1 for c in counts if c)
     if per_pass is None or sort_seconds is None or runs < 2:

@@ -1,11 +1,12 @@
 /* The CPU backend's partition of plain keys by destination rank, in two passes.
 
    Why: a rank that sorts its keys before cutting them at the splitters (partition.sorted_first)
-   sorts every key twice, once there and once more, merged or sorted, where they land. Where
-   NumPy sorts with AVX-512 a sort costs ~7 ns a key and was half of a 16-rank job; these two
-   passes cost a few: classify counts each key's destination (a branch-free binary search over
-   the splitters), scatter copies each key to its destination's next slot. Keys keep their
-   input order within a destination (global position order), as the exchange expects.
+   sorts every key twice, once there and once more, merged or sorted, where they land; with
+   one thread a rank and many ranks that second sort costs more than these two passes:
+   classify counts each key's destination (a branch-free binary search over the splitters),
+   scatter copies each key to its destination's next slot (partition.SCATTER_MIN_RANKS says
+   where). Keys keep their input order within a destination (global position order), as the
+   exchange expects.
 
    A key's destination is the number of splitters (key, global position) at or below its own
    (key, offset + i): splitters.classify's order, in which equal keys are cut by position. */
