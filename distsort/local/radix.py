@@ -65,8 +65,8 @@ MAX_PASSES = 8  # 64-bit keys, 8-bit digits
 # "coded64": signed and float keys, which our passes order by their codes as they go, where CUB
 # needs a pass to make the codes and one to undo them (measured through the API).
 MIN_N = {
-    "sort": 1 << 26,
-    "sort64": 1 << 27,
+    "sort": 1 << 25,
+    "sort64": 1 << 24,
     "coded": 1 << 24,
     "coded64": 1 << 23,
     "narrow": 1 << 25,
