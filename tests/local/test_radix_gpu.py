@@ -371,15 +371,16 @@ def test_low_on_the_cub_route(cp):
 
 
 def test_narrow_routing(cp):
-    """A 64-bit sort that saves a pass is ours from MIN_N["narrow64"] keys, CUB below."""
+    """A sort that saves a pass is ours from MIN_N["narrow64"] (64-bit keys) or MIN_N["narrow"]
+    keys, CUB below; never from more keys than the full-width sort (CUB sorts every bit)."""
+    assert radix.MIN_N["narrow64"] <= radix.MIN_N["sort64"]
+    assert radix.MIN_N["narrow"] <= radix.MIN_N["sort"]
     default = RadixEngine()
-    n = radix.MIN_N["narrow64"]
-    keys = cp.empty(n, dtype=cp.uint64)
-    assert default._ours(keys, "sort", 0, 33)
-    assert not default._ours(keys[: n // 2], "sort", 0, 33)
-    assert not default._ours(keys, "sort", 0, 64) and not default._ours(keys, "sort")
-    keys32 = cp.empty(radix.MIN_N["narrow"], dtype=cp.uint32)
-    assert default._ours(keys32, "sort", 0, 24) and not default._ours(keys32, "sort")
+    for dtype, route, bits in ((cp.uint64, "narrow64", 33), (cp.uint32, "narrow", 24)):
+        n = radix.MIN_N[route]
+        keys = cp.empty(n, dtype=dtype)
+        assert default._ours(keys, "sort", 0, bits)
+        assert not default._ours(keys[: n // 2], "sort", 0, bits)
 
 
 @pytest.mark.slow
