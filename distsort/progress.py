@@ -4,17 +4,33 @@ and the time left (tqdm's bar), shown once a step has taken DELAY seconds.
 Shown where stderr is a terminal, or where the launcher says its own is: MPICH's mpiexec and
 Open MPI's mpirun pass the ranks' output through pipes, so launch/quickstart.sh sets
 DISTSORT_PROGRESS=1 when it runs on a terminal. `--progress` shows it anyway, `--quiet` never.
-Without tqdm installed there is no bar (the sort is the same).
+Without tqdm installed there is no bar (the sort is the same). A service's jobs report their
+bars' progress to the service (watched), which `status` shows.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from . import settings
 
 DELAY = 2.0  # seconds a step runs before its bar shows: short commands stay quiet
 _wanted: dict[str, bool | None] = {"on": None}  # None: decide from the terminal
+_watcher: dict[str, Callable[[dict], None] | None] = {"on": None}
+
+
+@contextmanager
+def watched(callback: Callable[[dict], None]) -> Iterator[None]:
+    """In the body, rank 0's bars, shown or not, also tell callback where their step is, as a
+    dict (step, done, total, unit) when the step starts and as it advances: the service's
+    status shows it."""
+    _watcher["on"] = callback
+    try:
+        yield
+    finally:
+        _watcher["on"] = None
 
 
 def configure(wanted: bool | None) -> None:
@@ -35,6 +51,10 @@ class Bar:
 
     def __init__(self, comm, what: str, total: int, unit: str = "B"):
         self._bar = None
+        self._state = {"step": what, "done": 0, "total": total, "unit": unit}
+        self._watch = _watcher["on"] if comm.Get_rank() == 0 else None
+        if self._watch is not None:
+            self._watch(dict(self._state))
         if not shown(comm):
             return
         try:
@@ -47,6 +67,9 @@ class Bar:
                          leave=False, dynamic_ncols=True)
 
     def add(self, done: int) -> None:
+        if self._watch is not None:
+            self._state["done"] += done
+            self._watch(dict(self._state))
         if self._bar is not None:
             self._bar.update(done)
 

@@ -59,3 +59,17 @@ def test_the_file_job_shows_reading_and_writing(tmp_path, monkeypatch, capfd, fl
         assert (step in err) == bars, err
     if bars:
         assert err.count("/19.5k") >= 2  # of 20000 bytes (KiB), read and written
+
+
+def test_a_watched_bar_tells_where_its_step_is_on_rank_0_only():
+    """progress.watched (the service's status): rank 0's bars report their step as it starts
+    and advances, whether or not the bar shows; other ranks' do not."""
+    seen: list = []
+    with progress.watched(seen.append):
+        with progress.Bar(Rank(0), "read in.npy", 100) as bar:
+            bar.add(40)
+            bar.add(60)
+        progress.Bar(Rank(1), "read in.npy", 100).add(100)
+    progress.Bar(Rank(0), "write out.npy", 10).add(10)  # no longer watched
+    assert seen == [{"step": "read in.npy", "done": d, "total": 100, "unit": "B"}
+                    for d in (0, 40, 100)]

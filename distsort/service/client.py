@@ -115,11 +115,23 @@ def jobs(args, comm) -> int:
 
 
 def job_line(job: dict) -> str:
-    """'7  running (exchange)  sort in.npy -o out.npy'; finished jobs with exit and seconds."""
-    state = job["state"] + (f" ({job['phase']})" if job.get("phase") else "")
+    """'7  running (read: read in.npy 12.0 of 64.0 MiB)  sort in.npy -o out.npy'; finished
+    jobs with exit and seconds."""
+    where = [job["phase"]] if job.get("phase") else []
+    if job.get("progress"):
+        where.append(_progress(job["progress"]))
+    state = job["state"] + (f" ({': '.join(where)})" if where else "")
     if job["exit"] is not None:
         state += f", exit {job['exit']}, {job['seconds']:.3f} s"
     return f"{job['job']:>5}  {state:<28}  {' '.join(job['argv'])}"
+
+
+def _progress(step: dict) -> str:
+    """'read in.npy 12.0 of 64.0 MiB', '3 of 8 run'."""
+    done, total = step["done"], step["total"]
+    if step["unit"] == "B":
+        return f"{step['step']} {done / 2**20:.1f} of {total / 2**20:.1f} MiB"
+    return f"{step['step']} {done} of {total} {step['unit']}"
 
 
 def cancel(args, comm) -> int:

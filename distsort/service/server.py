@@ -39,6 +39,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from .. import progress
 from ..errors import DistsortError, RemoteError, abort, agree
 from ..phases import checkpoints
 from .wire import default_socket, lines, read_token, send, tcp_address
@@ -62,13 +63,14 @@ class Job:
     output: str = ""
     seconds: float = 0.0
     phase: str = ""  # the running job's phase
+    progress: dict | None = None  # its last step of known size: step, done, total, unit
     cancel: str = ""  # why the job was cancelled, once it was
     waiter: socket.socket | None = field(default=None, repr=False)
 
     def public(self) -> dict:
         return {"job": self.id, "argv": self.argv, "state": self.state, "phase": self.phase,
-                "exit": self.exit, "error": self.error, "output": self.output,
-                "seconds": round(self.seconds, 4)}
+                "progress": self.progress, "exit": self.exit, "error": self.error,
+                "output": self.output, "seconds": round(self.seconds, 4)}
 
 
 def serve(args, comm) -> int:
@@ -94,7 +96,8 @@ def serve(args, comm) -> int:
             started = time.perf_counter()
             job_args = args.parse_job(argv)
             job_args.launched = 0.0  # the ranks were up: no launch to count
-            with checkpoints(functools.partial(_check_in, comm, listener, number)):
+            watch = progress.watched(listener.progressed) if rank == 0 else contextlib.nullcontext()
+            with checkpoints(functools.partial(_check_in, comm, listener, number)), watch:
                 code, output, error = _run(comm, job_args, cwd)
             if rank == 0:
                 listener.finished(code, output, error, time.perf_counter() - started)
@@ -226,12 +229,18 @@ class Listener:
             self.running.phase = phase
             return self.running.cancel
 
+    def progressed(self, state: dict) -> None:
+        """The running job's step of known size started or advanced (progress.watched)."""
+        with self.lock:
+            if self.running is not None:
+                self.running.progress = state
+
     def finished(self, code: int, output: str, error: str, seconds: float) -> None:
         with self.lock:
             job, self.running = self.running, None
             job.exit, job.output, job.error, job.seconds = code, output, error, seconds
             job.state = "done" if code == 0 else "cancelled" if job.cancel else "failed"
-            job.phase = ""
+            job.phase, job.progress = "", None
             self.done = (self.done + [job])[-KEPT:]
         self._log(job)
         self._reply(job, job.public())

@@ -17,6 +17,7 @@ from helpers import Service
 
 from distsort import Client
 from distsort.errors import DistsortError
+from distsort.service.client import job_line
 
 RANKS = 2
 
@@ -122,12 +123,14 @@ def _waiting_job(client, words: list[str]) -> tuple[threading.Thread, list]:
     return thread, got
 
 
-def _running(service: Service, thread: threading.Thread, phase: str = "") -> dict:
-    """The running job once it has started a phase (`phase`, if named), its client thread
-    still waiting."""
+def _running(service: Service, thread: threading.Thread, phase: str = "",
+             until=lambda job: True) -> dict:
+    """The running job once it has started a phase (`phase`, if named) and `until` holds for
+    its status, its client thread still waiting."""
     while True:
         running = service.client.status()["running"]
-        if running and running["phase"] and running["phase"] == (phase or running["phase"]):
+        if (running and running["phase"] and running["phase"] == (phase or running["phase"])
+                and until(running)):
             return running
         assert thread.is_alive()
 
@@ -194,6 +197,33 @@ def test_cancel_a_queued_job_and_the_running_one_at_its_next_phase(tmp_path, mon
                           after["job"]: "done"}
         assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npy", "go", "in.npy", "s.sock"]
     finally:
+        assert service.stop() == 0
+
+
+def test_status_shows_the_running_job_s_progress(tmp_path, monkeypatch):
+    """While a job is held as rank 0's sample phase begins (its check-in not yet made: status
+    shows the phase before), status shows the job's last step of known size, rank 0's read,
+    done; `jobs` says so on its line; a finished job has none."""
+    monkeypatch.chdir(tmp_path)
+    data = np.random.default_rng(5).integers(0, 1000, 50_000).astype(np.int64)
+    np.save(tmp_path / "in.npy", data)
+    go = tmp_path / "go"
+    service = Service(tmp_path, "--root", str(tmp_path), fault=f"sample:0:wait={go}")
+    try:
+        assert "serving" in service.started()
+        thread, got = _waiting_job(service.client, ["sort", "in.npy", "-o", "out.npy"])
+        share = 25_000 * data.itemsize  # rank 0's half of the keys
+        running = _running(service, thread, until=lambda job: (job["progress"] or {}).get(
+            "done") == share)
+        assert running["progress"] == {"step": "read", "done": share, "total": share,
+                                       "unit": "B"}, running
+        assert f"running ({running['phase']}: read 0.2 of 0.2 MiB)" in job_line(running)
+        go.touch()
+        thread.join(timeout=120)
+        assert got[0]["state"] == "done" and got[0]["progress"] is None, got
+        np.testing.assert_array_equal(np.load("out.npy"), np.sort(data))
+    finally:
+        go.touch()
         assert service.stop() == 0
 
 
