@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from mpi4py import MPI
 
 from ..columns import own_key, radix_rows
 from ..local import digit_partition, landing, scatter
@@ -48,7 +49,8 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
         return ChunkedRows(columns, words, layout,
                            landing_sort(rt, columns, words, layout, splitters))
     if rt.backend.name == "cpu" and own_key(columns, words) and rt.transport.align_rows == 1:
-        if len(columns) == 1 and p >= SCATTER_MIN_RANKS and scatter.available(columns[0], p):
+        if len(columns) == 1 and p >= SCATTER_MIN_RANKS and _everywhere(
+                rt, scatter.available(columns[0], p)):
             return scattered(rt, columns[0], offset, -(-total // p), splitters)
         return sorted_first(rt, columns, offset, -(-total // p), splitters)
     xp = rt.xp
@@ -64,6 +66,12 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
     low, top, _ = key_range(splitters, rt.comm.Get_rank(), words[0].dtype)
     return GroupedRows([take(c, placed) for c in columns], ahead, send_counts, send_displs,
                    -(-total // p), outside_key(words[0].dtype, low, top))
+
+
+def _everywhere(rt: Runtime, mine: bool) -> bool:
+    """Whether every rank can (a collective): a receiver takes its blocks for sorted runs where
+    it sent its own sorted (GroupedRows.runs), so all ranks must partition alike."""
+    return rt.comm.allreduce(mine, op=MPI.LAND)
 
 
 def scattered(rt: Runtime, keys, offset: int, even_rows: int, splitters: np.ndarray

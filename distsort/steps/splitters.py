@@ -24,11 +24,15 @@ def choose_splitters(rt, sample, sizes: list[int]) -> np.ndarray:
     start at row 0) moves it over the transport, device to device. The received rows run in
     global-position order (ranks in order, each sample in position order), so a stable sort by
     the key words alone, on the device, leaves them in (key words, position) order; the sort is
-    deterministic, so every rank picks the same rows. On CPUs the runs come ordered and are
-    merged (_runs).
+    deterministic, so every rank picks the same rows. On CPUs, for one key word, each rank
+    orders its sample by key (stably) before sending it, and every rank merges the p sorted
+    runs it receives (local/merge.py) instead of sorting them all (with many ranks, most of the
+    sample phase). Each rank orders what it sends whether or not it can merge: a
+    stable sort of sorted runs in rank order gives the same order, so ranks with and without
+    a compiled merge agree.
     """
     p = rt.comm.Get_size()
-    runs = _runs(rt, sample)
+    runs = rt.backend.name == "cpu" and sample.shape[1] == 2  # one key word
     if runs:
         sample = sample[np.argsort(sample[:, 0], kind="stable")]
     counts = np.full(p, len(sample), dtype=np.int64)
@@ -37,20 +41,12 @@ def choose_splitters(rt, sample, sizes: list[int]) -> np.ndarray:
     if len(rows) == 0:
         return np.zeros((p - 1, sample.shape[1]), np.uint64)
     keys = [rt.xp.ascontiguousarray(rows[:, c]) for c in range(rows.shape[1] - 1)]
-    if runs:
+    if runs and available(keys[0]):
         order = merge_runs(keys[0], recv, positions=True)[1]
     else:
         order = stable_order(keys, rt.backend.engine)
     picks = np.arange(1, p, dtype=np.int64) * len(rows) // p
     return rt.backend.to_host(rows[order[rt.backend.from_host(picks)]])
-
-
-def _runs(rt, sample) -> bool:
-    """On CPUs, for one key word: each rank orders its sample by key (stably: ties stay in
-    position order) before sending it, and every rank merges the p sorted runs it receives
-    (local/merge.py) instead of sorting all of them: at 16 ranks the whole sample (~490,000
-    rows) is sorted on every rank, and that took most of a sort's sample phase."""
-    return rt.backend.name == "cpu" and sample.shape[1] == 2 and available(sample[:, 0])
 
 
 def classify(words, offset: int, splitters: np.ndarray, xp):

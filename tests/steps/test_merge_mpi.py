@@ -29,14 +29,16 @@ from distsort.steps import finish, partition
 pytestmark = [pytest.mark.mpi(min_size=2)]
 
 
-@pytest.fixture(params=["merged", "scattered", "no compiler"])
+@pytest.fixture(params=["merged", "scattered", "no compiler", "rank 1 without compiler"])
 def merges(request, monkeypatch) -> list:
     """Count the merges and scatters that ran; "scattered": plain keys grouped by the C scatter
     at every rank count (partition.SCATTER_MIN_RANKS); "no compiler": the C kernels could not
-    be built here."""
-    if request.param == "scattered":
+    be built here; "rank 1 without compiler": on rank 1 only, the scatter allowed at every rank
+    count (the ranks must still partition alike and pick the same splitters)."""
+    if request.param in ("scattered", "rank 1 without compiler"):
         monkeypatch.setattr(partition, "SCATTER_MIN_RANKS", 2)
-    if request.param == "no compiler":
+    if request.param == "no compiler" or (request.param == "rank 1 without compiler"
+                                          and COMM.rank == 1):
         monkeypatch.setattr(clib, "library", lambda: None)
     elif not merge.available(np.zeros(1, np.uint32)):
         pytest.skip("no C compiler here to build the C kernels")
