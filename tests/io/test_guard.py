@@ -1,67 +1,117 @@
-"""The watcher that removes a temporary output when its writer dies (distsort/io/guard.py)."""
+"""The watcher that removes temporary outputs when their writer dies (distsort/io/guard.py)."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
+from distsort.io import guard as guard_module
 from distsort.io.guard import TempGuard
 
-# A writer process: guards the file, then ends as told (the guard holds its stderr until done,
-# so subprocess.run returns only after the watcher has acted).
+# A writer process: guards the files it is given (`+path`), releases some (`-path`), may kill
+# its watcher (`restart`), then ends as told (the watcher holds its stderr until done, so
+# subprocess.run returns only after the watcher has acted).
 WRITER = """
 import os, signal, sys, time
-from distsort.io.guard import TempGuard
-guard = TempGuard(sys.argv[1])
-assert guard.watching
-if sys.argv[2] == "release":
-    guard.release()
-else:
+from distsort.io import guard as g
+guards = {}
+for step in sys.argv[2:]:
+    if step == "restart":
+        os.kill(g._watcher._proc.pid, signal.SIGKILL)
+        g._watcher._proc.wait()
+    elif step[0] == "+":
+        guards[step[1:]] = g.TempGuard(step[1:])
+        assert guards[step[1:]].watching
+    else:
+        guards[step[1:]].release()
+if sys.argv[1] != "exit":
     # Python's own SIGINT handler, whatever was inherited: a shell runs background jobs with
     # SIGINT ignored, and Python keeps an ignored SIGINT ignored
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    os.kill(os.getpid(), getattr(signal, sys.argv[2]))
+    os.kill(os.getpid(), getattr(signal, sys.argv[1]))
     for _ in range(1000):  # its KeyboardInterrupt comes between bytecodes: wait for it
         time.sleep(0.01)
 """
 
 
-def run_writer(path, how: str) -> subprocess.CompletedProcess:
+def run_writer(how: str, *steps) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    return subprocess.run([sys.executable, "-c", WRITER, str(path), how], env=env, timeout=30,
-                          capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-c", WRITER, how, *map(str, steps)], env=env,
+                          timeout=30, capture_output=True, text=True)
+
+
+def made(folder, *names):
+    paths = [folder / name for name in names]
+    for path in paths:
+        path.write_bytes(b"partial")
+    return paths
 
 
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "SIGINT"])
 def test_the_file_goes_when_its_writer_dies(tmp_path, how):
-    temp = tmp_path / ".o.npy.distsort-tmp-0"
-    temp.write_bytes(b"partial")
-    run = run_writer(temp, how)
+    (temp,) = made(tmp_path, ".o.npy.distsort-tmp-0")
+    run = run_writer(how, f"+{temp}")
     assert run.returncode != 0, run.stderr
     assert not temp.exists()
 
 
 def test_a_released_file_stays(tmp_path):
-    temp = tmp_path / "published"
-    temp.write_bytes(b"whole")
-    run = run_writer(temp, "release")
+    (temp,) = made(tmp_path, "published")
+    run = run_writer("exit", f"+{temp}", f"-{temp}")
     assert run.returncode == 0, run.stderr
-    assert temp.read_bytes() == b"whole"
+    assert temp.read_bytes() == b"partial"
 
 
-def test_release_waits_for_the_watcher_and_is_idempotent(tmp_path):
-    guard = TempGuard(str(tmp_path / "never-made"))
-    proc = guard._proc
-    guard.release()
-    guard.release()
-    assert proc.returncode == 0 and not guard.watching
+def test_one_watcher_keeps_the_files_still_held(tmp_path):
+    a, b, c = made(tmp_path, "a", "b c\nd", "e")  # any byte but NUL in a name
+    run = run_writer("SIGKILL", f"+{a}", f"+{b}", f"-{a}", f"+{c}", f"-{c}", f"+{c}")
+    assert run.returncode != 0
+    assert a.exists() and not b.exists() and not c.exists()
+
+
+def test_a_watcher_found_gone_is_started_again_with_every_held_file(tmp_path):
+    a, b, c = made(tmp_path, "a", "b", "c")
+    run = run_writer("SIGKILL", f"+{a}", f"+{c}", f"-{c}", "restart", f"+{b}")
+    assert run.returncode != 0, run.stderr
+    assert not a.exists() and not b.exists() and c.exists()
+
+
+def test_a_process_starts_one_watcher_for_all_its_files(tmp_path, monkeypatch):
+    watcher = guard_module._Watcher()
+    monkeypatch.setattr(guard_module, "_watcher", watcher)
+    first = TempGuard(str(tmp_path / "one"))
+    proc = watcher._proc
+    second = TempGuard(str(tmp_path / "two"))
+    assert first.watching and second.watching and watcher._proc is proc
+    first.release()
+    first.release()  # idempotent
+    second.release()
+    assert not first.watching and not second.watching and proc.poll() is None
+    proc.stdin.close()  # as the process's end would: the watcher exits, having nothing to do
+    assert proc.wait(timeout=30) == 0
 
 
 def test_without_an_interpreter_the_writer_still_works(tmp_path, monkeypatch):
+    monkeypatch.setattr(guard_module, "_watcher", guard_module._Watcher())
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
     guard = TempGuard(str(tmp_path / "x"))
     assert not guard.watching
     guard.release()  # nothing to release, nothing raised
+
+
+def test_sigkill_of_the_launcher_group_leaves_the_watcher(tmp_path):
+    """The watcher runs in a session of its own: a signal to the writer's group misses it."""
+    (temp,) = made(tmp_path, "t")
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, "SIGSTOP", f"+{temp}"], env=env,
+                              start_new_session=True, stderr=subprocess.PIPE)
+    # the writer stops itself once its watcher holds the file; then its whole group is killed
+    os.waitpid(writer.pid, os.WUNTRACED)
+    os.killpg(writer.pid, signal.SIGKILL)
+    writer.stderr.read()  # the watcher's end: it holds the writer's stderr until done
+    writer.wait(timeout=30)
+    assert not temp.exists()
