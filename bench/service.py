@@ -210,25 +210,8 @@ def main() -> int:
         each = (time.perf_counter() - start) / max(args.small, 1)
         print(f"{args.small} jobs of 2^10 keys back to back: {each * 1e3:.1f} ms a job",
               flush=True)
-        for k in range(4):
-            served(client, ["gen", f"mix{k}.npy", "--count", str(1000 + 7 * k), "--quiet",
-                            "--dtype", ["uint32", "float64", "int16", "uint64"][k]])
-        run_mix(lambda: distsort.Client(sock), 20, args.clients)  # a warm-up of every kind
-        footprint["warm"] = memory(ranks)
-        halves = []
-        for half in ("half", "after"):  # a leak grows on; a pool or a list that fills does not
-            halves.append(run_mix(lambda: distsort.Client(sock), args.mix // 2, args.clients))
-            footprint[half] = memory(ranks)
-        mix = {"jobs": args.mix, "clients": args.clients,
-               "wall_s": sum(h["wall_s"] for h in halves),
-               "median_job_s": statistics.median(h["median_job_s"] for h in halves),
-               "wrong": [w for h in halves for w in h["wrong"]]}
-        mix["still_up"] = client.status()["running"] is None
-        print(f"{args.mix} jobs from {args.clients} clients, a tenth bad: {mix['wall_s']:.1f} s, "
-              f"{len(mix['wrong'])} wrong, service up: {mix['still_up']}; memory "
-              f"{footprint}", flush=True)
-        for line in mix["wrong"][:10]:
-            print("  wrong:", line)
+        if args.mix:
+            mix = mixed(client, sock, args, ranks, footprint)
     finally:
         client.shutdown()
         service.wait(timeout=120)
@@ -238,6 +221,30 @@ def main() -> int:
          "rows": rows, "small_jobs": args.small, "small_job_s": each, "mix": mix,
          "memory": footprint}, indent=1))
     return 0
+
+
+def mixed(client, sock: str, args, ranks, footprint: dict) -> dict:
+    """--mix jobs from --clients clients, the ranks' memory measured around them."""
+    for k in range(4):
+        served(client, ["gen", f"mix{k}.npy", "--count", str(1000 + 7 * k), "--quiet",
+                        "--dtype", ["uint32", "float64", "int16", "uint64"][k]])
+    run_mix(lambda: distsort.Client(sock), 20, args.clients)  # a warm-up of every kind
+    footprint["warm"] = memory(ranks)
+    halves = []
+    for half in ("half", "after"):  # a leak grows on; a pool or a list that fills does not
+        halves.append(run_mix(lambda: distsort.Client(sock), args.mix // 2, args.clients))
+        footprint[half] = memory(ranks)
+    mix = {"jobs": args.mix, "clients": args.clients,
+           "wall_s": sum(h["wall_s"] for h in halves),
+           "median_job_s": statistics.median(h["median_job_s"] for h in halves),
+           "wrong": [w for h in halves for w in h["wrong"]]}
+    mix["still_up"] = client.status()["running"] is None
+    print(f"{args.mix} jobs from {args.clients} clients, a tenth bad: {mix['wall_s']:.1f} s, "
+          f"{len(mix['wrong'])} wrong, service up: {mix['still_up']}; memory "
+          f"{footprint}", flush=True)
+    for line in mix["wrong"][:10]:
+        print("  wrong:", line)
+    return mix
 
 
 if __name__ == "__main__":

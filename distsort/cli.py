@@ -11,6 +11,7 @@ forever.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import traceback
@@ -130,7 +131,13 @@ class _JobWords(_OneVoice):
 
 def parse_job(argv: list[str]) -> argparse.Namespace:
     """A service job's words parsed as the command line parses them (DistsortError if wrong)."""
-    return parser(_JobWords).parse_args(argv)
+    return _job_parser().parse_args(argv)
+
+
+@functools.cache
+def _job_parser() -> argparse.ArgumentParser:
+    """Built once a process: building it takes longer than a small job's sort."""
+    return parser(_JobWords)
 
 
 def _service_parsers(command) -> None:
