@@ -7,7 +7,7 @@
 #   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD)
 #   steps cold tune trees apiab passprof a2a ce
 #   ipctests
-#   ipcalone take service (SERVICE_RANKS: 1 2) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
+#   ipcalone take service (SERVICE_RANKS: 1 2, SERVICE_ARGS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
 #   (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
 #   settings in AB_ENV (space-separated, VAR=value,VAR=value each) alternated twice; AB_ARGS:
@@ -230,7 +230,7 @@ e = R(min_n=0); [e.sort(cp.random.randint(0, 2**32, 1 << 28, dtype=cp.uint32)) f
                kill $vmstat; host_memory ;;
     service) for r in ${SERVICE_RANKS:-1 2}; do  # bench/service.py: a warm service against fresh mpiruns
                timeout 280 python3 bench/service.py --ranks "$r" --logs 20,24,28 --reps 3 \
-                 --small 100 --out "$OUT/service_p$r" 2>&1 | tail -6
+                 --small 100 --out "$OUT/service_p$r" ${SERVICE_ARGS:-} 2>&1 | tail -6
              done ;;
     examples) timeout 60 $mpi -n 2 python3 examples/library_sort.py 2>&1 | tail -4
               timeout 60 $mpi -n 2 launch/distsort-run --verbose python3 -m distsort info \

@@ -1,6 +1,7 @@
 """A job through a warm service against a fresh mpirun of the same job, in one run (issue 41).
 
-`python bench/service.py [--ranks 2] [--logs 20,24] [--reps 3] [--small 100] [--out DIR]`
+`python bench/service.py [--ranks 2] [--logs 20,24] [--reps 3] [--small 100] [--out DIR]
+[--profile]`
 
 For each size: `gen` writes uniform uint32 keys to a .npy; then, alternating, a fresh
 `mpiexec -n RANKS python -m distsort sort in.npy -o out.npy` (wall clock, launch included) and
@@ -21,6 +22,7 @@ import argparse
 import functools
 import json
 import os
+import pstats
 import shutil
 import statistics
 import subprocess
@@ -173,11 +175,17 @@ def main() -> int:
     ap.add_argument("--mix", type=int, default=1000)
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--out", type=Path, default=Path("."))
+    ap.add_argument("--profile", action="store_true", help="one rank under cProfile: its "
+                    "functions by time spent, printed after the service stops")
     args = ap.parse_args()
+    if args.profile and args.ranks != 1:
+        ap.error("--profile profiles one rank: --ranks 1")
     folder = tempfile.mkdtemp(prefix="distsort-service-")
     os.chdir(folder)
     sock = os.path.join(folder, "s.sock")
-    service = subprocess.Popen([*mpiexec(), "-n", str(args.ranks), sys.executable, "-m",
+    profile = os.path.join(folder, "rank0.prof")
+    python = [sys.executable, *(["-m", "cProfile", "-o", profile] if args.profile else [])]
+    service = subprocess.Popen([*mpiexec(), "-n", str(args.ranks), *python, "-m",
                                 "distsort", "serve", "--socket", sock, "--root", folder],
                                stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
                                env=LAUNCH_ENV)
@@ -215,6 +223,8 @@ def main() -> int:
     finally:
         client.shutdown()
         service.wait(timeout=120)
+    if args.profile:
+        pstats.Stats(profile).sort_stats("cumulative").print_stats("distsort", 40)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "service.json").write_text(json.dumps(
         {"ranks": args.ranks, "backend": os.environ.get("DISTSORT_BACKEND", "auto"),
