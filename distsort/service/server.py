@@ -5,8 +5,11 @@ to. Rank 0 refuses a job before it is queued where the words do not parse or nam
 outside the roots the service was started with (after `..` and symlinks are resolved). A job
 that fails as the command line would fail (a DistsortError every rank agreed on) fails alone:
 its client gets the message and the next job runs. What would end a command line's job on every
-rank (an error one rank saw alone, running out of memory, a rank that dies or hangs) ends the
-service the same way, every rank with it.
+rank (an error one rank saw alone, running out of memory where other ranks may wait for the one
+that did, a rank that dies or hangs) ends the service the same way, every rank with it. A
+service of one rank, and ranks that share one GPU and fold onto rank 0 (steps/fold.py), go on
+after a job that ran out of memory: the job fails with the message, its memory back in the
+pools.
 
 A cancelled job still queued never runs. The running one is stopped where every rank can stop
 it alike: as its next phase starts (phases.checkpoints), rank 0 tells every rank whether the job
@@ -41,6 +44,7 @@ from dataclasses import dataclass, field
 
 from .. import progress
 from ..errors import DistsortError, RemoteError, abort, agree
+from ..gpu_safety import out_of_memory_message
 from ..phases import checkpoints
 from .wire import default_socket, lines, read_token, send, tcp_address
 
@@ -175,6 +179,11 @@ def _run(comm, args, cwd: str) -> tuple[int, str, str]:
             if not (exc.agreed or comm.Get_size() == 1):
                 raise  # one rank alone knows: the command line's handler ends every rank
             code, error = 2, str(exc)
+        except Exception as exc:  # a lone rank may go on after running out of memory
+            error = out_of_memory_message(0, exc) if comm.Get_size() == 1 else None
+            if error is None:
+                raise  # an OOM on one of several ranks: the others may wait for it
+            code = 2
     errors = [e for e in comm.gather(error) or [] if e]
     return code, printed.getvalue(), errors[0] if errors else ""
 

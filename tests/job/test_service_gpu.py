@@ -1,10 +1,13 @@
 """The sort service on the GPU (`distsort serve`, DISTSORT_BACKEND=gpu) at 1 rank and at 2 ranks
 on one GPU (they fold: steps/fold.py): jobs in memory, out of core, with values and argsort,
-answered as the command line answers them, a bad job between them, and the service still up.
-Skipped where no GPU is found.
+answered as the command line answers them, a bad job between them, and the service still up;
+a job that runs out of GPU memory fails alone and gives its memory back. Skipped where no GPU
+is found.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -42,6 +45,33 @@ def test_gpu_service_answers_as_the_command_line(tmp_path, monkeypatch, ranks):
         np.testing.assert_array_equal(np.load("cv.npy"), order)
         np.testing.assert_array_equal(np.load("d.npy"), order)
         assert not (tmp_path / "x.npy").exists()
+        assert service.client.status()["running"] is None
+    finally:
+        assert service.stop() == 0
+
+
+@pytest.mark.parametrize("ranks, limit_mib", [(1, 96), (2, 112)])
+def test_a_job_that_runs_out_of_gpu_memory_fails_alone(tmp_path, monkeypatch, ranks, limit_mib):
+    """Each rank's CuPy pool held to limit_mib: a job of 64 MiB of keys told it has 64 GiB sorts
+    in memory and runs out (at 1 rank in its sort; at 2 ranks rank 0's sort of both halves,
+    folded), failing with the message; the same job within the default budget (out of core)
+    then runs in the same memory, so the failed job's memory went back to the pools."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CUPY_GPU_MEMORY_LIMIT", str(limit_mib << 20))
+    keys = np.random.default_rng(7).integers(0, 2**32, 16 << 20, dtype=np.uint32)
+    np.save(tmp_path / "in.npy", keys)
+    service = Service(tmp_path, "--root", str(tmp_path), ranks=ranks, backend="gpu")
+    try:
+        assert f"serving {ranks} rank(s)" in service.started()
+        too_big = ["sort", "in.npy", "-o", "x.npy", "--device-memory", "64GiB"]
+        fits = ["sort", "in.npy", "-o", "a.npy", "--verify"]
+        replies = [service.client.submit(job) for job in (too_big, fits, too_big, fits)]
+        for reply in replies[::2]:
+            assert reply["exit"] == 2 and "ran out of GPU memory" in reply["error"], reply
+        for reply in replies[1::2]:
+            assert reply["exit"] == 0, reply
+        np.testing.assert_array_equal(np.load("a.npy"), np.sort(keys))
+        assert sorted(os.listdir(tmp_path)) == ["a.npy", "in.npy", "s.sock"]
         assert service.client.status()["running"] is None
     finally:
         assert service.stop() == 0

@@ -19,9 +19,10 @@ from helpers import (
 )
 
 import distsort
+from distsort.errors import DistsortError, RemoteError
 from distsort.report import SortReport
 from distsort.runtime import get_runtime
-from distsort.steps.fold import PATH, even_shards
+from distsort.steps.fold import PATH, even_shards, sort_folded
 from distsort.transport.choice import Placement
 
 pytestmark = pytest.mark.mpi
@@ -81,3 +82,20 @@ def test_some_ranks_without_rows_and_split_setting(one_gpu, monkeypatch):
     shard = distsort.sort(x, backend="cpu", report=report)
     np.testing.assert_array_equal(everything(shard), reference(everything(x), False))
     assert not folded(report) and report.path == "in memory"
+
+
+def test_rank_0_out_of_memory_fails_the_fold_on_every_rank_alike(one_gpu):
+    """Rank 0 alone sorts, so it alone can run out of memory: every rank raises the agreed
+    error (rank 0 its message, the others RemoteError), none waits, and the ranks sort on."""
+    x = np.arange(100 + COMM.rank, dtype=np.uint32)[::-1].copy()
+
+    def run(columns, overwrite=False):
+        raise MemoryError("no room")
+
+    with pytest.raises(DistsortError) as caught:
+        sort_folded(one_gpu, SortReport(), [x], COMM.allgather(len(x)), run)
+    error = caught.value
+    assert error.agreed and isinstance(error, RemoteError) == (COMM.rank != 0)
+    assert "rank 0 ran out of memory (no room); nothing was written" in str(error)
+    shard = distsort.sort(x, backend="cpu")
+    np.testing.assert_array_equal(everything(shard), reference(everything(x), False))
