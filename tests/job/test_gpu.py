@@ -391,7 +391,8 @@ def force_landing(monkeypatch, chunks: int, digits: bool) -> tuple[list, list]:
     """The landing finish (and ByDigit senders, if digits) at small sizes, in `chunks` chunks;
     returns lists that get an entry per landing finish run and per ByDigit scatter."""
     from distsort.local import landing
-    from distsort.steps import chunks, partition
+    from distsort.steps import chunks as plan
+    from distsort.steps import partition
 
     force_chunks(monkeypatch, chunks)
     monkeypatch.setattr(landing, "MIN_ROWS", 1)
@@ -401,8 +402,8 @@ def force_landing(monkeypatch, chunks: int, digits: bool) -> tuple[list, list]:
     real_finish = landing.LandingSort.finish
     monkeypatch.setattr(landing.LandingSort, "finish",
                         lambda self, k, s: finished.append(1) or real_finish(self, k, s))
-    by_digit, real_scatter = [], chunks.ByDigit.scatter
-    monkeypatch.setattr(chunks.ByDigit, "scatter",
+    by_digit, real_scatter = [], plan.ByDigit.scatter
+    monkeypatch.setattr(plan.ByDigit, "scatter",
                         lambda self, *a: by_digit.append(1) or real_scatter(self, *a))
     return finished, by_digit
 

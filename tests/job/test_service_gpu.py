@@ -53,11 +53,12 @@ def test_gpu_service_answers_as_the_command_line(tmp_path, monkeypatch, ranks):
 @pytest.mark.parametrize("ranks, limit_mib", [(1, 96), (2, 112)])
 def test_a_job_that_runs_out_of_gpu_memory_fails_alone(tmp_path, monkeypatch, ranks, limit_mib):
     """Each rank's CuPy pool held to limit_mib: a job of 64 MiB of keys told it has 64 GiB sorts
-    in memory and runs out (at 1 rank in its sort; at 2 ranks rank 0's sort of both halves,
-    folded), failing with the message; the same job within the default budget (out of core)
+    in memory and runs out (at 1 rank in its sort; at 2 ranks on one GPU rank 0's sort of both
+    halves, folded), failing with the message; the same job within the default budget (out of core)
     then runs in the same memory, so the failed job's memory went back to the pools."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CUPY_GPU_MEMORY_LIMIT", str(limit_mib << 20))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # ranks on GPUs of their own would not fold
     keys = np.random.default_rng(7).integers(0, 2**32, 16 << 20, dtype=np.uint32)
     np.save(tmp_path / "in.npy", keys)
     service = Service(tmp_path, "--root", str(tmp_path), ranks=ranks, backend="gpu")
