@@ -5,7 +5,7 @@
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
 #   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD)
-#   steps cold tune trees apiab passprof a2a ce
+#   steps cold tune trees apiab passprof a2a ce fresh
 #   ipctests
 #   ipcalone take service (SERVICE_RANKS: 1 2, SERVICE_ARGS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
 #   (EXTERNAL_TOTAL=100GB: less;
@@ -179,6 +179,19 @@ for step in $steps; do
                --out "$OUT/ab${i}_$(basename "$tree")" 2>&1 | grep -a "P=\|Error" | head -4)
           done
         done ;;
+    fresh) # a fresh job of 2^20 keys on every GPU, launch included: the tree in $AB_OLD (if
+           # set) and this one, alternated; each run's wall and its report's start and init
+           dir=$(mktemp -d); python3 -m distsort gen "$dir/in.npy" --count 2^20 --quiet
+           for i in 1 2 3; do
+             for tree in ${AB_OLD:-} .; do
+               (cd "$tree" && /usr/bin/time -f "$tree wall %e s" env PYTHONPATH=$PWD timeout 60 \
+                  $mpi -n "$gpus" python3 -m distsort sort "$dir/in.npy" -o "$dir/out.npy" \
+                  --quiet --report "$dir/r.json" && python3 -c "import json, sys; d = json.load(
+                  open(sys.argv[1])); print(d['transport'], {k: round(v, 3) for k, v in
+                  d['phases'].items() if v > 0.01})" "$dir/r.json")
+             done
+           done
+           rm -rf "$dir" ;;
     nccl4) for setting in NCCL_DEBUG=WARN NCCL_MIN_NCHANNELS=32 NCCL_MIN_P2P_NCHANNELS=8 \
              NCCL_P2P_NVL_CHUNKSIZE=2097152 NCCL_BUFFSIZE=16777216 NCCL_P2P_READ_ENABLE=1; do
              echo "$setting"  # the plain all-to-all under one NCCL setting each

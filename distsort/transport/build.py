@@ -25,8 +25,9 @@ def gpu_transport(comm, where: choice.Placement) -> Transport:
         return StagedTransport(comm, name)
     if name == choice.IPC_HOST:
         return ipc.connect(comm, StagedTransport(comm))
-    nccl = nccl_transport(comm)
-    return ipc.connect(comm, nccl) if name == choice.IPC else nccl
+    if name == choice.IPC:  # NCCL not started up front: it takes seconds (ipc.py says when)
+        return ipc.connect(comm, StagedTransport(comm), nccl=lambda: nccl_transport(comm))
+    return nccl_transport(comm)
 
 
 def nccl_transport(comm) -> Transport:

@@ -10,7 +10,9 @@ The runtime builds what it names and `info` prints what it says, so both always 
   small exchanges (and everything, where IPC fails) go through host memory and MPI (staged.py).
 - One rank alone exchanges nothing: nothing is built.
 - With a GPU for every rank: the copy engines up to AUTO_IPC_RANKS ranks on one node (they beat
-  NCCL on 2 GPUs and lost to it on 4: bench/RESULTS.md), NCCL above and across nodes.
+  NCCL on 2 GPUs and lost to it on 4: bench/RESULTS.md), their small exchanges through host
+  memory and MPI until a process has made a few (NCCL takes seconds to start: ipc.py), NCCL
+  where IPC fails, above and across nodes.
 $DISTSORT_TRANSPORT ('auto', 'ipc', 'nccl') asks for one; asking for NCCL where ranks share a
 GPU is an error that names them.
 
@@ -34,7 +36,8 @@ NCCL, IPC, IPC_HOST, HOST, ALONE = "nccl", "ipc", "ipc+host", "host", "alone"
 DESCRIBED = {
     ALONE: "none (one rank: no rows move between ranks)",
     NCCL: "NCCL",
-    IPC: "the GPUs' copy engines through CUDA IPC (NCCL where IPC fails and for small exchanges)",
+    IPC: "the GPUs' copy engines through CUDA IPC (small exchanges through host memory and "
+         "MPI, then NCCL once a process has made a few; NCCL where IPC fails)",
     IPC_HOST: "device copies through CUDA IPC between ranks that share GPUs (host memory and "
               "MPI where IPC fails and for small exchanges)",
     HOST: "host memory and MPI (device to host, MPI all-to-all, host to device)",

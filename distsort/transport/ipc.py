@@ -19,9 +19,13 @@ Each call, on every rank, on the current stream:
 A wait on an event waits for the record made before the wait was queued; the allgather and the
 barrier order those host calls, so no rank waits on a mark of another call.
 
-Calls that move few bytes (the sample, most tests) go to NCCL: two host collectives cost more
-than the copies save. A peer's allocation, once mapped, stays mapped: the memory pool hands the
-same allocations to sort after sort, and opening one is costly (tens of ms).
+Calls that move few bytes (the sample, most tests) go through host memory and MPI (staged.py):
+two host collectives cost more than the copies save. NCCL moves them faster (about 1 ms a sort
+on 2 H200s, bench/RESULTS.md runs 257-258) but takes seconds to start in every process, so it is
+started for them only once a process has made PROMOTE_AFTER of them: a program or a service
+that sorts again and again pays that start once; a one-sort job (the command line) never.
+A peer's allocation, once mapped, stays mapped: the memory pool hands the same allocations to
+sort after sort, and opening one is costly (tens of ms).
 The price: memory stays allocated while another rank maps it, even once its owner's pool frees
 it (CUDA calls freeing it first undefined). Three things bound it:
 - a mapping that overlaps a peer's new allocation is closed (the peer freed the old one);
@@ -53,6 +57,9 @@ from . import as_bytes, call_layout, displacements, row_bytes
 D2D = 3  # cudaMemcpyDeviceToDevice
 # A peer's allocations stay mapped up to this many times the bytes of those a call writes into.
 KEEP = 2
+# Small calls through `small` before `promote` (NCCL) takes them over: an in-memory sort makes
+# one or two (the sample, an exchange under DISTSORT_IPC_MIN_BYTES), so the second sort does it.
+PROMOTE_AFTER = 2
 
 
 @functools.cache
@@ -86,13 +93,16 @@ class IpcFailed(DistsortError):
 class IpcTransport:
     name = "ipc"
 
-    def __init__(self, comm, small):
-        """small: the transport of calls under DISTSORT_IPC_MIN_BYTES (NCCL); collective, and
-        raises on every rank where some rank cannot map another's memory."""
+    def __init__(self, comm, small, promote=None):
+        """small: the transport of calls under DISTSORT_IPC_MIN_BYTES (host memory and MPI);
+        promote(): the one that takes them over after PROMOTE_AFTER (NCCL; built then, every
+        rank alike). Collective, and raises on every rank where some rank cannot map another's
+        memory."""
         import cupy
         from cupy.cuda import runtime
 
         self.cp, self.rt, self.comm, self.small = cupy, runtime, comm, small
+        self.promote, self.small_calls = promote, 0
         self.rank, self.size, self.align_rows = comm.Get_rank(), comm.Get_size(), small.align_rows
         self.streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(self.size)]
         # (peer, handle) -> (pointer here, (base, end) in the peer), least recently used first
@@ -154,9 +164,22 @@ class IpcTransport:
                                                      send_displs, recv_displs, outs)
         sent = int(np.asarray(send_counts).max(initial=0)) * sum(row_bytes(c) for c in columns)
         if self.comm.allreduce(sent, op=MPI.MAX) < settings.value("DISTSORT_IPC_MIN_BYTES"):
-            return self.small.alltoallv(columns, send_counts, recv_counts, send_displs,
-                                        recv_displs, outs)
+            return self._small().alltoallv(columns, send_counts, recv_counts, send_displs,
+                                           recv_displs, outs)
         return self._copy_all(columns, send_counts, recv_counts, send_displs, recv_displs, outs)
+
+    def _small(self):
+        """The transport of this small call: `small`, or once PROMOTE_AFTER calls went through
+        it, promote()'s (every rank counts the same calls, so all switch at one call); where
+        that fails to start (DistsortError on every rank), `small` still."""
+        self.small_calls += 1
+        if self.promote is not None and self.small_calls > PROMOTE_AFTER:
+            promote, self.promote = self.promote, None
+            try:
+                self.small = promote()
+            except DistsortError:
+                pass
+        return self.small
 
     def _copy_all(self, columns, send_counts, recv_counts, send_displs, recv_displs, outs):
         cp, rt = self.cp, self.rt
@@ -260,10 +283,11 @@ class IpcTransport:
         self.rt.ipcCloseMemHandle(self.mapped.pop(key)[0])
 
 
-def connect(comm, small):
+def connect(comm, small, nccl=None):
     """The copy-engine transport where every rank (all on one node: transport/choice.py) can
-    reach every other's memory, else `small` itself; collective."""
+    reach every other's memory, its small calls through `small` (taken over by nccl() after a
+    few, where given), else nccl() (default: `small` itself); collective."""
     try:
-        return IpcTransport(comm, small)
+        return IpcTransport(comm, small, nccl)
     except DistsortError:  # raised on every rank alike (IpcFailed, or RemoteError naming it)
-        return small
+        return nccl() if nccl is not None else small

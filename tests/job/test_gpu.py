@@ -501,8 +501,9 @@ def test_chunked_exchange_keeps_order_and_stability(monkeypatch, chunks, with_va
 
 @pytest.fixture(scope="module")
 def ipc_transport():
-    """The copy-engine transport of this communicator (NCCL beside it for small calls), or a
-    skip where CUDA IPC does not work between the ranks."""
+    """The copy-engine transport of this communicator (host memory and MPI beside it for small
+    calls; NCCL where that is the runtime's transport), or a skip where CUDA IPC does not work
+    between the ranks."""
     from distsort.runtime import get_runtime
     from distsort.transport import ipc
 
@@ -588,8 +589,10 @@ def test_ipc_sorts_of_growing_sizes_keep_two_receive_buffers_at_most(monkeypatch
 
 @pytest.mark.parametrize("align", [1, 1024])
 @pytest.mark.parametrize("given_outs", [False, True])
-def test_ipc_transport_moves_what_nccl_moves(monkeypatch, ipc_transport, align, given_outs):
-    """Copies into the receivers' buffers deliver every block where NCCL does: keys, 8-byte
+def test_ipc_transport_moves_what_its_small_transport_moves(monkeypatch, ipc_transport, align,
+                                                            given_outs):
+    """Copies into the receivers' buffers deliver every block where the transport of its small
+    calls does: keys, 8-byte
     values and 3-byte records, unequal blocks (some empty), blocks placed with gaps, buffers
     given or made; and twice in a row (mappings reused)."""
     import cupy
@@ -597,7 +600,7 @@ def test_ipc_transport_moves_what_nccl_moves(monkeypatch, ipc_transport, align, 
     from distsort.transport import aligned_displacements
 
     monkeypatch.setenv("DISTSORT_IPC_MIN_BYTES", "0")
-    rank, size, nccl = COMM.Get_rank(), COMM.Get_size(), ipc_transport.small
+    rank, size, small = COMM.Get_rank(), COMM.Get_size(), ipc_transport.small
     matrix = np.random.default_rng(size).integers(0, 5000, (size, size))
     matrix[0, -1] = 0  # one empty block
     send, recv = matrix[rank], matrix[:, rank]
@@ -612,7 +615,7 @@ def test_ipc_transport_moves_what_nccl_moves(monkeypatch, ipc_transport, align, 
     def outs():
         return [cupy.zeros((rows,) + c.shape[1:], c.dtype) for c in columns] if given_outs else None
 
-    want = nccl.alltoallv(columns, send, recv, sdispl, rdispl, outs())
+    want = small.alltoallv(columns, send, recv, sdispl, rdispl, outs())
     for _ in range(2):
         got = ipc_transport.alltoallv(columns, send, recv, sdispl, rdispl, outs())
         for g, w in zip(got, want):

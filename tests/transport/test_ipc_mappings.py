@@ -1,5 +1,6 @@
 """Which peer allocations the copy-engine transport keeps mapped (transport/ipc.py), on the host:
-the CUDA calls are faked, the policy is the transport's own."""
+the CUDA calls are faked, the policy is the transport's own; and when NCCL takes over its small
+calls."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections import OrderedDict
 
 import pytest
 
+from distsort.errors import DistsortError
 from distsort.transport import ipc
 
 MIB = 1 << 20
@@ -123,3 +125,22 @@ def test_targets_point_at_the_offsets_in_the_mapped_allocation(transport):
     ptr = transport.mapped[1, handle][0]
     assert (first, second) == (ptr + 4096, 0)
     assert call(transport, 1, (handle, 8192, base, size)) == [ptr + 8192]
+
+
+@pytest.mark.parametrize("starts", [True, False])
+def test_small_calls_go_to_nccl_once_a_process_has_made_a_few(starts):
+    """The first PROMOTE_AFTER small calls go through host memory; NCCL, started once at the
+    next, takes the rest; where it fails to start (an agreed DistsortError) host memory still."""
+    started = []
+
+    def nccl():
+        started.append(1)
+        if not starts:
+            raise DistsortError("NCCL could not connect the ranks' GPUs")
+        return "nccl"
+
+    t = object.__new__(ipc.IpcTransport)
+    t.small, t.promote, t.small_calls = "host", nccl, 0
+    used = [t._small() for _ in range(ipc.PROMOTE_AFTER + 3)]
+    after = "nccl" if starts else "host"
+    assert used == ["host"] * ipc.PROMOTE_AFTER + [after] * 3 and started == [1]

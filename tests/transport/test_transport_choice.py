@@ -90,14 +90,16 @@ class Comm:
 
 
 @pytest.mark.parametrize("devices, nodes, built", [
-    ("01", None, "ipc over nccl"), ("0123", None, "nccl"), ("0000", None, "ipc over host"),
+    ("01", None, "ipc over host, then nccl"), ("0123", None, "nccl"),
+    ("0000", None, "ipc over host"),
     ("0000", "0011", "host"), ("0", None, "alone"),
 ])
 def test_the_runtime_builds_the_choice(monkeypatch, devices, nodes, built):
     monkeypatch.delenv("DISTSORT_TRANSPORT", raising=False)
     monkeypatch.setattr(nccl, "NcclTransport", lambda comm: "nccl")
     monkeypatch.setattr(staged, "StagedTransport", lambda comm, name="host": name)
-    monkeypatch.setattr(ipc, "connect", lambda comm, small: f"ipc over {small}")
+    monkeypatch.setattr(ipc, "connect", lambda comm, small, nccl=None: f"ipc over {small}"
+                        + (f", then {nccl()}" if nccl else ""))
     assert build.gpu_transport(Comm(), place(devices, nodes)) == built
 
 
