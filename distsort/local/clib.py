@@ -1,5 +1,5 @@
 """The CPU backend's C kernels (merge.c: merges of sorted runs; scatter.c: the partition of
-plain keys by destination), compiled into one library once per machine.
+plain keys by destination; lsd.c: the radix sort), compiled into one library once per machine.
 
 The C compiler Python was built with (sysconfig's CC, else `cc`) builds it into distsort's
 kernel cache (cuda_source.kernel_cache), else the package's own kernel folder (where the Docker
@@ -25,7 +25,7 @@ import numpy as np
 from ..cuda_source import kernel_cache
 
 HERE = os.path.dirname(__file__)
-SOURCES = [os.path.join(HERE, name) for name in ("merge.c", "scatter.c")]
+SOURCES = [os.path.join(HERE, name) for name in ("merge.c", "scatter.c", "lsd.c")]
 PACKAGE = os.path.dirname(HERE)
 FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
 _P, _N = ctypes.c_void_p, ctypes.c_int64
@@ -101,4 +101,7 @@ def _load(path: str) -> ctypes.CDLL | None:
     for width in (32, 64):
         getattr(lib, f"classify_u{width}").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P, _P]
         getattr(lib, f"scatter_u{width}").argtypes = [_P, _N, _P, _P, _P]
+        getattr(lib, f"lsd_u{width}").argtypes = [_P, _P, _N]
+        for values in (32, 64):
+            getattr(lib, f"lsd_pairs_u{width}_v{values}").argtypes = [_P] * 4 + [_N]
     return lib

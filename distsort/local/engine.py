@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 import numpy as np
 
 from ..workers import each, threads
-from . import merge
+from . import lsd, merge
 from .rows import take
 
 PIECES_MIN = 1 << 20  # keys: fewer are sorted by one thread before several would have started
@@ -71,12 +71,14 @@ class LocalSortEngine(Protocol):
 
 
 class NumpyEngine:
-    """CPU engine: plain keys by NumPy's default sort (SIMD where the CPU has it: equal plain
-    keys are alike, so it need not be stable), orders and pairs by its stable sort (radix for
-    keys of 16 bits or fewer, else timsort). It ignores the bit range and the options low and
-    scratch. Where the process's pool has several threads (workers.py), plain keys are sorted
-    in as many pieces at once (NumPy lets go of the GIL while it sorts) and the sorted pieces
-    merged (local/merge.py); with overwrite, in the keys' own memory."""
+    """CPU engine: 32- and 64-bit keys, their pairs and orders by our radix sort (local/lsd.py)
+    where it beats NumPy's on this machine; else plain keys by NumPy's default sort (SIMD where
+    the CPU has it: equal plain keys are alike, so it need not be stable), orders and pairs by
+    its stable sort (radix for keys of 16 bits or fewer, else timsort). It ignores the bit range
+    and the options low and scratch. Where the process's pool has several threads
+    (workers.py), plain keys are sorted in as many pieces at once (both let go of the GIL while
+    they sort) and the sorted pieces merged (local/merge.py); with overwrite, in the keys' own
+    memory."""
 
     name = "numpy"
 
@@ -86,7 +88,7 @@ class NumpyEngine:
         self.seconds_per_key: dict[int, float] = {}
 
     def workspace_bytes(self, rows: int, row_bytes: int) -> int:
-        return rows * row_bytes  # the result: NumPy sorts a copy in place
+        return 2 * rows * row_bytes  # the result and the radix sort's second buffer
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
              overwrite: bool = False, **ignored: object):
@@ -94,17 +96,19 @@ class NumpyEngine:
         if pieces > 1 and len(keys) >= PIECES_MIN and merge.available(keys):
             out = _sorted_in_pieces(keys, pieces, overwrite)
         else:
-            out = np.sort(keys)
+            out = lsd.sort(keys, overwrite) if lsd.available(keys) else np.sort(keys)
         if len(keys) >= merge.MEASURED_MIN:
             self.seconds_per_key[keys.dtype.itemsize] = (time.perf_counter() - started) / len(keys)
         return out
 
     def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
-        return np.argsort(keys, kind="stable")
+        return lsd.argsort(keys) if lsd.available(keys) else np.argsort(keys, kind="stable")
 
     def sort_pairs(
         self, keys, values, begin_bit: int = 0, end_bit: int | None = None, **ignored: object
     ):
+        if lsd.available(keys, values):
+            return lsd.sort_pairs(keys, values)
         order = self.argsort(keys)
         return keys[order], take(values, order)
 
@@ -113,8 +117,15 @@ def _sorted_in_pieces(keys: np.ndarray, pieces: int, overwrite: bool) -> np.ndar
     """keys sorted as `pieces` pieces at once on the pool's threads, then merged."""
     out = keys if overwrite else keys.copy()
     cuts = np.linspace(0, len(out), pieces + 1).astype(np.int64)
-    each([functools.partial(np.ndarray.sort, out[lo:hi]) for lo, hi in zip(cuts[:-1], cuts[1:])])
+    each([functools.partial(_sort_in_place, out[lo:hi]) for lo, hi in zip(cuts[:-1], cuts[1:])])
     return merge.merge_runs(out, np.diff(cuts), overwrite=True)[0]
+
+
+def _sort_in_place(keys: np.ndarray) -> None:
+    if not lsd.available(keys):
+        keys.sort()
+    elif (done := lsd.sort(keys, overwrite=True)) is not keys:  # the passes ended elsewhere
+        keys[:] = done
 
 
 def get_engine(backend: str, name: str | None = None) -> LocalSortEngine:

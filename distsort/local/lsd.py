@@ -1,0 +1,72 @@
+"""The CPU backend's LSD radix sort (lsd.c, in clib.py's library) for plain unsigned keys, and
+for pairs of such keys with 4- or 8-byte values (argsort: int64 positions as the values),
+where it beats NumPy's sort on this machine (wins).
+
+Why measured: where NumPy has no SIMD sort for the CPU, the radix sort is several times faster
+(bench/RESULTS.md, session 32); where it has AVX-512's (x86-simd-sort), NumPy's may be the
+faster. Where no C compiler works, available() is False and callers use NumPy.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+
+from . import clib
+
+CALIBRATION = 1 << 18  # keys sorted both ways, once a process and key width, to choose (wins)
+MARGIN = 1.5  # how much faster the radix sort must be there: in cache, where it does best
+SMALL = 1 << 16  # fewer keys: NumPy's sort (its call costs less; the choice is not worth it)
+
+
+def available(keys: np.ndarray, values: np.ndarray | None = None) -> bool:
+    """Is the radix sort the faster for these keys (and values), on this machine?"""
+    return (isinstance(keys, np.ndarray) and keys.ndim == 1 and len(keys) >= SMALL
+            and keys.dtype in (np.uint32, np.uint64)
+            and (values is None or (isinstance(values, np.ndarray) and values.ndim == 1
+                                    and values.dtype.itemsize in (4, 8)))
+            and clib.library() is not None and wins(keys.dtype.itemsize))
+
+
+@functools.cache
+def wins(itemsize: int) -> bool:
+    """Does the radix sort beat np.sort by MARGIN on CALIBRATION random keys of this width?"""
+    dtype = np.dtype(f"u{itemsize}")
+    keys = np.random.default_rng(0).integers(0, np.iinfo(dtype).max, CALIBRATION, dtype=dtype,
+                                             endpoint=True)
+    return MARGIN * _best(lambda: sort(keys)) < _best(lambda: np.sort(keys))
+
+
+def _best(call) -> float:
+    times = []
+    for _ in range(2):  # the first pays for first touches
+        started = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def sort(keys: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """keys sorted (in their own memory where overwrite allows and the passes end there)."""
+    a = keys if overwrite and keys.flags.c_contiguous else keys.copy()
+    b = np.empty_like(a)
+    in_b = getattr(clib.library(), f"lsd_u{8 * a.dtype.itemsize}")(
+        clib.pointer(a), clib.pointer(b), len(a))
+    return b if in_b else a
+
+
+def sort_pairs(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(keys sorted, values in their keys' order); equal keys keep their input order."""
+    a, va = keys.copy(), values.copy()
+    b, vb = np.empty_like(a), np.empty_like(va)
+    moved = va.view(f"u{va.dtype.itemsize}")  # the values' bytes move as unsigned words
+    in_b = getattr(clib.library(), f"lsd_pairs_u{8 * a.dtype.itemsize}_v{8 * va.itemsize}")(
+        clib.pointer(a), clib.pointer(moved), clib.pointer(b), clib.pointer(vb), len(a))
+    return (b, vb) if in_b else (a, va)
+
+
+def argsort(keys: np.ndarray) -> np.ndarray:
+    """The int64 positions that sort keys, equal keys in input order."""
+    return sort_pairs(keys, np.arange(len(keys), dtype=np.int64))[1]

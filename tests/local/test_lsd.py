@@ -1,0 +1,77 @@
+"""The CPU's radix sort (local/lsd.py, lsd.c) against NumPy's stable sort, and the CPU engine
+on either side of its choice (lsd.wins)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distsort.local import clib, lsd
+from distsort.local.engine import NumpyEngine
+
+if clib.library() is None:
+    pytest.skip("no C compiler here to build the C kernels", allow_module_level=True)
+
+
+def keys_of(dtype, n: int, spread: str, seed: int) -> np.ndarray:
+    """Keys over the whole range, few distinct (ties), or narrow (most passes skipped, so the
+    result may end in either buffer)."""
+    rng, top = np.random.default_rng(seed), np.iinfo(dtype).max
+    if spread == "ties":
+        return rng.choice(np.array([0, 7, top], dtype=dtype), n)
+    if spread == "narrow":
+        return rng.integers(0, 200, n).astype(dtype)  # one pass moves the keys
+    return rng.integers(0, top, n, dtype=dtype, endpoint=True)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("n", [0, 1, 1000, 200_003])
+@pytest.mark.parametrize("spread", ["whole", "ties", "narrow"])
+def test_keys_pairs_and_orders_as_numpy_stably(dtype, n, spread):
+    keys = keys_of(dtype, n, spread, n)
+    before = keys.copy()
+    order = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(lsd.sort(keys), keys[order])
+    np.testing.assert_array_equal(lsd.argsort(keys), order)
+    for vdtype in (np.int32, np.float64, np.int64, np.float32):
+        values = np.random.default_rng(1).standard_normal(n).astype(vdtype)
+        got_keys, got_values = lsd.sort_pairs(keys, values)
+        np.testing.assert_array_equal(got_keys, keys[order])
+        np.testing.assert_array_equal(got_values, values[order])
+    np.testing.assert_array_equal(keys, before)  # the input untouched
+    mine = keys.copy()
+    np.testing.assert_array_equal(lsd.sort(mine, overwrite=True), keys[order])
+
+
+@pytest.mark.parametrize("radix", [True, False])
+def test_the_engine_sorts_alike_on_either_side_of_the_choice(monkeypatch, radix):
+    monkeypatch.setattr(lsd, "wins", lambda itemsize: radix)
+    engine, rng = NumpyEngine(), np.random.default_rng(5)
+    for dtype in (np.uint32, np.uint64):
+        keys = rng.integers(0, 1000, 300_000).astype(dtype)  # ties: the order must be stable
+        values = np.arange(len(keys), dtype=np.int64)
+        order = np.argsort(keys, kind="stable")
+        assert lsd.available(keys, values) == radix
+        np.testing.assert_array_equal(engine.sort(keys), keys[order])
+        np.testing.assert_array_equal(engine.argsort(keys), order)
+        got_keys, got_values = engine.sort_pairs(keys, values)
+        np.testing.assert_array_equal(got_values, order)
+        np.testing.assert_array_equal(engine.sort(keys.copy(), overwrite=True), keys[order])
+
+
+@pytest.mark.parametrize("radix", [True, False])
+def test_the_engine_sorts_in_pieces_on_threads_alike(monkeypatch, three_threads, radix):
+    """Several threads: pieces sorted at once (each in its own memory), then merged."""
+    from distsort.local.engine import PIECES_MIN
+
+    monkeypatch.setattr(lsd, "wins", lambda itemsize: radix)
+    keys = keys_of(np.uint32, PIECES_MIN + 12_345, "narrow", 3)  # a pass that ends elsewhere
+    np.testing.assert_array_equal(NumpyEngine().sort(keys), np.sort(keys))
+
+
+def test_the_choice_is_measured_once_a_width():
+    lsd.wins.cache_clear()
+    first = lsd.wins(8)
+    assert isinstance(first, bool) and lsd.wins(8) == first and lsd.wins.cache_info().hits == 1
+    assert not lsd.available(np.zeros(lsd.SMALL - 1, np.uint32))  # few keys: NumPy's sort
+    assert not lsd.available(np.zeros(lsd.SMALL, np.int32))  # codes only: unsigned keys
