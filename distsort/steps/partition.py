@@ -87,14 +87,16 @@ def scattered(rt: Runtime, keys, offset: int, even_rows: int, splitters: np.ndar
 
 def sorted_first(rt: Runtime, columns: list, offset: int, even_rows: int,
                  splitters: np.ndarray) -> GroupedRows:
-    """Rows whose first column is their key, on CPUs: sorted first (plain keys by one pass of
-    NumPy's SIMD sort, rows with more columns by a stable order and gathers), where a count and
-    a scatter by destination take several passes, then cut where
-    the splitters fall: each rank's rows are then contiguous and in order, and the receiver
-    merges the sorted runs (finish.merged)."""
+    """Rows whose first column is their key, on CPUs: sorted first (by the engine: plain keys
+    and pairs in one sort, rows with more columns by a stable order and gathers), where a count
+    and a scatter by destination take several passes, then cut where the splitters fall: each
+    rank's rows are then contiguous and in order, and the receiver merges the sorted runs
+    (finish.merged)."""
     keys = columns[0]
     if len(columns) == 1:
         ordered = [rt.backend.engine.sort(keys)]
+    elif len(columns) == 2:  # pairs: the values move with their keys, not gathered after
+        ordered = list(rt.backend.engine.sort_pairs(keys, columns[1]))
     else:
         order = rt.backend.engine.argsort(keys)
         ordered = [take(c, order) for c in columns]
