@@ -92,9 +92,9 @@ class NumpyEngine:
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
              overwrite: bool = False, **ignored: object):
-        started, pieces = time.perf_counter(), threads()
-        if pieces > 1 and len(keys) >= PIECES_MIN and merge.available(keys):
-            out = _sorted_in_pieces(keys, pieces, overwrite)
+        started = time.perf_counter()
+        if _in_pieces(keys):
+            out = _sorted_in_pieces(keys, threads(), overwrite)
         else:
             out = lsd.sort(keys, overwrite) if lsd.available(keys) else np.sort(keys)
         if len(keys) >= merge.MEASURED_MIN:
@@ -102,15 +102,42 @@ class NumpyEngine:
         return out
 
     def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
+        if _in_pieces(keys):
+            return _ordered_in_pieces(keys, threads())[1]
         return lsd.argsort(keys) if lsd.available(keys) else np.argsort(keys, kind="stable")
 
     def sort_pairs(
         self, keys, values, begin_bit: int = 0, end_bit: int | None = None, **ignored: object
     ):
+        if _in_pieces(keys):
+            keys, order = _ordered_in_pieces(keys, threads())
+            return keys, take(values, order)
         if lsd.available(keys, values):
             return lsd.sort_pairs(keys, values)
         order = self.argsort(keys)
         return keys[order], take(values, order)
+
+
+def _in_pieces(keys: np.ndarray) -> bool:
+    """Are these keys sorted in pieces on the pool's threads, then merged?"""
+    return threads() > 1 and len(keys) >= PIECES_MIN and merge.available(keys)
+
+
+def _ordered_in_pieces(keys: np.ndarray, pieces: int) -> tuple[np.ndarray, np.ndarray]:
+    """(keys sorted, the int64 positions that sort them, stably): pieces with their positions
+    sorted at once on the pool's threads, then merged with them."""
+    cuts = np.linspace(0, len(keys), pieces + 1).astype(np.int64)
+    out, at = np.empty_like(keys), np.arange(len(keys), dtype=np.int64)
+
+    def piece(lo: int, hi: int) -> None:
+        if lsd.available(keys[lo:hi], at[lo:hi]):
+            out[lo:hi], at[lo:hi] = lsd.sort_pairs(keys[lo:hi], at[lo:hi])
+        else:
+            order = np.argsort(keys[lo:hi], kind="stable")
+            out[lo:hi], at[lo:hi] = keys[lo:hi][order], order + lo
+
+    each([functools.partial(piece, int(lo), int(hi)) for lo, hi in zip(cuts[:-1], cuts[1:])])
+    return merge.merge_runs(out, np.diff(cuts), positions=at, overwrite=True)
 
 
 def _sorted_in_pieces(keys: np.ndarray, pieces: int, overwrite: bool) -> np.ndarray:

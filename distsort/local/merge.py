@@ -25,19 +25,21 @@ def available(keys: np.ndarray) -> bool:
             and clib.library() is not None)
 
 
-def merge_runs(keys: np.ndarray, counts, positions: bool = False, overwrite: bool = False,
-               scratch: np.ndarray | None = None):
+def merge_runs(keys: np.ndarray, counts, positions: bool | np.ndarray = False,
+               overwrite: bool = False, scratch: np.ndarray | None = None):
     """keys: sorted runs of counts[i] keys, one after another. Returns (the keys merged, stably,
     the earlier run's first among equal keys; with `positions`, the int64 position in keys of
-    each merged key, else None). overwrite: keys may be used as scratch; scratch: an array of
-    at least keys' length and dtype to use as well (else one is made)."""
+    each merged key (where positions is an int64 array beside keys, its entry for each merged
+    key, the array used up), else None). overwrite: keys may be used as scratch; scratch: an
+    array of at least keys' length and dtype to use as well (else one is made)."""
     lib, width = clib.library(), 8 * keys.dtype.itemsize
     bounds = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
     runs = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
     fits = scratch is not None and scratch.dtype == keys.dtype and len(scratch) >= len(keys)
     source, target = keys, scratch[: len(keys)] if fits else np.empty_like(keys)
-    at = np.arange(len(keys), dtype=np.int64) if positions else None
-    at_target = np.empty_like(at) if positions else None
+    at = positions if isinstance(positions, np.ndarray) else (
+        np.arange(len(keys), dtype=np.int64) if positions else None)
+    at_target = None if at is None else np.empty_like(at)
     while len(runs) > 1:
         started = time.perf_counter()
         pairs = [runs[i : i + 2] for i in range(0, len(runs), 2)]

@@ -61,12 +61,21 @@ def test_the_engine_sorts_alike_on_either_side_of_the_choice(monkeypatch, radix)
 
 @pytest.mark.parametrize("radix", [True, False])
 def test_the_engine_sorts_in_pieces_on_threads_alike(monkeypatch, three_threads, radix):
-    """Several threads: pieces sorted at once (each in its own memory), then merged."""
+    """Several threads: pieces sorted at once (each in its own memory, or with its positions),
+    then merged; equal keys (many here) keep their input order in orders and pairs."""
     from distsort.local.engine import PIECES_MIN
 
     monkeypatch.setattr(lsd, "wins", lambda itemsize: radix)
-    keys = keys_of(np.uint32, PIECES_MIN + 12_345, "narrow", 3)  # a pass that ends elsewhere
-    np.testing.assert_array_equal(NumpyEngine().sort(keys), np.sort(keys))
+    engine = NumpyEngine()
+    for dtype in (np.uint32, np.uint64):
+        keys = keys_of(dtype, PIECES_MIN + 12_345, "narrow", 3)  # a pass that ends elsewhere
+        order = np.argsort(keys, kind="stable")
+        np.testing.assert_array_equal(engine.sort(keys), keys[order])
+        np.testing.assert_array_equal(engine.argsort(keys), order)
+        values = np.random.default_rng(4).standard_normal((len(keys), 2))  # rows of 2 floats
+        got_keys, got_values = engine.sort_pairs(keys, values)
+        np.testing.assert_array_equal(got_keys, keys[order])
+        np.testing.assert_array_equal(got_values, values[order])
 
 
 def test_the_choice_is_measured_once_a_width():
