@@ -8,7 +8,8 @@ timed on a fresh copy of the input made before the clock starts, a warm-up first
 --reps, every output checked (check.verify). The data are `distsort gen`'s uniform keys, the
 same whatever the rank count. The table gives seconds, the speed-up over np.sort and the largest
 peak host memory of a rank, then each rank count's phases (the slowest rank's, last run), its
-threads and its C kernels library; cpu_sort.json has every run.
+threads, its sort (our radix sort or NumPy's: local/lsd.py chooses) and its C kernels library;
+cpu_sort.json has every run.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def worker(case: str, count: int, reps: int) -> None:
     from distsort import workers
     from distsort.check import verify
     from distsort.io.reader import rank_range
-    from distsort.local import clib
+    from distsort.local import clib, lsd
     from distsort.report import SortReport
 
     comm = MPI.COMM_WORLD
@@ -89,7 +90,9 @@ def worker(case: str, count: int, reps: int) -> None:
         slowest = {name: max(p.get(name, 0.0) for p in phases) for name in phases[0]}
         print(json.dumps({"seconds": times[1:], "ok": verdict.ok, "message": verdict.message,
                           "peak_rss_bytes": peak * 1024, "phases": slowest,
-                          "threads": workers.threads(), "c_kernels": clib.library_path()}))
+                          "threads": workers.threads(), "c_kernels": clib.library_path(),
+                          "radix": clib.library_path() is not None and lsd.wins(
+                              keys.dtype.itemsize)}))
 
 
 def distsort_run(case: str, count: int, ranks: int, reps: int) -> dict:
@@ -134,7 +137,8 @@ def main() -> None:
         print(line, flush=True)
         for p, run in runs.items():
             phases = ", ".join(f"{k} {v:.3f}" for k, v in run["phases"].items())
-            print(f"{'':>10} P={p}: {run['threads']} threads a rank, C kernels "
+            sort = "our radix sort" if run.get("radix") else "NumPy's sort"
+            print(f"{'':>10} P={p}: {run['threads']} threads a rank, {sort}, C kernels "
                   f"{run['c_kernels']}; phases (s): {phases}")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "cpu_sort.json"), "w") as f:

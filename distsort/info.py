@@ -166,11 +166,15 @@ def backend_info(comm, gpus: Mapping[str, Any]) -> dict[str, Any]:
         selected = choose_backend(comm if comm is not None else MPI.COMM_WORLD, None)
     except Exception as exc:  # e.g. DISTSORT_BACKEND=gpu on a rank without a GPU
         selected = f"none: {exc}"
+    from .local import lsd
     from .local.clib import library_path
 
     merge = library_path() or "none (no C compiler here): CPU ranks sort what they receive"
+    sort = "NumPy's (no C compiler here)" if library_path() is None else (
+        "our radix sort (local/lsd.c: faster than NumPy's here)" if lsd.wins(4)
+        else "NumPy's (faster than our radix sort here)")
     return {"available": available, "requested": requested, "selected": selected,
-            "cpu_merge": merge}
+            "cpu_merge": merge, "cpu_sort": sort}
 
 
 def transport_info(comm, backend: str, device: str | None = None) -> str:
@@ -373,6 +377,7 @@ def format_info(d: Mapping[str, Any]) -> str:
         f"            available here: {', '.join(backend['available'])}; requested: "
         f"{backend['requested']} (--backend or DISTSORT_BACKEND)",
         f"cpu merge   {backend['cpu_merge']}",
+        f"cpu sort    {backend['cpu_sort']}",
         f"transport   {d['transport']}",
         *_gpu_lines(d["gpus"]),
         f"NCCL        {nccl['version'] or 'none (' + nccl.get('reason', '') + ')'}",

@@ -63,6 +63,7 @@ def test_collect_info_without_cupy(no_cupy, monkeypatch):
     for word in ("backend", "GPUs        none", "NCCL", "MPI", "CUDA-aware", "numpy", "ranks"):
         assert word in text
     assert f"cpu merge   {d['backend']['cpu_merge']}" in text
+    assert f"cpu sort    {d['backend']['cpu_sort']}" in text and "NumPy" in d["backend"]["cpu_sort"]
 
 
 def test_info_says_where_cpu_ranks_have_no_merge(no_cupy, monkeypatch):
