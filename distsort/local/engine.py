@@ -120,7 +120,10 @@ class NumpyEngine:
 
 def _in_pieces(keys: np.ndarray) -> bool:
     """Are these keys sorted in pieces on the pool's threads, then merged?"""
-    return threads() > 1 and len(keys) >= PIECES_MIN and merge.available(keys)
+    if not (threads() > 1 and len(keys) >= PIECES_MIN and merge.available(keys)):
+        return False
+    lsd.available(keys)  # the choice of sort made now, not by the threads at once (lsd.wins)
+    return True
 
 
 def _ordered_in_pieces(keys: np.ndarray, pieces: int) -> tuple[np.ndarray, np.ndarray]:
