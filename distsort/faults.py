@@ -18,7 +18,8 @@ def inject_fault(point: str, rank: int) -> None:
     running); elsewhere nothing happens.
 
     The points are the phases (phases.py), plus "written": a rank has written its piece of a
-    temporary output file (io/writer.py)."""
+    temporary output file (io/writer.py), and "sorting": a rank's finish begins, inside the
+    part every rank agrees on (pipeline.py)."""
     fault = settings.value("DISTSORT_FAULT")
     how = fault.removeprefix(f"{point}:{rank}")
     if how.startswith(":wait="):

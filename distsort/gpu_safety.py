@@ -4,14 +4,20 @@ Two guards: the GPU backend refuses CuPy versions whose sorts can silently retur
 when device memory runs out (CuPy up to 13.6: thrust's workspace allocation failed without an
 error, https://github.com/cupy/cupy/issues/9894), and an out-of-memory error is turned into one
 message that says what to do (`out_of_memory_message`), which the CLI prints before it ends the
-job on every rank.
+job on every rank; where a step has no collective inside, an OOM in it becomes a DistsortError
+(`oom_as_error`) that errors.agree makes every rank's: the job fails alike everywhere, no rank
+waits, and a service goes on to its next job.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
 from .errors import DistsortError
+
+T = TypeVar("T")
 
 UNSAFE_THROUGH = (13, 6)  # the last CuPy minor version whose sorts can go wrong on OOM
 CUPY_ISSUE = "https://github.com/cupy/cupy/issues/9894"
@@ -71,3 +77,19 @@ def out_of_memory_message(rank: int, exc: BaseException) -> str | None:
     return (f"rank {rank} ran out of {where}memory{detail}; nothing was written. Give each rank "
             "a smaller --device-memory (e.g. 4GiB) so that the sort runs out of core within it, "
             "or use more ranks")
+
+
+def oom_as_error(rank: int, step: Callable[[], T]) -> Callable[[], T]:
+    """step, with an out-of-memory error turned into a DistsortError with its message, for
+    errors.agree: only around a step with no collective inside (a rank that ran out there
+    leaves no other rank waiting in one)."""
+    def run() -> T:
+        try:
+            return step()
+        except Exception as exc:
+            message = out_of_memory_message(rank, exc)
+            if message is None:
+                raise
+        raise DistsortError(message)  # here, not in the handler: the step's frames and memory go
+
+    return run

@@ -9,9 +9,13 @@ order).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from .columns import KeyWords
+from .errors import agree
+from .faults import inject_fault
+from .gpu_safety import oom_as_error
 from .local.engine import SortOptions
 from .phases import phase
 from .report import SortReport
@@ -49,9 +53,18 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
         received = exchange(rt, routed, report)
         del routed  # received.sent holds the only reference to the sent rows: finish takes it
     with phase(report, "finish", clock):
-        columns = finish(rt, received, key_words, splitters)
-        rt.backend.synchronize()  # done when it returns, under the finish's watchdog
+        # no collective inside: a rank that runs out of memory here fails the job on every
+        # rank alike, rather than leave them waiting in the next one (a service goes on)
+        columns = agree(comm, oom_as_error(rank, functools.partial(
+            _finished, rt, received, key_words, splitters)))
     report.count_out = len(columns[0])
+    return columns
+
+
+def _finished(rt: Runtime, received, key_words: KeyWords, splitters) -> list:
+    inject_fault("sorting", rt.comm.Get_rank())
+    columns = finish(rt, received, key_words, splitters)
+    rt.backend.synchronize()  # done when it returns, under the finish's watchdog
     return columns
 
 

@@ -7,9 +7,9 @@ that fails as the command line would fail (a DistsortError every rank agreed on)
 its client gets the message and the next job runs. What would end a command line's job on every
 rank (an error one rank saw alone, running out of memory where other ranks may wait for the one
 that did, a rank that dies or hangs) ends the service the same way, every rank with it. A
-service of one rank, and ranks that share one GPU and fold onto rank 0 (steps/fold.py), go on
-after a job that ran out of memory: the job fails with the message, its memory back in the
-pools.
+service of one rank, ranks that share one GPU and fold onto rank 0 (steps/fold.py), and ranks
+whose finish ran out of memory (pipeline.py: every rank agrees there) go on after the job: it
+fails with the message, its memory back in the pools.
 
 A cancelled job still queued never runs. The running one is stopped where every rank can stop
 it alike: as its next phase starts (phases.checkpoints), rank 0 tells every rank whether the job

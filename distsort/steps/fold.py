@@ -19,8 +19,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import settings
-from ..errors import DistsortError, agree
-from ..gpu_safety import out_of_memory_message
+from ..errors import agree
+from ..gpu_safety import oom_as_error
 from ..phases import phase
 from ..report import SortReport
 from ..runtime import Runtime
@@ -48,7 +48,10 @@ def sort_folded(rt: Runtime, report: SortReport, columns: list, counts: list,
         gathered = rt.transport.alltoallv(columns, _only(counts[rank], ranks),
                                           np.asarray(counts) if rank == 0 else nothing)
     with phase(report, "finish", clock):
-        ordered = agree(rt.comm, functools.partial(_run_on_rank_0, rank, run, gathered))
+        # rank 0 alone holds the rows, so it alone can run out of memory: every rank fails
+        # alike (agree) rather than wait, and a service's ranks go on to the next job
+        ordered = agree(rt.comm, oom_as_error(rank, functools.partial(
+            _sorted_on_rank_0, rank, run, gathered)))
         like = rt.comm.bcast(ordered and [(c.dtype, c.shape[1:]) for c in ordered])
         ordered = ordered or [rt.xp.empty((0,) + shape, dtype) for dtype, shape in like]
         del gathered
@@ -60,19 +63,8 @@ def sort_folded(rt: Runtime, report: SortReport, columns: list, counts: list,
     return columns
 
 
-def _run_on_rank_0(rank: int, run: Callable[..., list], gathered: list) -> list | None:
-    """Rank 0's sort of every rank's rows. Rank 0 alone holds them, so it alone can run out of
-    memory: that fails the job on every rank (agree) instead of leaving the others waiting, and
-    a service's ranks go on to the next job."""
-    if rank != 0:
-        return None
-    try:
-        return run(gathered, overwrite=True)
-    except Exception as exc:
-        message = out_of_memory_message(rank, exc)
-        if message is None:
-            raise
-    raise DistsortError(message)  # here, not in the handler: the OOM's frames and memory go
+def _sorted_on_rank_0(rank: int, run: Callable[..., list], gathered: list) -> list | None:
+    return run(gathered, overwrite=True) if rank == 0 else None
 
 
 def even_shards(total: int, ranks: int) -> np.ndarray:

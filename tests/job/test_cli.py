@@ -361,6 +361,21 @@ def test_a_rank_killed_while_writing_leaves_neither_output_nor_temporary(tmp_pat
     assert job_processes("DISTSORT_TEST_JOB", tag) == []  # no rank, no watcher left running
 
 
+def test_a_rank_that_runs_out_of_memory_in_its_finish_ends_the_job_with_one_message(tmp_path):
+    """An OOM in rank 1's finish (injected), which every rank agrees on: one message, exit 2 on
+    every rank without an abort, no output and no temporary file."""
+    np.save(tmp_path / "in.npy", np.arange(300_000, dtype=np.int64)[::-1])
+    env = dict(os.environ, DISTSORT_BACKEND="cpu", PYTHONPATH=os.getcwd(),
+               DISTSORT_FAULT="sorting:1:oom")
+    cmd = [mpiexec(), "-n", "3", sys.executable, "-m", "distsort", "sort", "in.npy", "-o", "o.npy"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("distsort: error:") == 1, run.stderr
+    assert "rank 1 ran out of memory (injected fault sorting:1:oom)" in run.stderr
+    assert "Traceback" not in run.stderr and "abort" not in run.stderr.lower()
+    assert os.listdir(tmp_path) == ["in.npy"]
+
+
 def job_processes(name: str, value: str) -> list[int]:
     """Processes whose environment holds name=value (Linux /proc; skips elsewhere)."""
     if not os.path.isdir("/proc/self"):

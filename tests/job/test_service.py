@@ -170,18 +170,22 @@ def test_a_rank_that_dies_ends_the_service_and_tells_the_waiting_clients(tmp_pat
         ["s.sock"] if os.path.exists(service.socket) else [])
 
 
-def test_a_lone_rank_that_runs_out_of_memory_fails_the_job_and_serves_on(tmp_path, monkeypatch):
-    """A service of one rank: a job that runs out of memory (injected at its finish) gets the
-    command line's message, leaves no output, and the next job runs."""
+@pytest.mark.parametrize("ranks, fault", [(1, "finish:0:oom"), (2, "sorting:1:oom")])
+def test_a_job_that_runs_out_of_memory_fails_alone_and_the_service_serves_on(
+        tmp_path, monkeypatch, ranks, fault):
+    """A job that runs out of memory (injected: on a lone rank at its finish; on one of two in
+    its finish's sort, which every rank agrees on) gets the command line's message, leaves no
+    output, and the next job runs."""
     monkeypatch.chdir(tmp_path)
     np.save(tmp_path / "in.npy", np.arange(10_000, dtype=np.uint32)[::-1])
-    service = Service(tmp_path, "--root", str(tmp_path), ranks=1, fault="finish:0:oom")
+    service = Service(tmp_path, "--root", str(tmp_path), ranks=ranks, fault=fault)
     try:
         assert "serving" in service.started()
         failed = service.client.submit(["sort", "in.npy", "-o", "out.npy"])
         done = service.client.submit(["gen", "g.npy", "--count", "1000", "--quiet"])
+        rank = fault.split(":")[1]
         assert failed["exit"] == 2 and failed["error"].startswith(
-            "rank 0 ran out of memory (injected fault finish:0:oom); nothing was written"), failed
+            f"rank {rank} ran out of memory (injected fault {fault}); nothing was written"), failed
         assert done["exit"] == 0 and len(np.load("g.npy")) == 1000, done
         assert sorted(p.name for p in tmp_path.iterdir()) == ["g.npy", "in.npy", "s.sock"]
     finally:
