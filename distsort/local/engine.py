@@ -102,14 +102,14 @@ class NumpyEngine:
         return out
 
     def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
-        if _in_pieces(keys):
+        if _orders_in_pieces(keys):
             return _ordered_in_pieces(keys, threads())[1]
         return lsd.argsort(keys) if lsd.available(keys) else np.argsort(keys, kind="stable")
 
     def sort_pairs(
         self, keys, values, begin_bit: int = 0, end_bit: int | None = None, **ignored: object
     ):
-        if _in_pieces(keys):
+        if _orders_in_pieces(keys):
             keys, order = _ordered_in_pieces(keys, threads())
             return keys, take(values, order)
         if lsd.available(keys, values):
@@ -124,6 +124,12 @@ def _in_pieces(keys: np.ndarray) -> bool:
         return False
     lsd.available(keys)  # the choice of sort made now, not by the threads at once (lsd.wins)
     return True
+
+
+def _orders_in_pieces(keys: np.ndarray) -> bool:
+    """Are these keys' order (and pairs) made in pieces on the pool's threads? Not for keys of
+    16 bits or fewer: NumPy's stable sort of those is a radix sort already, faster alone."""
+    return keys.dtype.itemsize >= 4 and _in_pieces(keys)
 
 
 def _ordered_in_pieces(keys: np.ndarray, pieces: int) -> tuple[np.ndarray, np.ndarray]:
