@@ -12,56 +12,68 @@
    travels beside it (the order that gathers the other columns). */
 #include <stdint.h>
 
-/* Keys alone: the output's front from the runs' heads and its back from their tails, in one
-   loop: two chains of dependent loads where one merge has one, 1.7x its speed (bench/RESULTS.md,
-   run 269). On a tie the front takes a's key and the back b's, so both build the one stable
-   order and take every key once between them. A block runs as many steps as no index can
-   leave its run in; the last few steps check bounds. */
+/* The output's front from the runs' heads and its back from their tails, in one loop: two
+   chains of dependent loads where a merge from one end has one, about twice its speed
+   (bench/RESULTS.md, run 269). On a tie the front takes a's key and the back b's, so both build
+   the one stable order and take every key once between them. A block runs as many steps as no
+   index can leave its run in, loading both sides before it picks one (no branch on the data);
+   the last few steps check bounds. PUT(T, at, from_b, ia, ib) writes output row `at` from
+   a[ia], or b[ib] where from_b, having read both; COPY the same, reading only the one. The
+   output never overlaps the runs (restrict): every load of a step may come before its stores. */
 #define MIN(x, y) ((x) < (y) ? (x) : (y))
+#define MERGE_BOTH_ENDS(T, PUT, COPY)                                                     \
+  int64_t i = 0, j = 0, p = na - 1, q = nb - 1, lo = 0, hi = na + nb - 1;                \
+  int64_t front = (na + nb) / 2, back = na + nb - front; /* steps left at each end */     \
+  for (;;) {                                                                             \
+    int64_t s = MIN(MIN(front, back), MIN(MIN(na - i, nb - j), MIN(p + 1, q + 1)));     \
+    if (s <= 0) break;                                                                   \
+    front -= s;                                                                          \
+    back -= s;                                                                           \
+    for (int64_t k = 0; k < s; k++) {                                                    \
+      const int right = b[j] < a[i], left = a[p] > b[q];                                 \
+      PUT(T, lo, right, i, j);                                                           \
+      lo++, j += right, i += !right;                                                      \
+      PUT(T, hi, !left, p, q);                                                           \
+      hi--, p -= left, q -= !left;                                                       \
+    }                                                                                    \
+  }                                                                                      \
+  for (; front > 0; front--) {                                                           \
+    const int right = i >= na || (j < nb && b[j] < a[i]);                                \
+    COPY(lo, right, i, j);                                                               \
+    lo++, j += right, i += !right;                                                       \
+  }                                                                                      \
+  for (; back > 0; back--) {                                                             \
+    const int left = q < 0 || (p >= 0 && a[p] > b[q]);                                   \
+    COPY(hi, !left, p, q);                                                               \
+    hi--, p -= left, q -= !left;                                                         \
+  }
+
+#define PUT_KEY(T, at, from_b, ia, ib)                                                   \
+  do {                                                                                   \
+    const T x_ = a[ia], y_ = b[ib];                                                      \
+    out[at] = (from_b) ? y_ : x_;                                                        \
+  } while (0)
+#define COPY_KEY(at, from_b, ia, ib) (out[at] = (from_b) ? b[ib] : a[ia])
+#define PUT_KEY_AND_POSITION(T, at, from_b, ia, ib)                                      \
+  do {                                                                                   \
+    PUT_KEY(T, at, from_b, ia, ib);                                                      \
+    const int64_t px_ = pa[ia], py_ = pb[ib];                                            \
+    pout[at] = (from_b) ? py_ : px_;                                                     \
+  } while (0)
+#define COPY_KEY_AND_POSITION(at, from_b, ia, ib)                                        \
+  (COPY_KEY(at, from_b, ia, ib), pout[at] = (from_b) ? pb[ib] : pa[ia])
+
 #define MERGE(NAME, T)                                                                   \
-  void NAME(const T *a, int64_t na, const T *b, int64_t nb, T *out) {                    \
-    int64_t i = 0, j = 0, p = na - 1, q = nb - 1, lo = 0, hi = na + nb - 1;              \
-    int64_t front = (na + nb) / 2, back = na + nb - front; /* steps left at each end */   \
-    for (;;) {                                                                           \
-      int64_t s = MIN(MIN(front, back), MIN(MIN(na - i, nb - j), MIN(p + 1, q + 1)));   \
-      if (s <= 0) break;                                                                 \
-      front -= s;                                                                        \
-      back -= s;                                                                         \
-      for (int64_t k = 0; k < s; k++) {                                                  \
-        const T x = a[i], y = b[j], u = a[p], v = b[q];                                  \
-        const int right = y < x, left = u > v;                                           \
-        out[lo++] = right ? y : x;                                                       \
-        j += right;                                                                      \
-        i += !right;                                                                     \
-        out[hi--] = left ? u : v;                                                        \
-        p -= left;                                                                       \
-        q -= !left;                                                                      \
-      }                                                                                  \
-    }                                                                                    \
-    for (; front > 0; front--) {                                                         \
-      const int right = i >= na || (j < nb && b[j] < a[i]);                              \
-      out[lo++] = right ? b[j++] : a[i++];                                               \
-    }                                                                                    \
-    for (; back > 0; back--) {                                                           \
-      const int left = q < 0 || (p >= 0 && a[p] > b[q]);                                 \
-      out[hi--] = left ? a[p--] : b[q--];                                                \
-    }                                                                                    \
+  void NAME(const T *restrict a, int64_t na, const T *restrict b, int64_t nb,            \
+            T *restrict out) {                                                           \
+    MERGE_BOTH_ENDS(T, PUT_KEY, COPY_KEY)                                                \
   }
 
 #define MERGE_POSITIONS(NAME, T)                                                         \
-  void NAME(const T *a, const int64_t *pa, int64_t na, const T *b, const int64_t *pb,    \
-            int64_t nb, T *out, int64_t *pout) {                                         \
-    int64_t i = 0, j = 0, k = 0;                                                         \
-    while (i < na && j < nb) {                                                           \
-      T x = a[i], y = b[j];                                                              \
-      int right = y < x;                                                                 \
-      out[k] = right ? y : x;                                                            \
-      pout[k++] = right ? pb[j] : pa[i];                                                 \
-      j += right;                                                                        \
-      i += !right;                                                                       \
-    }                                                                                    \
-    for (; i < na; i++, k++) { out[k] = a[i]; pout[k] = pa[i]; }                         \
-    for (; j < nb; j++, k++) { out[k] = b[j]; pout[k] = pb[j]; }                         \
+  void NAME(const T *restrict a, const int64_t *restrict pa, int64_t na,                \
+            const T *restrict b, const int64_t *restrict pb, int64_t nb, T *restrict out,  \
+            int64_t *restrict pout) {                                                    \
+    MERGE_BOTH_ENDS(T, PUT_KEY_AND_POSITION, COPY_KEY_AND_POSITION)                      \
   }
 
 MERGE(merge_u8, uint8_t)
