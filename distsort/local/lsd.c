@@ -33,45 +33,46 @@ static int heads(int64_t *h, int64_t n) {
   return 1;
 }
 
-/* Keys in a, scratch b (n each): sorted; returns 1 if the result is in b, 0 if in a. */
-#define LSD(NAME, T, PASSES)                                                              \
-  int NAME(T *a, T *b, int64_t n) {                                                       \
-    int64_t hist[PASSES][256];                                                            \
-    COUNT(T, PASSES, a, n, hist)                                                          \
-    T *src = a, *dst = b;                                                                 \
-    for (int p = 0; p < PASSES; p++) {                                                    \
-      int64_t *h = hist[p];                                                               \
-      if (n == 0 || !heads(h, n)) continue;                                               \
-      for (int64_t i = 0; i < n; i++) {                                                   \
-        const T k = src[i];                                                               \
-        dst[h[(k >> (8 * p)) & 255]++] = k;                                               \
-      }                                                                                   \
-      T *t = src; src = dst; dst = t;                                                     \
+/* The passes, ping-ponging between a and b; MOVE(at, i) writes source row i to destination
+   row `at` of every column, SWAP swaps the other columns' buffers as src and dst swap.
+   Returns 1 if the result is in b, 0 if in a. */
+#define LSD_PASSES(T, PASSES, MOVE, SWAP)                                                 \
+  int64_t hist[PASSES][256];                                                              \
+  COUNT(T, PASSES, a, n, hist)                                                            \
+  T *src = a, *dst = b;                                                                   \
+  for (int p = 0; p < PASSES; p++) {                                                      \
+    int64_t *h = hist[p];                                                                 \
+    if (n == 0 || !heads(h, n)) continue;                                                 \
+    for (int64_t i = 0; i < n; i++) {                                                     \
+      const T k = src[i];                                                                 \
+      const int64_t at = h[(k >> (8 * p)) & 255]++;                                       \
+      dst[at] = k;                                                                        \
+      MOVE(at, i);                                                                        \
     }                                                                                     \
-    return src == b;                                                                      \
-  }
+    T *t = src; src = dst; dst = t;                                                       \
+    SWAP;                                                                                 \
+  }                                                                                       \
+  return src == b;
 
-/* Keys in a with values in va, scratch b and vb: both sorted by key, stably; the result's
-   side as LSD's. V: an unsigned type of the values' width (the bytes move, not the values). */
+#define NO_VALUES(at, i)
+#define VALUE(at, i) (vdst[at] = vsrc[i])
+#define SWAP_VALUES                                                                       \
+  do {                                                                                    \
+    void *vt_ = vsrc;                                                                     \
+    vsrc = vdst;                                                                          \
+    vdst = vt_;                                                                           \
+  } while (0)
+
+/* Keys in a, scratch b (n each): sorted. */
+#define LSD(NAME, T, PASSES)                                                              \
+  int NAME(T *a, T *b, int64_t n) { LSD_PASSES(T, PASSES, NO_VALUES, (void)0) }
+
+/* Keys in a with values in va, scratch b and vb: both sorted by key, stably. V: an unsigned
+   type of the values' width (the bytes move, not the values). */
 #define LSD_PAIRS(NAME, T, V, PASSES)                                                     \
   int NAME(T *a, V *va, T *b, V *vb, int64_t n) {                                         \
-    int64_t hist[PASSES][256];                                                            \
-    COUNT(T, PASSES, a, n, hist)                                                          \
-    T *src = a, *dst = b;                                                                 \
     V *vsrc = va, *vdst = vb;                                                             \
-    for (int p = 0; p < PASSES; p++) {                                                    \
-      int64_t *h = hist[p];                                                               \
-      if (n == 0 || !heads(h, n)) continue;                                               \
-      for (int64_t i = 0; i < n; i++) {                                                   \
-        const T k = src[i];                                                               \
-        const int64_t at = h[(k >> (8 * p)) & 255]++;                                     \
-        dst[at] = k;                                                                      \
-        vdst[at] = vsrc[i];                                                               \
-      }                                                                                   \
-      T *t = src; src = dst; dst = t;                                                     \
-      V *vt = vsrc; vsrc = vdst; vdst = vt;                                               \
-    }                                                                                     \
-    return src == b;                                                                      \
+    LSD_PASSES(T, PASSES, VALUE, SWAP_VALUES)                                             \
   }
 
 LSD(lsd_u32, uint32_t, 4)
