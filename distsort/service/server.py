@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 from .. import progress
 from ..errors import DistsortError, RemoteError, abort, agree
-from ..gpu_safety import out_of_memory_message
+from ..gpu_safety import oom_as_error
 from ..phases import checkpoints
 from .wire import default_socket, lines, read_token, send, tcp_address
 
@@ -171,19 +171,17 @@ def _run(comm, args, cwd: str) -> tuple[int, str, str]:
         here = os.getcwd()
         os.chdir(cwd)
         stack.callback(os.chdir, here)
+        job = functools.partial(args.func, args, comm)
+        if comm.Get_size() == 1:  # nobody waits for a lone rank: it goes on after an OOM too
+            job = oom_as_error(0, job)
         try:
-            code = args.func(args, comm)
+            code = job()
         except RemoteError:
             code = 2
         except DistsortError as exc:
             if not (exc.agreed or comm.Get_size() == 1):
                 raise  # one rank alone knows: the command line's handler ends every rank
             code, error = 2, str(exc)
-        except Exception as exc:  # a lone rank may go on after running out of memory
-            error = out_of_memory_message(0, exc) if comm.Get_size() == 1 else None
-            if error is None:
-                raise  # an OOM on one of several ranks: the others may wait for it
-            code = 2
     errors = [e for e in comm.gather(error) or [] if e]
     return code, printed.getvalue(), errors[0] if errors else ""
 
