@@ -140,7 +140,11 @@ def _ordered_in_pieces(keys: np.ndarray, pieces: int) -> tuple[np.ndarray, np.nd
 
     def piece(lo: int, hi: int) -> None:
         if lsd.available(keys[lo:hi], at[lo:hi]):
-            out[lo:hi], at[lo:hi] = lsd.sort_pairs(keys[lo:hi], at[lo:hi])
+            these, where = out[lo:hi], at[lo:hi]
+            these[:] = keys[lo:hi]
+            got, got_where = lsd.sort_pairs(these, where, overwrite=True)
+            if got is not these:  # the passes ended in the scratch
+                these[:], where[:] = got, got_where
         else:
             order = np.argsort(keys[lo:hi], kind="stable")
             out[lo:hi], at[lo:hi] = keys[lo:hi][order], order + lo

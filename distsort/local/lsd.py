@@ -57,9 +57,12 @@ def sort(keys: np.ndarray, overwrite: bool = False) -> np.ndarray:
     return b if in_b else a
 
 
-def sort_pairs(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(keys sorted, values in their keys' order); equal keys keep their input order."""
-    a, va = keys.copy(), values.copy()
+def sort_pairs(keys: np.ndarray, values: np.ndarray,
+               overwrite: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(keys sorted, values in their keys' order); equal keys keep their input order. With
+    overwrite, in their own memory where the passes end there."""
+    mine = overwrite and keys.flags.c_contiguous and values.flags.c_contiguous
+    a, va = (keys, values) if mine else (keys.copy(), values.copy())
     b, vb = np.empty_like(a), np.empty_like(va)
     moved = va.view(f"u{va.dtype.itemsize}")  # the values' bytes move as unsigned words
     in_b = getattr(clib.library(), f"lsd_pairs_u{8 * a.dtype.itemsize}_v{8 * va.itemsize}")(
