@@ -49,7 +49,7 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
     fraction of the free device memory. Likewise for sort_pairs, argsort and sort_records.
     out: a NumPy array for the shard (see the module doc).
     """
-    keys = as_array(keys)
+    keys = as_array(keys, "keys")
     outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending, "stable": stable,
                                                       "order": order},
                                      [keys_check(keys, order)], _listed(out), [(keys.dtype, ())],
@@ -72,7 +72,7 @@ def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: boo
     strings, structured) come back as NumPy arrays (payload.py).
 
     out: a (keys, values) pair of NumPy arrays for the shards (see the module doc)."""
-    keys, values = as_array(keys), as_array(values)
+    keys, values = as_array(keys, "keys"), as_array(values, "values")
 
     def rows_match() -> None:
         if values is None or getattr(values, "ndim", 0) < 1 or len(values) != len(keys):
@@ -106,7 +106,7 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
     (structured keys: by order, as sort).
 
     out: an int64 NumPy array for them (see the module doc)."""
-    keys = as_array(keys)
+    keys = as_array(keys, "keys")
     outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending, "order": order},
                                      [keys_check(keys, order)], _listed(out), [(np.int64, ())],
                                      device_memory))
@@ -141,9 +141,11 @@ def sort_records(records, key_size: int, comm=None, *, descending: bool = False,
     """Sort fixed-size byte records ((n, record_size) uint8) by their first key_size bytes.
 
     out: an (m, record_size) uint8 NumPy array for the shard (see the module doc)."""
-    records = as_array(records)
+    records = as_array(records, "records")
 
     def check() -> None:
+        if not isinstance(key_size, (int, np.integer)) or isinstance(key_size, bool):
+            raise DistsortError(f"key_size must be an int; got {key_size!r}")
         if records.ndim != 2 or records.dtype != np.uint8 or not 0 < key_size <= records.shape[1]:
             raise DistsortError(
                 f"records must be (n, record_size) uint8 bytes with 0 < key_size <= record_size; "

@@ -34,10 +34,12 @@ class RemoteError(DistsortError):
 
 
 def agree(comm, fn: Callable[[], T], same: dict | None = None) -> T:
-    """Run fn on every rank; if it raised DistsortError on any rank, raise on all ranks.
+    """Run fn on every rank; if it raised on any rank, raise on all ranks.
 
-    The failing rank with the lowest number keeps its own error; the others get RemoteError
-    with its message, which the CLI does not print, so the user sees exactly one message.
+    The failing rank with the lowest number keeps its own error (a DistsortError, or whatever
+    else fn raised: a wrong argument's TypeError, a bug, with its traceback); the others get
+    RemoteError with its message, which the CLI does not print, so the user sees exactly one
+    message, and no rank is left waiting in a collective the failing one never reached.
     same (name -> this rank's value, compared with ==): what every rank must give alike; where
     fn raised nowhere, the first rank whose values differ from rank 0's says which differs, and
     every rank raises.
@@ -48,13 +50,13 @@ def agree(comm, fn: Callable[[], T], same: dict | None = None) -> T:
         except DistsortError as exc:
             exc.agreed = True
             raise
-    error: DistsortError | None = None
+    error: Exception | None = None
     result = None
     try:
         result = fn()
-    except DistsortError as exc:
+    except Exception as exc:
         error = exc
-    gathered = comm.allgather((None if error is None else str(error), same))
+    gathered = comm.allgather((None if error is None else _said(error), same))
     failed = [m is not None for m, _ in gathered]
     if not any(failed) and same is not None:
         failed, error = _first_difference([s for _, s in gathered], comm.Get_rank())
@@ -63,9 +65,15 @@ def agree(comm, fn: Callable[[], T], same: dict | None = None) -> T:
         first = failed.index(True)
         if error is None or comm.Get_rank() != first:
             error = RemoteError(f"rank {first} failed: {gathered[first][0]}")
-        error.agreed = True
+        if isinstance(error, DistsortError):
+            error.agreed = True
         raise error
     return result  # type: ignore[return-value]
+
+
+def _said(error: Exception) -> str:
+    """What a failure says to the other ranks: a DistsortError's message; else with its type."""
+    return str(error) if isinstance(error, DistsortError) else f"{type(error).__name__}: {error}"
 
 
 def _first_difference(values: list[dict], rank: int) -> tuple[list, DistsortError | None]:

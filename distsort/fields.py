@@ -45,7 +45,10 @@ def key_fields(dtype: np.dtype, order) -> list[str]:
     names = list(dtype.names)
     if not names:
         raise DistsortError(f"cannot sort keys of dtype {dtype}: it has no fields")
-    wanted = [] if order is None else [order] if isinstance(order, str) else list(order)
+    wanted = [] if order is None else [order] if isinstance(order, str) else order
+    if not isinstance(wanted, (list, tuple)) or not all(isinstance(n, str) for n in wanted):
+        raise DistsortError(f"order={order!r}: give a field name or a list of them")
+    wanted = list(wanted)
     unknown = [name for name in wanted if name not in names]
     if unknown or len(set(wanted)) != len(wanted):
         raise DistsortError(f"order={wanted!r}: name each field of {dtype} at most once "

@@ -36,11 +36,24 @@ class Call:
     device_memory: int | str | None = None
 
 
-def as_array(x):
-    """NumPy and CuPy arrays as they are; lists and other array-likes as NumPy arrays."""
+def as_array(x, name: str):
+    """NumPy and CuPy arrays as they are; lists and other array-likes as NumPy arrays. Where
+    NumPy cannot make one (a ragged list), an empty Unmade array that carries the error, which
+    begin raises on every rank: a rank alone would leave the others waiting."""
     if isinstance(x, np.ndarray) or on_gpu(x) or x is None:
         return x
-    return np.asarray(x)
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        unmade = np.empty(0, np.uint8).view(Unmade)
+        unmade.error = DistsortError(f"{name}: NumPy cannot make an array of it: {exc}")
+        return unmade
+
+
+class Unmade(np.ndarray):
+    """An input as_array could not make an array of; error says why."""
+
+    error: DistsortError
 
 
 def native(x):
@@ -71,6 +84,9 @@ def begin(comm, backend: str | None, call: Call) -> list | None:
     same.update({name: f"{name}={value!r}" for name, value in call.options.items()})
 
     def check() -> list | None:
+        for a in call.arrays.values():
+            if isinstance(a, Unmade):
+                raise a.error
         for a_check in call.checks:
             a_check()
         if call.device_memory is not None:
@@ -107,6 +123,9 @@ def _outputs(out, like: list[tuple], inputs: list) -> list | None:
         return None
     if any(not isinstance(a, np.ndarray) for a in inputs if a is not None):
         raise DistsortError("out= is for host (NumPy) inputs: sort CuPy arrays without it")
+    if not isinstance(out, (list, tuple)):
+        raise DistsortError(f"out: give a tuple of {len(like)} arrays (one per result), got "
+                            f"{type(out).__name__}")
     arrays = list(out)
     if len(arrays) != len(like):
         raise DistsortError(f"out: give {len(like)} arrays (one per result), got {len(arrays)}")

@@ -349,8 +349,17 @@ WRONG_CALLS = {  # problem: (the last rank's call, words of its message, needs a
     "key_size": (lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8), 5),
                  "key_size=5", True),
     "records not bytes": (lambda x: distsort.sort_records(x.reshape(-1, 2), 1), "uint8", False),
+    "key_size not an int": (lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8),
+                                                            None), "key_size must be an int",
+                            False),
+    "order not names": (lambda x: distsort.sort(_fielded(x), order=5), "order=5", False),
+    "out not a pair": (lambda x: distsort.sort_pairs(x, x, out=5), "out: give a tuple", False),
+    "ragged list": (lambda x: distsort.sort([[1, 2], [3]]), "keys: NumPy cannot make", False),
 }
 RIGHT_CALLS = {
+    "key_size not an int": lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8), 4),
+    "order not names": lambda x: distsort.sort(_fielded(x), order="a"),
+    "out not a pair": lambda x: distsort.sort_pairs(x, x),
     "argsort order": lambda x: distsort.argsort(x),
     "record size": lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8), 4),
     "key_size": lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8), 4),
@@ -358,6 +367,13 @@ RIGHT_CALLS = {
     "values rows": lambda x: distsort.sort_pairs(x, x), "values dtype":
     lambda x: distsort.sort_pairs(x, x),
 }
+
+
+def _fielded(x: np.ndarray) -> np.ndarray:
+    """Structured keys of two int32 fields, a and b, from x."""
+    rows = np.empty(len(x), [("a", np.int32), ("b", np.int32)])
+    rows["a"], rows["b"] = x, x[::-1]
+    return rows
 
 
 @pytest.mark.parametrize("problem", WRONG_CALLS)
