@@ -182,8 +182,6 @@ def _input_format(args) -> FileFormat:
 
 
 def _output_format(args, fmt: FileFormat) -> FileFormat:
-    if args.output == args.input:
-        raise DistsortError(f"the output {args.output} is the input: choose another output name")
     like = FileFormat.raw(np.int64) if args.argsort else fmt
     return output_format(args.output, like=like)
 
@@ -232,12 +230,31 @@ def _verify(comm, local, local_values, outputs, xp, descending: bool, key_size) 
 
 
 def _output_paths(args, out_fmt: FileFormat, values) -> list:
-    """(path, format) of the output, and of the values output if there are values."""
+    """(path, format) of the output, and of the values output if there are values; each a
+    file of its own, and none an input (by the files they name, not by their spelling:
+    ./in.npy, a link to it)."""
     paths = [(args.output, out_fmt)]
     if values is not None:
         target = args.values_output or _values_path(args.output)
         paths.append((target, output_format(target, like=values.fmt)))
+    inputs = [args.input] + ([args.values] if values is not None else [])
+    for path, _ in paths:
+        given = next((i for i in inputs if _same_file(path, i)), None)
+        if given is not None:
+            raise DistsortError(f"the output {path} is the input {given}: choose another "
+                                "output name")
+    if len(paths) == 2 and _same_file(paths[0][0], paths[1][0]):
+        raise DistsortError(f"the keys and the values would both be written to {paths[0][0]}: "
+                            "give --values-output another name")
     return paths
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Do paths a and b name one file (where either does not exist yet: one resolved path)?"""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _write(comm, paths: list, outputs, durable: bool) -> None:

@@ -27,6 +27,12 @@ BALANCE = 1.05  # a shard holds at most max(BALANCE·n/p, ⌈n/p⌉) rows
 MIN_ROUNDS, MIN_PIECE = 32, 1 << 16  # see plan_layout
 
 
+# A rank takes a slice of each of its runs for each rank in each round: with a budget so small
+# that runs and rounds both number thousands, that bookkeeping (Python, per slice) would run for
+# minutes on a few megabytes. Above this many slices a rank, the budget is refused as too small.
+MAX_SLICES = 1 << 18
+
+
 # On GPUs a rank's input is cut into at least MIN_RUNS runs (of at least MIN_RUN_ROWS rows),
 # however large the budget: run i+1 comes in while run i-1 goes out, so with two or three runs
 # most of the copying runs one way at a time, and eight runs sort markedly faster.
@@ -88,16 +94,18 @@ def plan_layout(rt: Runtime, source: Source, template: list, budget: int) -> Lay
     piece = max(1, min(limit, max(-(-max(counts) // MIN_ROUNDS), MIN_PIECE)))
     slack = min(EPSILON * total / p, piece / 4)
     stride = max(1, min(int(slack // (2 * m + 1)), -(-total // SAMPLE_TARGET)))
-    if stride == 1 and total > SAMPLE_LIMIT:
-        raise _too_small(budget, total, row_cost(template, source.key_words(template)))
+    cost = row_cost(template, source.key_words(template))
+    if stride == 1 and total > SAMPLE_LIMIT:  # only a sample of every element bounds the pieces
+        raise _too_small(budget, total, 8 * math.isqrt(total) * cost)
     extra = 0 if stride == 1 else (2 * m + 1) * stride  # t = 1: exact splitters
     pieces = max(1, -(-total // (p * max(piece - extra, 1))))
+    if max(runs_per_rank) * p * pieces > MAX_SLICES:  # slices ~ max count * total * (cost/budget)^2
+        raise _too_small(budget, total, cost * (math.isqrt(max(counts) * total // MAX_SLICES) + 1))
     return Layout(comm.Get_rank(), counts, rows, piece, runs_per_rank, stride, pieces)
 
 
-def _too_small(budget: int, total: int, cost: int) -> DistsortError:
-    """Runs so many and so small that only a sample of every element would bound the pieces."""
-    need = 8 * math.isqrt(total) * cost
+def _too_small(budget: int, total: int, need: int) -> DistsortError:
+    """The budget refused, with one that would do."""
     return DistsortError(f"a device memory budget of {budget} bytes is too small for "
                          f"{total} elements: give at least {need} bytes (--device-memory)")
 

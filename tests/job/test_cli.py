@@ -272,9 +272,16 @@ def test_gen_then_sort_then_check(tmp_path):
     (["sort", "in.npy", "-o", "o.npy", "--report", "nodir/r.json"], "the report nodir/r.json"),
     (["sort", "in.npy", "-o", "o.npy", "--report", "."], "it is a folder"),
     (["--count", "1000", "--report", "nodir/r.json"], "the report nodir/r.json"),
+    (["sort", "in.npy", "-o", "./in.npy"], "the output ./in.npy is the input in.npy"),
+    (["sort", "in.npy", "-o", "v.npy", "--values", "v.npy"], "is the input v.npy"),
+    (["sort", "in.npy", "-o", "o.npy", "--values", "v.npy", "--values-output", "in.npy"],
+     "the output in.npy is the input in.npy"),
+    (["sort", "in.npy", "-o", "o.npy", "--values", "v.npy", "--values-output", "./o.npy"],
+     "both be written to o.npy"),
 ])
 def test_bad_input_gets_one_clear_message_and_no_output(tmp_path, args, message):
     np.save(tmp_path / "in.npy", np.arange(100, dtype=np.int32))
+    np.save(tmp_path / "v.npy", np.arange(100))
     np.save(tmp_path / "short.npy", np.arange(7))
     np.save(tmp_path / "complex.npy", np.ones(10, dtype=np.complex64))
     (tmp_path / "odd.bin").write_bytes(b"\x01" * 10)

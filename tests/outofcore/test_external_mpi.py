@@ -226,6 +226,22 @@ def test_a_budget_far_too_small_is_a_clear_error(monkeypatch):
         assert "too small" in str(failed.value) and "at least" in str(failed.value)
 
 
+def test_a_budget_that_would_cut_thousands_of_runs_and_rounds_is_refused():
+    """Below the sample's limit too: 48 bytes a key leave 2 keys a run, and the sort would
+    spend minutes slicing runs; the one that the message names sorts."""
+    from distsort.errors import DistsortError
+
+    x = local_data("uniform", "float64", 30000, seed=21)
+    with pytest.raises(DistsortError) as failed:
+        distsort.sort(x, device_memory=100)
+    said = str(failed.value)
+    if COMM.Get_rank() == 0:
+        assert "too small" in said and "give at least" in said
+        need = int(said.split("give at least ")[1].split()[0])
+    shard = distsort.sort(x, device_memory=COMM.bcast(need if COMM.Get_rank() == 0 else None))
+    np.testing.assert_array_equal(everything(shard), np.sort(everything(x)))
+
+
 def test_host_memory_is_input_output_and_a_tenth(layouts, monkeypatch):
     """The benchmark's way (runs formed in place in the input, the output made by the sort):
     the path's host allocations (tracemalloc: NumPy reports its buffers to it) peak at the
