@@ -36,7 +36,7 @@ from .errors import DistsortError, agree
 from .io.formats import FileFormat, output_format, parse_dtype
 from .io.reader import rank_range
 from .io.writer import ShardWriter
-from .keys import UNSIGNED, NumericCodec
+from .keys import UNSIGNED, NumericCodec, StandIns
 from .mix import GOLDEN, mix64
 
 DISTRIBUTIONS = ("uniform", "normal", "zipf", "equal", "fewdistinct", "sorted", "reverse",
@@ -244,6 +244,8 @@ def generate(dist: str, fmt_or_dtype, start: int, stop: int, seed: int = 0, xp=n
     """
     spec = check_dist(dist, fmt_or_dtype)
     records = isinstance(spec, FileFormat)
+    if not records and spec.kind in "bMm":
+        return _stood_in(dist, spec, start, stop, seed, xp, total)
     n = max(int(stop) - int(start), 0)
     shape = (n, spec.record_size) if records else (n,)
     out = xp.empty(shape, dtype=np.uint8 if records else spec)
@@ -255,6 +257,17 @@ def generate(dist: str, fmt_or_dtype, start: int, stop: int, seed: int = 0, xp=n
                  else _numbers(dist, spec, seed, idx, xp, total))
         out[lo - start : hi - start] = piece
     return out
+
+
+def _stood_in(dist: str, dtype: np.dtype, start: int, stop: int, seed: int, xp, total):
+    """bool, datetime64 and timedelta64 keys: the distribution's unsigned values of their
+    stand-ins' width, turned into keys that order as those values do (keys.StandIns: NaT is
+    the largest time). bool takes each value's top bit (sorted stays sorted; uniform is half
+    True). Time keys are NumPy arrays whatever xp (CuPy has no datetime64)."""
+    stand = StandIns(dtype, descending=False)
+    xp = np if stand.time else xp
+    codes = generate(dist, stand.code_dtype, start, stop, seed, xp, total)
+    return stand.decode(codes) if stand.time else stand.bits(codes >> np.uint8(7))
 
 
 def gen_format(path, dist: str, dtype=None, record_size=None, key_size=None) -> FileFormat:

@@ -236,6 +236,27 @@ def test_gen_file_writes_the_data_set(tmp_path, fmt, dist):
     assert src.count == 2500 and src.read(0, 2500).tobytes() == expect.tobytes()
 
 
+STOOD_IN = ["?", "M8[ns]", "m8[s]"]  # keys sorted through unsigned stand-ins (keys.StandIns)
+
+
+@pytest.mark.parametrize("dtype", STOOD_IN)
+@pytest.mark.parametrize("dist", NUMERIC)
+def test_bool_and_time_keys_are_made_as_their_stand_ins_order(dist, dtype):
+    """The distribution's values of the stand-ins' width, as keys in the same order: sorted is
+    sorted in NumPy's order (NaT last), however split."""
+    whole = generate(dist, dtype, 0, 3000, seed=9, total=3000)
+    assert isinstance(whole, np.ndarray) and whole.dtype == np.dtype(dtype)
+    pieces = [generate(dist, dtype, a, b, seed=9, total=3000) for a, b in [(0, 999), (999, 3000)]]
+    assert np.concatenate(pieces).tobytes() == whole.tobytes()
+    ordered = {"sorted": whole, "reverse": whole[::-1]}.get(dist)
+    if ordered is not None:
+        assert ordered.tobytes() == np.sort(whole, kind="stable").tobytes()
+    if dist == "uniform":  # both halves of the stand-ins' range
+        assert len(np.unique(whole)) == (2 if dtype == "?" else 3000)
+    if dist == "specials" and dtype != "?":
+        assert np.isnat(whole).any()
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dist", DISTRIBUTIONS)
 def test_gpu_generation_matches_the_cpu(dist):
@@ -244,6 +265,11 @@ def test_gpu_generation_matches_the_cpu(dist):
     cpu = generate(dist, spec, 123, 70000, seed=47, total=70000)
     gpu = generate(dist, spec, 123, 70000, seed=47, xp=cupy, total=70000)
     assert isinstance(gpu, cupy.ndarray)
+    if dist != "gensort":  # bool keys on the device too; time keys on the host (CuPy has none)
+        flags = generate(dist, "?", 123, 70000, seed=47, xp=cupy, total=70000)
+        assert cupy.asnumpy(flags).tobytes() == generate(dist, "?", 123, 70000, seed=47,
+                                                         total=70000).tobytes()
+        assert isinstance(generate(dist, "M8[ns]", 0, 10, xp=cupy, total=10), np.ndarray)
     if dist in ("normal", "zipf"):  # log, cos and pow may round differently on the GPU
         gpu = cupy.asnumpy(gpu).astype(float)
         np.testing.assert_allclose(gpu, cpu.astype(float), rtol=1e-9, atol=4096)

@@ -247,10 +247,11 @@ def test_default_job_sorts_and_validates():
 
 
 def test_gen_then_sort_then_check(tmp_path):
-    for dist in ["zipf", "fewdistinct", "gensort"]:
+    for dist, key in [("zipf", "int64"), ("fewdistinct", "int64"), ("gensort", None),
+                      ("specials", "datetime64[ns]"), ("uniform", "bool")]:
         name = f"{dist}.dat" if dist == "gensort" else f"{dist}.npy"
         fmt = ["--record-size", "100", "--key-size", "10"] if dist == "gensort" else []
-        dtype = [] if dist == "gensort" else ["--dtype", "int64"]
+        dtype = [] if dist == "gensort" else ["--dtype", key]
         run = distsort("gen", name, "--count", "30000", *dtype, "--dist", dist, cwd=tmp_path)
         assert run.returncode == 0, run.stderr
         run = distsort("sort", name, "-o", "sorted-" + name, *fmt, cwd=tmp_path)

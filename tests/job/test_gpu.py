@@ -111,6 +111,17 @@ def test_gpu_bool_and_time_keys_in_numpys_order(kind, budget):
         np.testing.assert_array_equal(everything(cupy.asnumpy(values)), order)
 
 
+@pytest.mark.parametrize("kind", ["datetime64[ns]", "bool"])
+def test_the_default_job_generates_sorts_and_checks_bool_and_time_keys_on_gpus(kind):
+    """`python -m distsort --dtype datetime64[ns]` (NumPy keys: CuPy has no such dtype) and
+    `--dtype bool` (CuPy keys) end with the check's OK (run_job's return 0)."""
+    from distsort.cli import parser
+
+    args = parser().parse_args(["--count", "200000", "--dtype", kind, "--dist", "specials",
+                                "--backend", "gpu", "--quiet"])
+    assert args.func(args, COMM) == 0
+
+
 @pytest.mark.parametrize("order", [None, ["t", "b"], ["s", "u"]])
 @pytest.mark.parametrize("budget", [None, "1MiB"])  # in memory, out of core
 def test_gpu_structured_keys_sort_as_numpy_sorts_them(order, budget):
