@@ -38,6 +38,7 @@ import os
 import queue
 import signal
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -193,6 +194,9 @@ class Listener:
     def __init__(self, address: str | tuple[str, int], roots: list[str], parse_job,
                  token: str | None = None):
         self.roots, self.parse_job, self.token = roots, parse_job, token
+        # the log's stream, held now: while a job runs, sys.stdout is its output's buffer
+        # (_run), and a job cancelled meanwhile is logged from the listener's thread
+        self.log = sys.stdout
         self.queue: queue.Queue = queue.Queue()
         self.ids = itertools.count(1)
         self.lock = threading.Lock()
@@ -273,9 +277,9 @@ class Listener:
         self._reply(job, job.public())
         return {"job": number, "state": "cancelled"}
 
-    @staticmethod
-    def _log(job: Job) -> None:
-        print(json.dumps(job.public()), flush=True)  # the service's log: a line a job
+    def _log(self, job: Job) -> None:
+        self.log.write(json.dumps(job.public()) + "\n")  # the service's log: a line a job
+        self.log.flush()
 
     def close(self) -> None:
         """Stop listening; every job still queued is answered that the service stopped."""

@@ -5,6 +5,7 @@ rank."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -220,6 +221,12 @@ def test_cancel_a_queued_job_and_the_running_one_at_its_next_phase(tmp_path, mon
         assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npy", "go", "in.npy", "s.sock"]
     finally:
         assert service.stop() == 0
+    # the log has a line a job, job 2's too (logged by the listener while job 1 ran: never in
+    # job 1's output, which rank 0's stdout held then)
+    logged = [json.loads(line)["job"] for line in service.proc.stdout.read().splitlines()
+              if line.startswith("{")]
+    assert sorted(logged) == sorted([running["job"], queued["job"], after["job"]]), logged
+    assert '"job"' not in got[0]["output"], got[0]["output"]
 
 
 def test_status_shows_the_running_job_s_progress(tmp_path, monkeypatch):
