@@ -53,16 +53,17 @@ def run_job(args, comm) -> int:
     return 0 if verdict.ok else 1
 
 
-def describe(summary: dict, what: str, report: SortReport, nbytes: int = 0) -> str:
+def describe(summary: dict, what: str, report: SortReport) -> str:
     """A short human summary of a sort: its time (the whole command's, where the CLI timed it)
-    and throughput, the path, backend, engine and transport, and the slowest rank's phases."""
+    and throughput (of bytes too, and the reads' and writes', for a file job: file_facts), the
+    path, backend, engine and transport, and the slowest rank's phases."""
     seconds, phases, ranks = summary["seconds"], summary["phases"], summary["ranks"]
     rates = [rate(summary["keys"], seconds, "keys")]
-    if nbytes:
-        rates.append(rate(nbytes, seconds, "B"))
+    if summary.get("bytes"):
+        rates.append(rate(summary["bytes"], seconds, "B"))
     for step in ("read", "write"):
-        if nbytes and phases.get(step):
-            rates.append(f"{step} {rate(nbytes, phases[step], 'B')}")
+        if summary.get(f"{step}_bytes_per_s"):
+            rates.append(f"{step} {rate(summary[f'{step}_bytes_per_s'], 1.0, 'B')}")
     how = ", ".join(x for x in (report.backend, f"engine {report.engine}", summary["path"],
                                 summary["transport"] and f"transport {summary['transport']}")
                     if x)
@@ -122,14 +123,29 @@ def sort_file(args, comm) -> int:
             _write(comm, paths, outputs, args.durable)
     report.wall = started + time.perf_counter() - began
     summary = summarize(comm.allgather(report.as_dict()), source.count)
+    read = source.count * (fmt.itemsize + (values.fmt.itemsize if values else 0))
+    summary.update(file_facts(summary, args.input, read, paths))
     _publish_report(args.report, comm, summary)
     if comm.Get_rank() == 0 and not args.quiet:
-        nbytes = source.count * fmt.itemsize
-        written = ", ".join(f"{path} ({path_fmt.describe()})" for path, path_fmt in paths)
-        print(describe(summary, f"{source.count} {fmt.describe()} from {args.input}", report,
-                       nbytes) + f"\n  wrote {written}" + ("  (verified)" if args.verify else ""),
-              flush=True)
+        written = ", ".join(f"{f['path']} ({f['format']})" for f in summary["files"])
+        print(describe(summary, f"{source.count} {fmt.describe()} from {args.input}", report)
+              + f"\n  wrote {written}" + ("  (verified)" if args.verify else ""), flush=True)
     return 0
+
+
+def file_facts(summary: dict, input_path: str, nbytes: int, paths: list) -> dict:
+    """What a file job adds to its summary (and --report): the input, the bytes read (keys and
+    values), the files written with their formats, and the read and write rates (bytes/s)
+    where those phases hold the whole read and write (in memory; out of core the reads run
+    inside the partition and the writes inside the finish, so no rate is given: None)."""
+    whole = summary["path"] == "in memory"
+    written = summary["keys"] * sum(fmt.itemsize for _, fmt in paths)
+    moved = {"read": nbytes, "write": written}
+    took = {step: summary["phases"].get(step) for step in moved}
+    return {"input": input_path, "bytes": nbytes,
+            "files": [{"path": path, "format": fmt.describe()} for path, fmt in paths],
+            **{f"{step}_bytes_per_s": moved[step] / took[step] if whole and took[step] else None
+               for step in moved}}
 
 
 def _sort_by_fields(args, comm, source, values, span: tuple, paths: list, report,

@@ -431,6 +431,17 @@ def test_the_summary_adds_up_to_the_whole_command(tmp_path):
     assert "wrote o.npy (npy int64), o.values.npy (npy float32)  (verified)" in run.stdout
     line = r"time [\d.]+ m?s \([\d.]+ [kMG]? ?keys/s, [\d.]+ [kMG]?B/s, read "
     assert re.search(line, run.stdout)
+    assert report["input"] == "k.npy" and report["bytes"] == 50_000 * 12
+    assert report["files"] == [{"path": "o.npy", "format": "npy int64"},
+                               {"path": "o.values.npy", "format": "npy float32"}]
+    for step in ("read", "write"):  # the same bytes each way: keys and values
+        assert report[f"{step}_bytes_per_s"] == pytest.approx(50_000 * 12 / phases[step])
+    run = distsort("sort", "k.npy", "-o", "o.npy", "--device-memory", "64KiB", "--report",
+                   "r.json", ranks=2, cwd=tmp_path)  # out of core: I/O inside other phases
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["path"] == "out of core" and report["files"][0]["path"] == "o.npy"
+    assert report["read_bytes_per_s"] is None and report["write_bytes_per_s"] is None
+    assert " read " not in run.stdout.splitlines()[1], run.stdout  # no rate it cannot know
 
 
 def test_compile_without_a_gpu_is_one_clear_message(tmp_path):
