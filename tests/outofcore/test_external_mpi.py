@@ -83,7 +83,7 @@ def test_pairs_with_record_values(layouts):
     x = local_data("fewdistinct", "uint16", 1500, seed=13)
     rows = np.random.default_rng(COMM.Get_rank()).integers(0, 256, (len(x), 24), dtype=np.uint8)
     rows[:, :2] = x.view(np.uint8).reshape(-1, 2)  # each row carries its key
-    keys, values = distsort.sort_pairs(x, rows, stable=True, device_memory=tight(x))
+    keys, values = distsort.sort_pairs(x, rows, stable=True, device_memory=tight(x, rows))
     np.testing.assert_array_equal(values[:, :2].copy().view(np.uint16).ravel(), keys)
     order = np.argsort(everything(x), kind="stable")
     np.testing.assert_array_equal(everything(values), everything(rows)[order])
