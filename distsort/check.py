@@ -171,8 +171,10 @@ class Summary:
     first_text: str = ""  # this rank's first and last elements, for the message
     last_text: str = ""
     descending: bool = False
+    paired: bool = False  # values entered the checksums with their keys
 
     def add_input(self, data, xp, values=None) -> None:
+        self.paired = self.paired or values is not None
         self.count_in += int(data.shape[0])
         self.checksum_in = (self.checksum_in + checksum(data, xp, values)) % 2**64
 
@@ -277,8 +279,10 @@ def combine(comm, mine: Summary) -> Verdict:
     if count_in != count_out:
         message = f"FAILED: the output holds {count_out} elements, the input {count_in}"
     elif sum_in != sum_out:
+        what = ("the input's (key, value) pairs: a value left its key, or a key or value "
+                "changed" if any(p.paired for p in parts) else "the input")
         message = (f"FAILED: checksum {sum_out:#018x} of the output differs from the input's "
-                   f"{sum_in:#018x}: the output is not a permutation of the input")
+                   f"{sum_in:#018x}: the output is not a permutation of {what}")
     elif problem:
         message = f"FAILED: {problem}"
     else:

@@ -333,8 +333,9 @@ def check(args, comm) -> int:
                             xp=xp, values=args.values)
     ok, message = verdict.ok, verdict.message
     if ok and args.stable:
-        ok, message = stability.check_files(comm, args.input, args.output, fmt, args.values)
-        message = f"{verdict.message}; {message}"
+        ok, stable = stability.check_files(comm, args.input, args.output, fmt, args.values)
+        sorted_ok = verdict.message.removeprefix("OK: ")
+        message = f"{verdict.message}; {stable}" if ok else f"{stable} (otherwise {sorted_ok})"
     if comm.Get_rank() == 0:
         print(f"distsort check: {message}", flush=True)
     return 0 if ok else 1
