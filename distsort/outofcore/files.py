@@ -44,8 +44,9 @@ def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: Inp
     like = None if values is None else np.empty(0, values.fmt.native_dtype)  # 1-D or uint8 rows
     writers, behind = [], None
     try:
-        for path, out_fmt in paths:
-            writers.append(ShardWriter(path, out_fmt, source.count, comm, args.durable))
+        with phase(report, "init", HostClock()):  # the output files made: their layouts
+            for path, out_fmt in paths:
+                writers.append(ShardWriter(path, out_fmt, source.count, comm, args.durable))
 
         def write(row: int, columns: list) -> None:  # host columns, on the writes' thread
             if values is not None:  # back to the values' dtype where they travelled as bytes
@@ -66,9 +67,11 @@ def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: Inp
         with phase(report, "write", HostClock()):  # what the rounds did not hide
             agree(comm, behind.finish)
         if check:
-            check.conclude(comm)
-        for writer in writers:
-            writer.commit()
+            with phase(report, "verify", HostClock()):  # the pieces' verdicts combined
+                check.conclude(comm)
+        with phase(report, "write", HostClock()):  # every rank's files published
+            for writer in writers:
+                writer.commit()
     finally:
         if behind is not None:
             behind.stop()

@@ -67,16 +67,16 @@ def external_sort(rt: Runtime, source: Source, budget: int, report: SortReport,
     `store`: host arrays, one per carried column, to keep the runs in; by default new ones.
     Passing the input itself (when encode keeps its dtypes) sorts runs in place: each run is
     read before it is written back to the same rows.
-    The phases (runs, splitters, exchange and merge) cover the whole sort, the host arrays it
-    allocates included, and wait for the copy lanes: they add up to its time.
+    The phases (the plan and the runs, splitters, exchange and merge) cover the whole sort, the
+    host arrays it allocates included, and wait for the copy lanes: they add up to its time.
     """
-    budget = rt.comm.allreduce(int(budget), op=MPI.MIN)
-    template = source.encode([rt.backend.from_host(a) for a in source.read(0, 0)])
-    layout = agree(rt.comm, lambda: plan_layout(rt, source, template, budget))
-    report.count_in, report.global_count = source.count, sum(layout.counts)
-    report.ranks, report.path = len(layout.counts), "out of core"
     clock = HostClock(rt.backend.synchronize)
-    with phase(report, "partition", clock):  # the runs
+    with phase(report, "partition", clock):  # the plan, then the runs
+        budget = rt.comm.allreduce(int(budget), op=MPI.MIN)
+        template = source.encode([rt.backend.from_host(a) for a in source.read(0, 0)])
+        layout = agree(rt.comm, lambda: plan_layout(rt, source, template, budget))
+        report.count_in, report.global_count = source.count, sum(layout.counts)
+        report.ranks, report.path = len(layout.counts), "out of core"
         runs = HostColumns(template, source.count, layout.runs(), rt.backend.name == "gpu",
                            given=store)
         try:

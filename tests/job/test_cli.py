@@ -438,10 +438,11 @@ def test_the_summary_adds_up_to_the_whole_command(tmp_path):
                                {"path": "o.values.npy", "format": "npy float32"}]
     for step in ("read", "write"):  # the same bytes each way: keys and values
         assert report[f"{step}_bytes_per_s"] == pytest.approx(50_000 * 12 / phases[step])
-    run = distsort("sort", "k.npy", "-o", "o.npy", "--device-memory", "64KiB", "--report",
-                   "r.json", ranks=2, cwd=tmp_path)  # out of core: I/O inside other phases
+    run = distsort("sort", "k.npy", "-o", "o.npy", "--device-memory", "64KiB", "--verify",
+                   "--report", "r.json", ranks=2, cwd=tmp_path)  # out of core: I/O in phases
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["path"] == "out of core" and report["files"][0]["path"] == "o.npy"
+    assert report["phases"]["verify"] > 0 and report["phases"]["other"] < 0.05 * report["seconds"]
     assert report["read_bytes_per_s"] is None and report["write_bytes_per_s"] is None
     assert " read " not in run.stdout.splitlines()[1], run.stdout  # no rate it cannot know
 
