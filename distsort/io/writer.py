@@ -53,8 +53,10 @@ def write_error(path, exc: OSError, needed: int | None = None) -> DistsortError:
     """An OSError met while writing `path` -> a DistsortError that says what to do."""
     folder = os.path.dirname(os.path.abspath(path))
     code = exc.errno
-    if code == errno.ENOENT:
+    if code == errno.ENOENT and not os.path.isdir(folder):
         why = f"the folder {folder} does not exist; create it or choose another output path"
+    elif code == errno.ENOENT:  # a folder that holds no files of ours: /proc, /sys
+        why = f"{folder} takes no new files; choose another output folder"
     elif code == errno.ENOTDIR:
         why = f"a part of {folder} is a regular file, not a folder; choose another output path"
     elif code in (errno.EACCES, errno.EPERM, errno.EROFS):

@@ -328,6 +328,11 @@ def test_output_folder_missing(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="Linux's /proc")
+def test_output_in_a_folder_that_takes_no_files():
+    expect_write_failure("/proc/o.raw", ["/proc takes no new files"])
+
+
 def test_output_inside_a_regular_file(tmp_path):
     (tmp_path / "file").write_bytes(b"x")
     expect_write_failure(tmp_path / "file" / "o.raw", ["o.raw", "regular file"])
