@@ -18,8 +18,8 @@ import traceback
 
 from mpi4py import MPI
 
-from . import __version__, commands, progress
-from .errors import DistsortError, RemoteError, abort
+from . import __version__, commands, progress, settings
+from .errors import DistsortError, RemoteError, abort, agree
 from .gen import DISTRIBUTIONS
 from .gpu_safety import out_of_memory_message
 from .memory import size_argument
@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
     comm = MPI.COMM_WORLD
     try:
+        agree(comm, settings.check_environment)  # once, agreed: not by each rank in its steps
         return args.func(args, comm)
     except RemoteError:
         return 2

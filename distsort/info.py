@@ -189,8 +189,8 @@ def transport_info(comm, backend: str, device: str | None = None) -> str:
     where = placement(comm, device)  # collective: before any branch
     if backend != "gpu":
         return "MPI (host buffers)" if backend == "cpu" else "none: no backend"
-    setting = settings.value("DISTSORT_TRANSPORT")
     try:
+        setting = settings.value("DISTSORT_TRANSPORT")
         return choice.describe(choice.choose(setting, where), setting, where,
                                settings.value("DISTSORT_SHARED_GPU"))
     except Exception as exc:  # the sort would stop with the same message

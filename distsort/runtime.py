@@ -25,7 +25,7 @@ from .transport import Transport, choice
 from .transport.build import gpu_transport, host_transport
 from .workers import threads_for, use_threads
 
-BACKENDS = ("auto", "cpu", "gpu")
+BACKENDS = settings.SETTINGS["DISTSORT_BACKEND"].choices  # auto, cpu, gpu
 
 
 @dataclass

@@ -9,11 +9,13 @@ and the code in step.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .binding import BIND_MODES
 from .errors import DistsortError
 
 USERS, CLUSTERS, BENCHMARKS, TESTS = "users", "clusters", "benchmarks", "tests"
@@ -26,21 +28,24 @@ class Setting:
     who: str  # whom it is for: USERS ... TESTS
     read_by: str  # the module or script that reads it
     what: str
+    choices: tuple = ()  # the words a str setting takes ("" too where its default is "")
+    least: float = 0  # the smallest number a numeric setting takes
 
 
 SETTINGS: dict[str, Setting] = {
     "DISTSORT_BACKEND": Setting("auto", str, USERS, "runtime.py", "gpu, cpu or auto (GPUs where "
-                                "every rank sees one); the commands' --backend wins"),
+                                "every rank sees one); the commands' --backend wins",
+                                choices=("auto", "cpu", "gpu")),
     "DISTSORT_TRANSPORT": Setting("auto", str, USERS, "runtime.py", "how GPUs exchange rows: auto, "
                                   "nccl or ipc (transport/choice.py); ranks that share a GPU "
-                                  "always use device copies"),
+                                  "always use device copies", choices=("auto", "ipc", "nccl")),
     "DISTSORT_TIMEOUT": Setting("1800", float, USERS, "watchdog.py", "seconds one phase may take "
                                 "before the job is aborted on every rank; 0: no limit"),
     "DISTSORT_PROGRESS": Setting("0", bool, USERS, "progress.py", "1: progress bars on rank 0 "
                                  "even where stderr is no terminal (launch/quickstart.sh sets it "
                                  "when its own terminal is one); --progress and --quiet win"),
     "DISTSORT_RANKS": Setting("", int, USERS, "launch/quickstart.sh", "ranks the quickstart "
-                              "starts (default: one per visible GPU, 4 without GPUs)"),
+                              "starts (default: one per visible GPU, 4 without GPUs)", least=1),
     "DISTSORT_KERNEL_CACHE": Setting("", str, CLUSTERS, "cuda_source.py", "folder of the compiled "
                                      "kernels (default: distsort/kernels in the package); "
                                      "`python -m distsort compile` fills it"),
@@ -52,7 +57,8 @@ SETTINGS: dict[str, Setting] = {
     "DISTSORT_LOCAL_RANK": Setting("", int, CLUSTERS, "binding.py", "this process's rank on its "
                                    "node, over what the launcher says"),
     "DISTSORT_BIND": Setting("visible", str, CLUSTERS, "launch/distsort-run", "how distsort-run "
-                             "binds a rank to its GPU: visible, device or none (--bind)"),
+                             "binds a rank to its GPU: visible, device or none (--bind)",
+                             choices=BIND_MODES),
     "DISTSORT_DRY_RUN": Setting("0", bool, CLUSTERS, "launch/distsort-run", "1: distsort-run "
                                 "prints what it would set and run, and runs nothing"),
     "DISTSORT_RUN_VERBOSE": Setting("0", bool, CLUSTERS, "launch/distsort-run", "1: "
@@ -71,12 +77,15 @@ SETTINGS: dict[str, Setting] = {
     "DISTSORT_PYTHON": Setting("python3", str, CLUSTERS, "launch/slurm/distsort.sbatch", "the "
                                "Python with distsort installed"),
     "DISTSORT_ENGINE": Setting("", str, BENCHMARKS, "runtime.py", "the local sort engine: radix, "
-                               "cub or numpy (default: the backend's fastest)"),
+                               "cub or numpy (default: the backend's fastest)",
+                               choices=("", "radix", "cub", "numpy")),
     "DISTSORT_PINNED": Setting("register", str, BENCHMARKS, "memory.py", "how page-locked host "
                                "memory is made: register (cudaHostRegister) or alloc "
-                               "(cudaHostAlloc); bench/history/pinned.py compares them"),
+                               "(cudaHostAlloc); bench/history/pinned.py compares them",
+                               choices=("register", "alloc")),
     "DISTSORT_MPI_CHUNK_BYTES": Setting("268435456", int, BENCHMARKS, "transport/mpi.py", "bytes "
-                                        "of one MPI message of a host exchange"),
+                                        "of one MPI message of a host exchange (64 at least)",
+                                        least=64),
     "DISTSORT_IPC_MIN_BYTES": Setting("16777216", int, BENCHMARKS, "transport/ipc.py", "exchanges "
                                       "of fewer bytes (the most any rank sends) go over NCCL or "
                                       "MPI, not CUDA IPC copies"),
@@ -89,7 +98,7 @@ SETTINGS: dict[str, Setting] = {
     "DISTSORT_SHARED_GPU": Setting("fold", str, TESTS, "steps/fold.py", "where every rank runs "
                                    "on one GPU: fold (rank 0 sorts every row in memory) or split "
                                    "(each rank sorts its share, as on GPUs of their own: the "
-                                   "multi-GPU code paths on one GPU)"),
+                                   "multi-GPU code paths on one GPU)", choices=("fold", "split")),
     "DISTSORT_TEST_VENV": Setting(".venv-test", str, TESTS, "launch/test.sh", "the test suite's "
                                   "environment"),
     "DISTSORT_LINT_VENV": Setting("", str, TESTS, "launch/lint.sh", "the linters' private "
@@ -104,6 +113,9 @@ def value(name: str, env: Mapping[str, str] | None = None) -> Any:
     setting = SETTINGS[name]
     text = (os.environ if env is None else env).get(name, "").strip() or setting.default
     if setting.kind is str:
+        if setting.choices and text not in setting.choices:
+            words = ", ".join(c for c in setting.choices if c)
+            raise DistsortError(f"{name}={text!r}: choose one of {words}")
         return text
     if not text:
         return None
@@ -116,6 +128,17 @@ def value(name: str, env: Mapping[str, str] | None = None) -> Any:
     except ValueError:
         raise DistsortError(f"{name}={text!r}: expected a {setting.kind.__name__} "
                             f"({setting.what})") from None
-    if number < 0:
-        raise DistsortError(f"{name}={text!r}: expected a number not below 0")
+    if not math.isfinite(number) or number < setting.least:
+        least = int(setting.least) if setting.least == int(setting.least) else setting.least
+        raise DistsortError(f"{name}={text!r}: expected a finite number from {least} on")
     return number
+
+
+def check_environment(env: Mapping[str, str] | None = None) -> None:
+    """DistsortError for the first distsort setting in env (default: this process's) that
+    cannot be read, so that a command line says so once, agreed, before any work (the
+    settings are read where they are needed, by each rank, inside its steps)."""
+    env = os.environ if env is None else env
+    for name in SETTINGS:
+        if env.get(name, "").strip():
+            value(name, env)

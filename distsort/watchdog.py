@@ -79,8 +79,8 @@ class _Monitor:
                 left = self.waking - time.monotonic()
                 if left <= 0:
                     _expire(*self.armed.pop(token)[1])
-                else:
-                    self.cond.wait(left)
+                else:  # a limit beyond the platform's longest wait: woken again after that
+                    self.cond.wait(min(left, threading.TIMEOUT_MAX))
 
 
 @functools.cache

@@ -33,8 +33,12 @@ if "$mpirun" --version 2>&1 | grep -q "Open MPI"; then
 fi
 export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"
 gpus=$("$python" -c "import cupy; print(cupy.cuda.runtime.getDeviceCount())" 2>/dev/null) || gpus=0
-if [ -n "${DISTSORT_RANKS:-}" ]; then
-  ranks=$DISTSORT_RANKS why="DISTSORT_RANKS=$ranks"
+ranks_set=${DISTSORT_RANKS//[[:space:]]/}
+if [ -n "$ranks_set" ] && ! [[ "$ranks_set" =~ ^[1-9][0-9]*$ ]]; then
+  echo "quickstart: DISTSORT_RANKS='$DISTSORT_RANKS': give a whole number of ranks from 1 on" >&2
+  exit 2
+elif [ -n "$ranks_set" ]; then
+  ranks=$ranks_set why="DISTSORT_RANKS=$ranks"
 elif [ "$gpus" -gt 0 ]; then
   ranks=$gpus why="one per visible GPU; DISTSORT_RANKS=N to choose"
 else

@@ -383,3 +383,13 @@ def test_dockerfile_context_files_exist_and_are_not_ignored():
     for source in sources:
         assert (ROOT / source).exists(), source
         assert f"!{source}" in ignore or f"!{source}/" in ignore, source
+
+
+@pytest.mark.parametrize("ranks", ["x", "0", "2.5"])
+def test_quickstart_refuses_a_rank_count_that_is_no_whole_number(ranks):
+    """Checked before any rank starts (MPICH would run one rank for 'x', and exit 0)."""
+    env = dict(os.environ, DISTSORT_RANKS=ranks,
+               PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]]))
+    run = subprocess.run(["bash", str(ROOT / "launch" / "quickstart.sh"), "--count", "2^10"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 2 and f"DISTSORT_RANKS='{ranks}'" in run.stderr, run.stderr

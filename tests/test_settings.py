@@ -64,8 +64,20 @@ def test_values_come_as_their_kinds_and_blank_means_the_default(monkeypatch):
 
 
 @pytest.mark.parametrize("name, text", [("DISTSORT_TIMEOUT", "soon"), ("DISTSORT_DEVICE", "2.5"),
-                                        ("DISTSORT_PROGRESS", "yes"), ("DISTSORT_DEVICE", "-1")])
+                                        ("DISTSORT_PROGRESS", "yes"), ("DISTSORT_DEVICE", "-1"),
+                                        ("DISTSORT_TIMEOUT", "nan"), ("DISTSORT_TIMEOUT", "inf"),
+                                        ("DISTSORT_TRANSPORT", "tcp"), ("DISTSORT_ENGINE", "fast"),
+                                        ("DISTSORT_PINNED", "x"), ("DISTSORT_SHARED_GPU", "all"),
+                                        ("DISTSORT_MPI_CHUNK_BYTES", "0"),
+                                        ("DISTSORT_RANKS", "0")])
 def test_a_value_of_the_wrong_kind_is_a_clear_error(monkeypatch, name, text):
     monkeypatch.setenv(name, text)
     with pytest.raises(DistsortError, match=f"{name}='{re.escape(text)}'"):
         settings.value(name)
+
+
+def test_the_environment_is_checked_once_for_every_setting_set():
+    """What the command line agrees on before any work: the first setting it cannot read."""
+    settings.check_environment({"DISTSORT_TIMEOUT": "5", "DISTSORT_ENGINE": " ", "HOME": "x"})
+    with pytest.raises(DistsortError, match="DISTSORT_SHARED_GPU='bogus': choose one of fold"):
+        settings.check_environment({"DISTSORT_TIMEOUT": "5", "DISTSORT_SHARED_GPU": "bogus"})

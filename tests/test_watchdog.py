@@ -22,6 +22,21 @@ def test_a_phase_past_its_limit_expires_and_one_within_it_does_not(monkeypatch):
     assert expired == [("exchange", 3, 0.05)]
 
 
+def test_a_limit_beyond_the_longest_wait_keeps_the_watchdog_alive(monkeypatch):
+    """1e10 s is more than threading's TIMEOUT_MAX: the thread waits that long at most, and
+    still notices a later, shorter phase."""
+    expired = []
+    monkeypatch.setattr(watchdog, "_expire", lambda *what: expired.append(what))
+    monkeypatch.setenv("DISTSORT_TIMEOUT", "1e10")
+    with watchdog.watchdog("sample", 0):
+        monkeypatch.setenv("DISTSORT_TIMEOUT", "0.01")
+        with watchdog.watchdog("exchange", 0):
+            deadline = time.monotonic() + 60
+            while not expired and time.monotonic() < deadline:  # wait for the event
+                time.sleep(0.01)
+    assert expired == [("exchange", 0, 0.01)]
+
+
 def test_phases_start_no_thread_each(monkeypatch):
     monkeypatch.setenv("DISTSORT_TIMEOUT", "60")
     with watchdog.watchdog("sample", 0):

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import settings
 from ..errors import DistsortError
 
-SETTINGS = ("auto", "ipc", "nccl")
+SETTINGS = settings.SETTINGS["DISTSORT_TRANSPORT"].choices  # auto, ipc, nccl
 AUTO_IPC_RANKS = 2
-FOLD, SPLIT = "fold", "split"  # $DISTSORT_SHARED_GPU
+FOLD, SPLIT = settings.SETTINGS["DISTSORT_SHARED_GPU"].choices  # $DISTSORT_SHARED_GPU
 
 NCCL, IPC, IPC_HOST, HOST, ALONE = "nccl", "ipc", "ipc+host", "host", "alone"
 DESCRIBED = {

@@ -447,6 +447,16 @@ def test_the_summary_adds_up_to_the_whole_command(tmp_path):
     assert " read " not in run.stdout.splitlines()[1], run.stdout  # no rate it cannot know
 
 
+def test_a_setting_no_rank_can_read_is_one_message_before_any_work(tmp_path, monkeypatch):
+    """Read by each rank inside its steps, it would be said by every rank, each aborting."""
+    np.save(tmp_path / "in.npy", np.arange(100, dtype=np.int32))
+    monkeypatch.setenv("DISTSORT_TIMEOUT", "nan")
+    run = distsort("sort", "in.npy", "-o", "o.npy", ranks=3, cwd=tmp_path)
+    assert run.returncode == 2 and run.stderr.count("distsort: error:") == 1, run.stderr
+    assert "DISTSORT_TIMEOUT='nan'" in run.stderr and "Abort" not in run.stderr
+    assert sorted(os.listdir(tmp_path)) == ["in.npy"]
+
+
 def test_compile_without_a_gpu_is_one_clear_message(tmp_path):
     run = distsort("compile", ranks=2, cwd=tmp_path)
     assert run.returncode != 0 and "Traceback" not in run.stderr
