@@ -301,7 +301,8 @@ class Listener:
             running = self.running.public() if self.running else None
             with self.queue.mutex:  # the clients' threads put jobs meanwhile
                 queued = list(self.queue.queue)
-            waiting = [job.public() for job in queued if job is not None]
+            waiting = [job.public() for job in queued  # a cancelled job waits only to be
+                       if job is not None and job.state == "queued"]  # skipped: it is done
             return {"running": running, "queue": waiting,
                     "done": [job.public() for job in self.done]}
 

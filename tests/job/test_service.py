@@ -207,6 +207,9 @@ def test_cancel_a_queued_job_and_the_running_one_at_its_next_phase(tmp_path, mon
         queued = service.client.submit(["sort", "in.npy", "-o", "b.npy"], wait=False)
         assert service.client.cancel(queued["job"])["state"] == "cancelled"
         assert service.client.cancel(queued["job"])["state"] == "refused"
+        listed = service.client.status()  # done, and no longer in the queue
+        assert [job["job"] for job in listed["done"]] == [queued["job"]], listed
+        assert listed["queue"] == [], listed
         assert service.client.cancel(running["job"])["state"] == "cancelling"
         go.touch()
         thread.join(timeout=120)
