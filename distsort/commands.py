@@ -306,7 +306,8 @@ def gen_file(args, comm) -> int:
     dtype = args.dtype or (None if records else "uint32")
     fmt = agree(comm, lambda: gen_format(args.output, args.dist, dtype, args.record_size,
                                          args.key_size))
-    generate_file(comm, args.output, args.count, fmt, args.dist, args.seed)
+    with phase(SortReport(rank=comm.Get_rank()), "gen", HostClock()):  # watched: no hang
+        generate_file(comm, args.output, args.count, fmt, args.dist, args.seed)
     if comm.Get_rank() == 0 and not args.quiet:
         print(f"distsort: wrote {args.count} {fmt.describe()} ({args.dist}) to {args.output}")
     return 0
@@ -325,17 +326,18 @@ def check(args, comm) -> int:
     agree(comm, lambda: _not_structured(args.input))
     xp = agree(comm, lambda: array_module(comm, args.backend))  # a GPU where every rank has one
     use_threads(threads_for(node_place(comm)[1]))
-    if args.argsort:
-        verdict = run_argsort_check(comm, args.input, args.output, fmt,
-                                    descending=args.descending)
-    else:
-        verdict = run_check(comm, args.input, args.output, fmt, descending=args.descending,
-                            xp=xp, values=args.values)
-    ok, message = verdict.ok, verdict.message
-    if ok and args.stable:
-        ok, stable = stability.check_files(comm, args.input, args.output, fmt, args.values)
-        sorted_ok = verdict.message.removeprefix("OK: ")
-        message = f"{verdict.message}; {stable}" if ok else f"{stable} (otherwise {sorted_ok})"
+    with phase(SortReport(rank=comm.Get_rank()), "check", HostClock()):  # watched
+        if args.argsort:
+            verdict = run_argsort_check(comm, args.input, args.output, fmt,
+                                        descending=args.descending)
+        else:
+            verdict = run_check(comm, args.input, args.output, fmt, descending=args.descending,
+                                xp=xp, values=args.values)
+        ok, message = verdict.ok, verdict.message
+        if ok and args.stable:
+            ok, stable = stability.check_files(comm, args.input, args.output, fmt, args.values)
+            sorted_ok = verdict.message.removeprefix("OK: ")
+            message = f"{verdict.message}; {stable}" if ok else f"{stable} (otherwise {sorted_ok})"
     if comm.Get_rank() == 0:
         print(f"distsort check: {message}", flush=True)
     return 0 if ok else 1

@@ -513,6 +513,20 @@ def test_a_rank_that_stops_answering_is_caught_by_the_watchdog(tmp_path):
     assert os.listdir(tmp_path) == ["in.npy"]
 
 
+@pytest.mark.parametrize("command", ["gen", "check"])
+def test_gen_and_check_are_watched_too(tmp_path, command):
+    """A rank that stops answering in gen or check ends the job as in sort: no hang."""
+    np.save(tmp_path / "in.npy", np.arange(1000, dtype=np.int64))
+    env = dict(os.environ, DISTSORT_BACKEND="cpu", PYTHONPATH=os.getcwd(),
+               DISTSORT_FAULT=f"{command}:1:hang", DISTSORT_TIMEOUT="4")
+    words = ["g.npy", "--count", "1000"] if command == "gen" else ["in.npy", "in.npy"]
+    cmd = [mpiexec(), "-n", "3", sys.executable, "-m", "distsort", command, *words]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert run.returncode != 0
+    assert f"spent more than 4 s in the {command} phase" in run.stderr, run.stderr
+    assert os.listdir(tmp_path) == ["in.npy"]
+
+
 def test_two_dimensional_values_get_advice_that_works(tmp_path):
     """A 2-D values .npy is refused with advice (raw rows and --values-record-size), and the
     advice, followed, sorts the rows with their keys."""
