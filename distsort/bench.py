@@ -18,7 +18,7 @@ from .errors import DistsortError, agree
 from .gen import generate
 from .io import rank_range
 from .io.formats import parse_dtype
-from .report import PHASES, SortReport, duration, rate
+from .report import PHASES, SortReport, duration, rate, writable
 from .runtime import get_runtime
 
 DEFAULT_MAX_PER_RANK = {"gpu": 2**28, "cpu": 2**21}
@@ -27,8 +27,7 @@ DEFAULT_MAX_PER_RANK = {"gpu": 2**28, "cpu": 2**21}
 def run_bench(args, comm) -> int:
     rt = agree(comm, lambda: get_runtime(comm, args.backend))
     dtype = agree(comm, lambda: parse_dtype(args.dtype))
-    if args.plot:
-        agree(comm, _plotting if comm.Get_rank() == 0 else lambda: None)
+    agree(comm, lambda: _outputs_writable(args) if comm.Get_rank() == 0 else None)
     top = args.count or DEFAULT_MAX_PER_RANK[rt.backend.name] * comm.Get_size()
     sizes = [top >> (2 * k) for k in range(args.steps)][::-1]
     rows = [_measure(rt, comm, dtype, n, args) for n in sizes if n > 0]
@@ -59,6 +58,21 @@ def _max():
     from mpi4py import MPI
 
     return MPI.MAX
+
+
+def _outputs_writable(args) -> None:
+    """Before any work: the counts are whole numbers from 1 on, and the report and the plot
+    can be written (the plot: matplotlib there, and a file type it draws)."""
+    for name in ("steps", "reps"):
+        if getattr(args, name) < 1:
+            raise DistsortError(f"--{name} {getattr(args, name)}: give 1 or more")
+    writable(args.report)
+    if args.plot:
+        writable(args.plot, "the plot")
+        kinds = _plotting().gcf().canvas.get_supported_filetypes()
+        if args.plot.rsplit(".", 1)[-1].lower() not in kinds:
+            raise DistsortError(f"--plot {args.plot}: name a file of a type matplotlib draws "
+                                f"({', '.join(sorted(kinds))})")
 
 
 def _plotting():

@@ -20,7 +20,7 @@ from .node import node_place
 from .outofcore import files as outofcore_files
 from .payload import restored, stored
 from .phases import phase
-from .report import HostClock, SortReport, duration, rate, since_start, summarize
+from .report import HostClock, SortReport, duration, rate, since_start, summarize, writable
 from .runtime import array_module, get_runtime
 from .workers import threads_for, use_threads
 
@@ -31,7 +31,7 @@ def run_job(args, comm) -> int:
     """The default job: generate keys on every rank, sort them, verify, print a summary."""
     from .gen import generate
 
-    agree(comm, lambda: _report_writable(args.report))
+    agree(comm, lambda: writable(args.report))
     rt = agree(comm, lambda: get_runtime(comm, args.backend))
     dtype = agree(comm, lambda: parse_dtype(args.dtype))
     count = args.count if args.count is not None else DEFAULT_PER_RANK[rt.backend.name] * comm.size
@@ -93,7 +93,7 @@ def sort_file(args, comm) -> int:
         out_fmt = agree(comm, lambda: _output_format(args, fmt))
         values = agree(comm, lambda: _open_values(args, source.count))
         paths = agree(comm, lambda: _output_paths(args, out_fmt, values))
-        agree(comm, lambda: _report_writable(args.report))
+        agree(comm, lambda: writable(args.report))
         budget = agree(comm, lambda: plan.budget(rt, args.device_memory))
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
     row = fmt.itemsize + (values.fmt.itemsize if values else 0) + 8 * bool(args.argsort)
@@ -426,23 +426,6 @@ def bench(args, comm) -> int:
     from .bench import run_bench
 
     return run_bench(args, comm)
-
-
-def _report_writable(path: str | None) -> None:
-    """Raise before any work (and before any output is published) where the --report file
-    could not be written: its folder missing or not writable, or the name a folder."""
-    if not path:
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    why = None
-    if os.path.isdir(path):
-        why = "it is a folder; give a file name"
-    elif not os.path.isdir(folder):
-        why = f"the folder {folder} does not exist"
-    elif not os.access(folder, os.W_OK):
-        why = f"no permission to write in {folder}"
-    if why:
-        raise DistsortError(f"cannot write the report {path}: {why}")
 
 
 def _publish_report(path: str | None, comm, summary: dict) -> None:

@@ -281,6 +281,9 @@ def test_gen_then_sort_then_check(tmp_path):
      "the output in.npy is the input in.npy"),
     (["sort", "in.npy", "-o", "o.npy", "--values", "v.npy", "--values-output", "./o.npy"],
      "both be written to o.npy"),
+    (["bench", "--count", "2^10", "--reps", "0"], "--reps 0: give 1 or more"),
+    (["bench", "--count", "2^10", "--report", "nodir/b.json"], "the report nodir/b.json"),
+    (["bench", "--count", "2^10", "--plot", "nodir/b.png"], "nodir"),
 ])
 def test_bad_input_gets_one_clear_message_and_no_output(tmp_path, args, message):
     np.save(tmp_path / "in.npy", np.arange(100, dtype=np.int32))
