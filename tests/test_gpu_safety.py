@@ -118,7 +118,8 @@ def test_the_cli_prints_one_line_for_an_oom_and_aborts_the_job(monkeypatch, caps
     def abort(code):
         raise AbortCalled(code)
 
-    world = types.SimpleNamespace(Get_rank=lambda: 1, Get_size=lambda: 4, Abort=abort)
+    world = types.SimpleNamespace(Get_rank=lambda: 1, Get_size=lambda: 4, Abort=abort,
+                                  allgather=lambda mine: [mine] * 4)  # the settings' check
     monkeypatch.setattr(commands, "sort_file", sort_file)
     monkeypatch.setattr(cli, "MPI", types.SimpleNamespace(COMM_WORLD=world))
     with pytest.raises(AbortCalled) as aborted:
@@ -139,7 +140,8 @@ def test_ctrl_c_is_said_once_and_ends_every_rank(monkeypatch, capsys, rank):
     def abort(code):
         raise AbortCalled(code)
 
-    world = types.SimpleNamespace(Get_rank=lambda: rank, Get_size=lambda: 4, Abort=abort)
+    world = types.SimpleNamespace(Get_rank=lambda: rank, Get_size=lambda: 4, Abort=abort,
+                                  allgather=lambda mine: [mine] * 4)  # the settings' check
     monkeypatch.setattr(commands, "sort_file", sort_file)
     monkeypatch.setattr(cli, "MPI", types.SimpleNamespace(COMM_WORLD=world))
     with pytest.raises(AbortCalled) as aborted:
