@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
 
     comm = MPI.COMM_WORLD
     try:
-        agree(comm, settings.check_environment)  # once, agreed: not by each rank in its steps
+        if args.func is not commands.info:  # info shows each setting, flagging the bad ones
+            agree(comm, settings.check_environment)  # once, agreed: not each rank in its steps
         return args.func(args, comm)
     except RemoteError:
         return 2

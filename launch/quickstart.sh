@@ -33,7 +33,8 @@ if "$mpirun" --version 2>&1 | grep -q "Open MPI"; then
 fi
 export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"
 gpus=$("$python" -c "import cupy; print(cupy.cuda.runtime.getDeviceCount())" 2>/dev/null) || gpus=0
-ranks_set=${DISTSORT_RANKS//[[:space:]]/}
+ranks_set=${DISTSORT_RANKS:-}
+ranks_set=${ranks_set//[[:space:]]/}
 if [ -n "$ranks_set" ] && ! [[ "$ranks_set" =~ ^[1-9][0-9]*$ ]]; then
   echo "quickstart: DISTSORT_RANKS='$DISTSORT_RANKS': give a whole number of ranks from 1 on" >&2
   exit 2

@@ -385,11 +385,20 @@ def test_dockerfile_context_files_exist_and_are_not_ignored():
         assert f"!{source}" in ignore or f"!{source}/" in ignore, source
 
 
-@pytest.mark.parametrize("ranks", ["x", "0", "2.5"])
+@pytest.mark.parametrize("ranks", ["x", "0", "2.5", None, " 2 "])
 def test_quickstart_refuses_a_rank_count_that_is_no_whole_number(ranks):
-    """Checked before any rank starts (MPICH would run one rank for 'x', and exit 0)."""
-    env = dict(os.environ, DISTSORT_RANKS=ranks,
+    """Checked before any rank starts (MPICH would run one rank for 'x', and exit 0); unset,
+    the default; blanks around a number are no matter."""
+    env = dict(os.environ, DISTSORT_BACKEND="cpu",
                PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]]))
+    env.pop("DISTSORT_RANKS", None)
+    if ranks is not None:
+        env["DISTSORT_RANKS"] = ranks
     run = subprocess.run(["bash", str(ROOT / "launch" / "quickstart.sh"), "--count", "2^10"],
                          capture_output=True, text=True, timeout=120, env=env)
-    assert run.returncode == 2 and f"DISTSORT_RANKS='{ranks}'" in run.stderr, run.stderr
+    if ranks is None or (ranks.strip().isdigit() and int(ranks) > 0):
+        want = "4 rank(s)" if ranks is None else "2 rank(s)"
+        assert run.returncode == 0 and want in run.stdout and "check: OK" in run.stdout, \
+            run.stdout + run.stderr
+    else:
+        assert run.returncode == 2 and f"DISTSORT_RANKS='{ranks}'" in run.stderr, run.stderr

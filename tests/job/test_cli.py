@@ -458,6 +458,9 @@ def test_a_setting_no_rank_can_read_is_one_message_before_any_work(tmp_path, mon
     assert run.returncode == 2 and run.stderr.count("distsort: error:") == 1, run.stderr
     assert "DISTSORT_TIMEOUT='nan'" in run.stderr and "Abort" not in run.stderr
     assert sorted(os.listdir(tmp_path)) == ["in.npy"]
+    run = distsort("info", ranks=1, cwd=tmp_path)  # info runs, and flags it
+    assert run.returncode == 0 and "DISTSORT_TIMEOUT=nan   <- DISTSORT_TIMEOUT='nan'" in \
+        run.stdout, run.stdout + run.stderr
 
 
 def test_compile_without_a_gpu_is_one_clear_message(tmp_path):
