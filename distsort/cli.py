@@ -23,6 +23,7 @@ from .errors import DistsortError, RemoteError, abort, agree
 from .gen import DISTRIBUTIONS
 from .gpu_safety import out_of_memory_message
 from .memory import size_argument
+from .runtime import BACKENDS
 from .service import client, server
 
 DIST_HELP = f"key distribution: {', '.join(DISTRIBUTIONS)} (default uniform)"
@@ -179,7 +180,7 @@ def _where(p: argparse.ArgumentParser) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=["auto", "cpu", "gpu"], default=None,
+    p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="where to sort (default: GPUs when every rank has one)")
     p.add_argument("--report", metavar="FILE.json", help="write per-phase, per-rank timings")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
@@ -258,7 +259,7 @@ def _gen_parser(p: argparse.ArgumentParser) -> None:
 
 
 def _bench_parser(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=["auto", "cpu", "gpu"], default=None)
+    p.add_argument("--backend", choices=BACKENDS, default=None)
     p.add_argument("--count", type=parse_count,
                    help="largest size, keys in all (default: 2^28 per GPU, 2^21 per CPU)")
     p.add_argument("--steps", type=int, default=5, help="sizes, each 4x the one before")
@@ -286,7 +287,7 @@ def _check_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--argsort", action="store_true",
                    help="OUTPUT holds positions (sort --argsort): a permutation of the input's, "
                         "its keys in order, ties in input order (stable)")
-    p.add_argument("--backend", choices=["auto", "cpu", "gpu"], default=None,
+    p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="where to check (default: GPUs when every rank has one)")
     p.set_defaults(func=commands.check)
 
