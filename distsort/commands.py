@@ -96,7 +96,8 @@ def sort_file(args, comm) -> int:
         agree(comm, lambda: writable(args.report))
         budget = agree(comm, lambda: plan.budget(rt, args.device_memory))
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
-    row = fmt.itemsize + (values.fmt.itemsize if values else 0) + 8 * bool(args.argsort)
+    read_row = fmt.itemsize + (values.fmt.itemsize if values else 0)  # key and value bytes
+    row = read_row + 8 * bool(args.argsort)
     if fmt.structured:  # the library plans its sort, within the same budget
         _sort_by_fields(args, comm, source, values, (start, stop), paths, report, budget)
     elif plan.over_budget(rt, stop - start, row, budget):
@@ -123,8 +124,7 @@ def sort_file(args, comm) -> int:
             _write(comm, paths, outputs, args.durable)
     report.wall = started + time.perf_counter() - began
     summary = summarize(comm.allgather(report.as_dict()), source.count)
-    read = source.count * (fmt.itemsize + (values.fmt.itemsize if values else 0))
-    summary.update(file_facts(summary, args.input, read, paths))
+    summary.update(file_facts(summary, args.input, source.count * read_row, paths))
     _publish_report(args.report, comm, summary)
     if comm.Get_rank() == 0 and not args.quiet:
         written = ", ".join(f"{f['path']} ({f['format']})" for f in summary["files"])
