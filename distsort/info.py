@@ -169,8 +169,9 @@ def backend_info(comm, gpus: Mapping[str, Any]) -> dict[str, Any]:
     from .local import lsd
     from .local.clib import library_path
 
-    merge = library_path() or "none (no C compiler here): CPU ranks sort what they receive"
-    sort = "NumPy's (no C compiler here)" if library_path() is None else (
+    built = library_path()
+    merge = built or "none (no C compiler here): CPU ranks sort what they receive"
+    sort = "NumPy's (no C compiler here)" if built is None else (
         "our radix sort (local/lsd.c: faster than NumPy's here)" if lsd.wins(4)
         else "NumPy's (faster than our radix sort here)")
     return {"available": available, "requested": requested, "selected": selected,
