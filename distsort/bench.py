@@ -27,7 +27,7 @@ DEFAULT_MAX_PER_RANK = {"gpu": 2**28, "cpu": 2**21}
 def run_bench(args, comm) -> int:
     rt = agree(comm, lambda: get_runtime(comm, args.backend))
     dtype = agree(comm, lambda: parse_dtype(args.dtype))
-    agree(comm, lambda: _outputs_writable(args) if comm.Get_rank() == 0 else None)
+    agree(comm, lambda: _arguments_usable(args) if comm.Get_rank() == 0 else None)
     top = args.count or DEFAULT_MAX_PER_RANK[rt.backend.name] * comm.Get_size()
     sizes = [top >> (2 * k) for k in range(args.steps)][::-1]
     rows = [_measure(rt, comm, dtype, n, args) for n in sizes if n > 0]
@@ -60,9 +60,9 @@ def _max():
     return MPI.MAX
 
 
-def _outputs_writable(args) -> None:
-    """Before any work: the counts are whole numbers from 1 on, and the report and the plot
-    can be written (the plot: matplotlib there, and a file type it draws)."""
+def _arguments_usable(args) -> None:
+    """Before any work: --steps and --reps from 1 on, and the report and the plot can be
+    written (the plot: matplotlib there, and a file type it draws)."""
     for name in ("steps", "reps"):
         if getattr(args, name) < 1:
             raise DistsortError(f"--{name} {getattr(args, name)}: give 1 or more")
