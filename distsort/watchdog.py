@@ -5,6 +5,10 @@ launcher does not notice), every collective on the other ranks would wait foreve
 runs under a deadline instead, watched by one thread for the process; when it passes, the rank
 says which phase it was in and aborts the whole job (MPI_Abort), so every rank exits non-zero.
 DISTSORT_TIMEOUT sets the limit in seconds per phase (default 1800; 0 turns the watchdog off).
+
+The ranks waiting on a stopped one would all reach the limit at once and each print why: so
+rank r waits STAGGER seconds more per rank before it (up to STAGGER_RANKS of them), and the
+first to abort (rank 0, where it is alive) ends the others before their turn: one message.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from . import settings
+
+STAGGER = 2.0  # seconds: more than an abort takes to end every rank (errors.ABORT_GRACE and MPI)
+STAGGER_RANKS = 8  # ranks past this many wait no longer: a job of many ranks is not held up
 
 
 def timeout_seconds() -> float:
@@ -31,7 +38,8 @@ def watchdog(phase: str, rank: int) -> Iterator[None]:
     if limit <= 0:
         yield
         return
-    token = _monitor().arm(time.monotonic() + limit, (phase, rank, limit))
+    wait = limit + STAGGER * min(rank, STAGGER_RANKS)
+    token = _monitor().arm(time.monotonic() + wait, (phase, rank, limit))
     try:
         yield
     finally:
