@@ -64,7 +64,7 @@ def describe(summary: dict, what: str, report: SortReport) -> str:
     for step in ("read", "write"):
         if summary.get(f"{step}_bytes_per_s"):
             rates.append(f"{step} {rate(summary[f'{step}_bytes_per_s'], 1.0, 'B')}")
-    how = ", ".join(x for x in (report.backend, f"engine {report.engine}", summary["path"],
+    how = ", ".join(x for x in (report.backend, f"engine {summary['engine']}", summary["path"],
                                 summary["transport"] and f"transport {summary['transport']}")
                     if x)
     listed = "  ".join(f"{k} {duration(v)}" for k, v in phases.items() if v)

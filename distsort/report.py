@@ -61,7 +61,15 @@ class SortReport:
         """Note the runtime the sort runs on (rank, backend, engine, transport); returns self."""
         self.rank, self.backend = rt.comm.Get_rank(), rt.backend.name
         self.engine, self.transport = rt.backend.engine.name, rt.transport.name
+        self._sorts = rt.backend.engine.used
+        self._sorts.clear()  # this job's sorts from now on
         return self
+
+    @property
+    def sorts(self) -> str:
+        """The sorts that ran ('radix', 'cub+radix', ...; the engine's name if none noted)."""
+        used = getattr(self, "_sorts", None)
+        return "+".join(sorted(used)) if used else self.engine
 
     @contextmanager
     def timing(self, name: str, clock: Clock) -> Iterator[None]:
@@ -108,7 +116,7 @@ class SortReport:
 
     def as_dict(self) -> dict:
         return {
-            "rank": self.rank, "backend": self.backend, "engine": self.engine,
+            "rank": self.rank, "backend": self.backend, "engine": self.sorts,
             "transport": self.transport, "path": self.path, "wall": self.wall,
             "phases": dict(self.phases), "seconds": self.seconds,
             "count_in": self.count_in, "count_out": self.count_out,
@@ -135,6 +143,7 @@ def summarize(reports: list[dict], global_count: int) -> dict:
         "gkeys_per_s": global_count / seconds / 1e9 if seconds else 0.0,
         "phases": phases,
         "path": slowest["path"], "transport": slowest["transport"],
+        "engine": "+".join(sorted({s for r in reports for s in r["engine"].split("+") if s})),
         "max_shard_over_mean": biggest * p / global_count if global_count else 1.0,
         "per_rank": reports,
     }

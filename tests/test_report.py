@@ -17,3 +17,15 @@ def test_rates_read_cleanly_at_every_size(amount, unit, want):
 
 def test_durations_in_seconds_or_milliseconds():
     assert duration(2.414) == "2.41 s" and duration(0.0873) == "87.3 ms"
+
+
+def test_the_summary_names_every_sort_any_rank_ran():
+    from distsort.report import SortReport, summarize
+
+    reports = []
+    for used in ({"radix"}, {"cub", "radix"}, set()):
+        report = SortReport(engine="radix", count_out=1)
+        report._sorts = used
+        reports.append(report.as_dict())
+    assert [r["engine"] for r in reports] == ["radix", "cub+radix", "radix"]
+    assert summarize(reports, 3)["engine"] == "cub+radix"

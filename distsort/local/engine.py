@@ -49,6 +49,8 @@ class SortOptions(TypedDict, total=False):
 
 class LocalSortEngine(Protocol):
     name: str
+    used: set[str]  # the sorts that ran since it was last cleared ('radix', 'cub', 'numpy'):
+    # what a job's summary names (report.py), since an engine hands some calls to another sort
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
              **options: Unpack[SortOptions]):
@@ -83,6 +85,7 @@ class NumpyEngine:
     name = "numpy"
 
     def __init__(self):
+        self.used: set[str] = set()
         # a key's share of the last sort of at least merge.MEASURED_MIN keys, by key bytes: the
         # finish merges received runs only where that is faster (merge.worth_merging)
         self.seconds_per_key: dict[int, float] = {}
@@ -93,6 +96,7 @@ class NumpyEngine:
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
              overwrite: bool = False, **ignored: object):
         started = time.perf_counter()
+        self._note(lsd.available(keys))
         if _in_pieces(keys):
             out = _sorted_in_pieces(keys, threads(), overwrite)
         else:
@@ -102,6 +106,7 @@ class NumpyEngine:
         return out
 
     def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
+        self._note(lsd.available(keys))
         if _orders_in_pieces(keys):
             return _ordered_in_pieces(keys, threads())[1]
         return lsd.argsort(keys) if lsd.available(keys) else np.argsort(keys, kind="stable")
@@ -110,12 +115,17 @@ class NumpyEngine:
         self, keys, values, begin_bit: int = 0, end_bit: int | None = None, **ignored: object
     ):
         if _orders_in_pieces(keys):
+            self._note(lsd.available(keys))
             keys, order = _ordered_in_pieces(keys, threads())
             return keys, take(values, order)
         if lsd.available(keys, values):
+            self._note(True)
             return lsd.sort_pairs(keys, values)
         order = self.argsort(keys)
         return keys[order], take(values, order)
+
+    def _note(self, radix: bool) -> None:
+        self.used.add("radix" if radix else "numpy")
 
 
 def _in_pieces(keys: np.ndarray) -> bool:

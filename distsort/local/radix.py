@@ -415,6 +415,7 @@ class RadixEngine:
     def __init__(self, min_n: int | None = None):
         self.min_n = min_n
         self._cub = None
+        self.used: set[str] = set()
 
     def workspace_bytes(self, rows: int, row_bytes: int) -> int:
         """The passes' second buffer (the pipeline lends the sent rows as it, where they fit),
@@ -426,6 +427,7 @@ class RadixEngine:
     def _fallback(self):
         if self._cub is None:
             self._cub = CubEngine()
+            self._cub.used = self.used  # what it sorts is noted as this engine's
         return self._cub
 
     def _ours(self, keys, op: str, begin_bit: int = 0, end_bit: int | None = None) -> bool:
@@ -451,6 +453,7 @@ class RadixEngine:
              scratch=None, code: int = 0):
         """radix_sort on keys widened to 32 bits where narrower; bits is (begin_bit, end_bit)."""
         cp = _cupy()
+        self.used.add("radix")
         width = 8 * keys.dtype.itemsize
         begin_bit = max(0, bits[0])
         end_bit = width if bits[1] is None else min(bits[1], width)

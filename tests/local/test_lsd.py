@@ -84,3 +84,18 @@ def test_the_choice_is_measured_once_a_width():
     assert isinstance(first, bool) and lsd.wins(8) == first and lsd.wins.cache_info().hits == 1
     assert not lsd.available(np.zeros(lsd.SMALL - 1, np.uint32))  # few keys: NumPy's sort
     assert not lsd.available(np.zeros(lsd.SMALL, np.int32))  # codes only: unsigned keys
+
+
+@pytest.mark.parametrize("radix", [False, True])
+def test_the_engine_notes_which_sort_ran(monkeypatch, radix):
+    """What a job's summary names: our radix sort where it ran, NumPy's where it did (few keys
+    always: lsd.SMALL), for keys, orders and pairs alike."""
+    monkeypatch.setattr(lsd, "wins", lambda itemsize: radix)
+    engine, many = NumpyEngine(), keys_of(np.uint32, 2 * lsd.SMALL, "whole", 3)
+    for call in (engine.sort, engine.argsort, lambda k: engine.sort_pairs(k, k.astype(np.int64))):
+        engine.used.clear()
+        call(many[:100])
+        assert engine.used == {"numpy"}
+        engine.used.clear()
+        call(many)
+        assert engine.used == {"radix" if radix else "numpy"}

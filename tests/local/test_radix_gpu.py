@@ -400,3 +400,15 @@ def test_wide_look_back_flags(cp, engine):
     x = cp.random.randint(0, 1 << 32, radix.WIDE_ROWS + 3, dtype=cp.uint64).astype(cp.uint32)
     want = x[cp.argsort(x & cp.uint32(0xFFFF))]
     assert bool((engine.sort(x, 0, 16) == want).all())
+
+
+def test_the_engine_notes_when_cub_sorts_for_it(cp):
+    """What a job's summary names: CUB where the engine handed it a call, ours where it ran."""
+    engine = RadixEngine()
+    engine.sort(cp.arange(1000, 0, -1, dtype=cp.uint32))
+    assert engine.used == {"cub"}
+    engine.used.clear()
+    engine.sort(cp.arange(radix.MIN_N["sort"], 0, -1, dtype=cp.uint32))
+    assert engine.used == {"radix"}
+    engine.argsort(cp.arange(1000, 0, -1, dtype=cp.uint64))
+    assert engine.used == {"cub", "radix"}
