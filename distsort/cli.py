@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     comm = MPI.COMM_WORLD
     try:
-        if args.func is not commands.info:  # info shows each setting, flagging the bad ones
+        if getattr(args, "checks_settings", True):
             agree(comm, settings.check_environment)  # once, agreed: not each rank in its steps
         return args.func(args, comm)
     except RemoteError:
@@ -116,7 +116,8 @@ def parser(kind: type = _OneVoice) -> argparse.ArgumentParser:
     _check_parser(command("check", "say whether OUTPUT is INPUT sorted"))
     info = command("info", "backend, transport, GPUs, MPI and NCCL versions")
     info.add_argument("--json", action="store_true", help="print the details as JSON")
-    info.set_defaults(func=commands.info)
+    # info shows each setting, flagging the bad ones, rather than stop at the first
+    info.set_defaults(func=commands.info, checks_settings=False)
     _bench_parser(command("bench", "throughput against size, with a plot"))
     build = command("compile", "compile the CUDA kernels into distsort's kernel cache, so that "
                                "no job compiles them (once per machine or container image)")
