@@ -6,12 +6,9 @@
 // copy rate (the look-back and the ranking's latency, not bandwidth, hold it). Here the last two
 // (or three) digits cost one read and one write of each key: 28 bytes a key for the whole sort
 // (histogram 4, two passes 16, this 8) against 36 for four LSD passes. A bucket holds at most
-// BLOCK * ITEMS32_KEYS keys (a tile of the onesweep pass: its ranking is reused as is); a larger
-// one is listed in `over` and left for the host to sort apart. A probe (msd_hybrid.py beside it),
-// not adopted: bench/RESULTS.md, runs 285-288.
-#ifdef CUB_ITEMS
+// BLOCK * CUB_ITEMS keys; a larger one is listed in `over` and left for the host to sort apart.
+// A probe (msd_hybrid.py beside it), not adopted: bench/RESULTS.md, runs 285-288.
 #include <cub/block/block_radix_sort.cuh>  // before onesweep.cuh, whose macros (WARPS) it names
-#endif
 #include "../../distsort/local/onesweep.cuh"
 
 // The first index of sorted-by-top-bits `keys` whose key >> shift is at least b, for every
@@ -30,85 +27,9 @@ extern "C" __global__ void bucket_bounds(const u32* __restrict__ keys, u64 n, in
     bounds[b] = (u32)lo;
 }
 
-// One block a bucket: its keys ranked by each digit of [0, split) in turn, least significant
-// first, in shared memory (onesweep_tile's warp ranking: stable in input order), then stored.
-extern "C" __global__ void __launch_bounds__(BLOCK)
-bucket_sort(const u32* __restrict__ in, u32* __restrict__ out, const u32* __restrict__ bounds,
-            int split, u32* __restrict__ over, u32* __restrict__ overs)
-{
-    constexpr int ITEMS = ITEMS32_KEYS;
-    constexpr int TILE = BLOCK * ITEMS;
-    __shared__ u32 s_keys[TILE];
-    __shared__ u32 whist[WARPS][RADIX];
-    __shared__ u32 warp_sums[WARPS];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const u32 lo = bounds[blockIdx.x], n = bounds[blockIdx.x + 1] - lo;
-    if (n > TILE) {
-        if (tid == 0) over[atomicAdd(overs, 1u)] = blockIdx.x;
-        return;
-    }
-    if (n < 2) {
-        if (n == 1 && tid == 0) out[lo] = in[lo];
-        return;
-    }
-    const u32 first = warp * 32 * ITEMS + lane;
-    u32 k[ITEMS];
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i)
-        if (first + 32 * i < n) k[i] = in[lo + first + 32 * i];
-    const u32 lt_mask = (1u << lane) - 1u;
-    for (int shift = 0; shift < split; shift += 8) {
-        const u32 mask = (1u << min(8, split - shift)) - 1u;
-#pragma unroll
-        for (int w = 0; w < WARPS; ++w) whist[w][tid] = 0;
-        __syncthreads();
-        u32 r[ITEMS];
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-            if (warp * 32 * ITEMS + 32 * i >= n) break;  // the warp's items past the bucket
-            const bool valid = first + 32 * i < n;
-            const u32 d = valid ? (k[i] >> shift) & mask : (u32)RADIX;
-            const u32 peers = match_peers<9>(d);
-            const int leader = 31 - __clz(peers);
-            u32 before = 0;
-            if (lane == leader && valid) {
-                before = whist[warp][d];
-                whist[warp][d] = before + __popc(peers);
-            }
-            r[i] = __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lt_mask);
-            __syncwarp();
-        }
-        __syncthreads();
-        u32 cnt = 0;
-#pragma unroll
-        for (int w = 0; w < WARPS; ++w) {
-            const u32 c = whist[w][tid];
-            whist[w][tid] = cnt;
-            cnt += c;
-        }
-        u32 total;
-        const u32 excl = block_excl_scan(cnt, warp_sums, &total);
-#pragma unroll
-        for (int w = 0; w < WARPS; ++w) whist[w][tid] += excl;
-        __syncthreads();
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i)
-            if (first + 32 * i < n) s_keys[r[i] + whist[warp][(k[i] >> shift) & mask]] = k[i];
-        __syncthreads();
-        if (shift + 8 < split) {
-#pragma unroll
-            for (int i = 0; i < ITEMS; ++i)
-                if (first + 32 * i < n) k[i] = s_keys[first + 32 * i];
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < ITEMS; ++j)
-        if (j * BLOCK + tid < n) out[lo + j * BLOCK + tid] = s_keys[j * BLOCK + tid];
-}
-
-#ifdef CUB_ITEMS
-// The same with CUB's block sort (its ranking counts digits per thread, not per warp by ballots).
-// Absent keys are the bucket's largest possible key, which ties only with itself.
+// One block a bucket, sorted by CUB's block sort (its ranking counts digits per thread; the
+// onesweep tile's warp ranking by ballots, tried in 1bfa8c8, took 1.5x as long). Absent keys
+// are the bucket's largest possible key, which ties only with itself.
 extern "C" __global__ void __launch_bounds__(BLOCK)
 bucket_sort_cub(const u32* __restrict__ in, u32* __restrict__ out, const u32* __restrict__ bounds,
                 int split, u32* __restrict__ over, u32* __restrict__ overs)
@@ -135,4 +56,3 @@ bucket_sort_cub(const u32* __restrict__ in, u32* __restrict__ out, const u32* __
     for (int i = 0; i < CUB_ITEMS; ++i)
         if (i * BLOCK + tid < n) out[lo + i * BLOCK + tid] = k[i];
 }
-#endif

@@ -9,9 +9,10 @@ low bits in shared memory and writes it once (msd_buckets.cu): 28 bytes of traff
 Each call on fresh random keys (uniform uint32), CUDA events around it after a warm-up, the
 median of --runs; cupy.sort, our engine (four LSD passes) and the hybrid in the same run, every
 hybrid result checked against cupy.sort's, and skewed keys (few distinct top bits: buckets
-too large for a block, sorted apart) checked too. Variants of the bucket stage: `ballot` (the
-onesweep tile's warp ranking, 8-bit digits), `cubB` (CUB's BlockRadixSort, B-bit digits, from
-the CCCL headers CuPy ships) and `copy` (the buckets moved unsorted: the stage's floor).
+too large for a block, sorted apart) checked too. Variants of the bucket stage: `cubB` (CUB's
+BlockRadixSort, B-bit digits, from the CCCL headers CuPy ships) and `copy` (the buckets moved
+unsorted: the stage's floor); runs 285-288 also had `ballot`, the onesweep tile's warp ranking
+(1bfa8c8).
 
 Measured on one H200 (bench/RESULTS.md, runs 285-288): not adopted; the bucket stage's ranking
 costs about what the two device-memory passes it replaces do.
@@ -28,7 +29,7 @@ import statistics
 import cupy as cp
 import numpy as np
 
-from distsort.cuda_source import compiled, load_module, source
+from distsort.cuda_source import compiled, source
 from distsort.local.radix import RadixEngine, onesweep_defines, radix_sort
 
 KERNELS = "../bench/history/msd_buckets.cu"  # beside this probe, named from distsort/
@@ -37,11 +38,9 @@ CUB_ITEMS = 18  # 4,608 keys a block: 2^28 uniform keys' 2^16 buckets hold 4,096
 
 @functools.cache
 def _module(variant: str):
-    """msd_buckets.cu: 'ballot' (our warp ranking) or 'cubB' (CUB's block sort, B-bit digits)."""
+    """msd_buckets.cu for 'cubB' (CUB's block sort, B-bit digits; 'copy': 4)."""
     if variant == "copy":
         return _module("cub4")
-    if variant == "ballot":
-        return load_module(KERNELS, ("bucket_bounds", "bucket_sort"), onesweep_defines())
     defines = onesweep_defines() + (("CUB_ITEMS", CUB_ITEMS), ("CUB_BITS", int(variant[3:])))
     options = ("-std=c++17",) + tuple(f"-D{k}={v}" for k, v in defines)
     options += tuple(f"-I{d}" for d in cccl_includes())
@@ -66,7 +65,7 @@ def cccl_includes() -> list[str]:
     return found
 
 
-def hybrid_sort(keys, split: int = 16, timings: dict | None = None, variant: str = "ballot"):
+def hybrid_sort(keys, split: int = 16, timings: dict | None = None, variant: str = "cub6"):
     """uint32 keys sorted: top bits by onesweep passes, each bucket's low bits in one block."""
     n, buckets = keys.size, 1 << (32 - split)
     work, scratch = keys.copy(), cp.empty_like(keys)
@@ -82,9 +81,9 @@ def hybrid_sort(keys, split: int = 16, timings: dict | None = None, variant: str
                                       (top, np.uint64(n), np.int32(split), np.uint32(buckets),
                                        bounds))
     marks[2].record()
-    name = "bucket_sort" if variant == "ballot" else "bucket_sort_cub"
     bits = 0 if variant == "copy" else split  # copy: the buckets moved unsorted, the floor
-    mod.get_function(name)((buckets,), (256,), (top, other, bounds, np.int32(bits), over, overs))
+    mod.get_function("bucket_sort_cub")((buckets,), (256,),
+                                        (top, other, bounds, np.int32(bits), over, overs))
     marks[3].record()
     left = int(overs.get()[0])
     if left:
@@ -134,7 +133,7 @@ def main() -> None:
     ap.add_argument("--logs", default="26,27,28")
     ap.add_argument("--splits", default="16")
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--variants", default="ballot,cub4,cub5,cub6,cub8")
+    ap.add_argument("--variants", default="copy,cub4,cub6")
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
     engine, rows = RadixEngine(0), []
