@@ -404,11 +404,14 @@ def test_wide_look_back_flags(cp, engine):
 
 def test_the_engine_notes_when_cub_sorts_for_it(cp):
     """What a job's summary names: CUB where the engine handed it a call, ours where it ran."""
+    def descending(n: int, dtype):
+        return cp.arange(n, 0, -1).astype(dtype)
+
     engine = RadixEngine()
-    engine.sort(cp.arange(1000, 0, -1, dtype=cp.uint32))
+    engine.sort(descending(1000, cp.uint32))
     assert engine.used == {"cub"}
     engine.used.clear()
-    engine.sort(cp.arange(radix.MIN_N["sort"], 0, -1, dtype=cp.uint32))
+    engine.sort(descending(radix.MIN_N["sort"], cp.uint32))
     assert engine.used == {"radix"}
-    engine.argsort(cp.arange(1000, 0, -1, dtype=cp.uint64))
+    engine.argsort(descending(1000, cp.uint64))
     assert engine.used == {"cub", "radix"}
