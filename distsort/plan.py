@@ -14,6 +14,9 @@ from .memory import default_budget, parse_size
 from .runtime import Runtime
 
 PIPELINE_COPIES = 3
+SMALL_SORT_BYTES = 32 << 20  # an in-memory need this small sorts in memory unless a budget is
+# named: the free memory is not asked for (on CPUs that reads /proc and the cgroup's files, a
+# third of a small call's time), and only a nearly full device would have sent it out of core
 
 
 def budget(rt: Runtime, device_memory: int | str | None) -> int:
@@ -29,15 +32,20 @@ def in_memory_bytes(rt: Runtime, rows: int, row_bytes: int) -> int:
     return PIPELINE_COPIES * rows * row_bytes + rt.backend.engine.workspace_bytes(rows, row_bytes)
 
 
-def over_budget(rt: Runtime, rows: int, row_bytes: int, mine: int) -> bool:
-    """Would any rank's in-memory sort exceed its budget (mine: this rank's)? Then every rank
-    sorts out of core. Collective: every rank gets the same answer."""
-    over = in_memory_bytes(rt, rows, row_bytes) > mine
+def over_budget(rt: Runtime, rows: int, row_bytes: int, mine: int | None) -> bool:
+    """Would any rank's in-memory sort exceed its budget (mine: this rank's; None: its sort is
+    too small to ask)? Then every rank sorts out of core. Collective: every rank gets the same
+    answer."""
+    over = mine is not None and in_memory_bytes(rt, rows, row_bytes) > mine
     return rt.comm.allreduce(over, op=MPI.LOR) if rt.comm.Get_size() > 1 else over
 
 
 def out_of_core(rt: Runtime, rows: int, row_bytes: int, device_memory: int | str | None
                 ) -> int | None:
-    """This rank's budget where the sort goes out of core (over_budget), else None."""
-    mine = budget(rt, device_memory)
-    return mine if over_budget(rt, rows, row_bytes, mine) else None
+    """This rank's budget where the sort goes out of core (over_budget), else None.
+    Collective: every rank gets the same answer."""
+    small = device_memory is None and in_memory_bytes(rt, rows, row_bytes) <= SMALL_SORT_BYTES
+    mine = None if small else budget(rt, device_memory)
+    if not over_budget(rt, rows, row_bytes, mine):
+        return None
+    return budget(rt, device_memory) if mine is None else mine
