@@ -76,12 +76,8 @@ def begin(comm, backend: str | None, call: Call) -> list | None:
     kind, CuPy or NumPy, where none is named), each array's dtype and row shape, the options.
     One message, and every rank raises, where any rank's call is wrong or differs; else the
     out= arrays (or None)."""
-    named = backend or ("gpu" if on_gpu(next(iter(call.arrays.values()))) else "cpu")
-    same = {"backend (CuPy arrays: gpu, NumPy: cpu, where none is named)":
-            f"backend {requested_backend(named)}"}
-    same.update({f"{name} dtype (empty pieces too)": _kind(name, a)
-                 for name, a in call.arrays.items() if a is not None})
-    same.update({name: f"{name}={value!r}" for name, value in call.options.items()})
+    comm = comm if comm is not None else MPI.COMM_WORLD
+    same = _alike(backend, call) if comm.Get_size() > 1 else None  # alone: nothing to compare
 
     def check() -> list | None:
         for a in call.arrays.values():
@@ -96,7 +92,18 @@ def begin(comm, backend: str | None, call: Call) -> list | None:
                 raise DistsortError(f"device_memory: {exc}") from None
         return _outputs(call.out, call.like, list(call.arrays.values()))
 
-    return agree(comm if comm is not None else MPI.COMM_WORLD, check, same=same)
+    return agree(comm, check, same=same)
+
+
+def _alike(backend: str | None, call: Call) -> dict:
+    """What every rank's call must give alike (errors.agree's `same`)."""
+    named = backend or ("gpu" if on_gpu(next(iter(call.arrays.values()))) else "cpu")
+    same = {"backend (CuPy arrays: gpu, NumPy: cpu, where none is named)":
+            f"backend {requested_backend(named)}"}
+    same.update({f"{name} dtype (empty pieces too)": _kind(name, a)
+                 for name, a in call.arrays.items() if a is not None})
+    same.update({name: f"{name}={value!r}" for name, value in call.options.items()})
+    return same
 
 
 def keys_check(keys, order=None) -> Callable[[], None]:
