@@ -35,9 +35,6 @@ template <typename K> struct RawKeys {
 #ifndef RADIX_EARLY_COUNTS
 #define RADIX_EARLY_COUNTS 1  // publish the tile's digit counts before ranking its keys
 #endif
-#ifndef RADIX_MATCH_ATOMIC
-#define RADIX_MATCH_ATOMIC 0  // 1: a warp's lanes of equal digits found by a shared atomicOr
-#endif
 
 #define RADIX 256
 #define BLOCK 256  // one thread per digit in the look-back and the scans
@@ -281,13 +278,6 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
         publish(flags, wide, tile, tid, head ? FLAG_PREFIX : FLAG_AGG, sm.counts[tid]);
     }
 
-#if RADIX_MATCH_ATOMIC  // per digit, the warp's lanes holding it (absent keys: RADIX), in buf,
-    // which is free during the ranking (and after the early counts' sync, free of prepare's)
-    static_assert(RADIX_EARLY_COUNTS && sizeof(sm.buf) >= WARPS * (RADIX + 1) * 4, "match");
-    u32* match = reinterpret_cast<u32*>(sm.buf) + warp * (RADIX + 1);
-    for (int j = lane; j <= RADIX; j += 32) match[j] = 0;
-    __syncwarp();
-#endif
     // Rank within the warp: lanes with equal digits share one counter update by their leader.
     const u32 lt_mask = (1u << lane) - 1u;
     u32 r[ITEMS];
@@ -295,15 +285,7 @@ __device__ __forceinline__ void onesweep_tile(const K* __restrict__ keys_in, K* 
     for (int i = 0; i < ITEMS; ++i) {
         const bool valid = FULL || first + 32 * i < tile_n;
         const u32 d = valid ? dig.item(k, i) : (u32)RADIX;
-#if RADIX_MATCH_ATOMIC
-        atomicOr(&match[d], 1u << lane);
-        __syncwarp();
-        const u32 peers = match[d];
-        __syncwarp();
-        if (lane == 31 - __clz(peers)) match[d] = 0;
-#else
         const u32 peers = match_peers<FULL ? 8 : 9>(d);
-#endif
         const int leader = 31 - __clz(peers);
         u32 before = 0;
         if (lane == leader && valid) {
@@ -400,7 +382,6 @@ __device__ __forceinline__ void onesweep_next(const K* keys_in, K* keys_out, con
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) sm.whist[w][threadIdx.x] = 0;
     sm.counts[threadIdx.x] = 0;
-
     __syncthreads();
     const u32 tile = sm.tile;
     const u64 base = tile_start ? (u64)tile_start[tile] : (u64)tile * TILE;
