@@ -13,35 +13,30 @@
 #include <stdint.h>
 
 
-/* The destination of key k at global position at: a branch-free binary search over the
-   splitters' keys (steps: a power of two, the same for every key), then, for a tie with a
-   splitter (rare), a cut by position. */
-#define DESTINATION(NAME, T)                                                                 \
-  static inline int64_t NAME(T k, int64_t at, const T *skeys, const int64_t *spos,          \
-                             int64_t ns, int64_t steps) {                                    \
-    int64_t lo = 0;                                                                          \
-    for (int64_t step = steps; step > 0; step >>= 1) lo += (skeys[lo + step - 1] < k) * step; \
-    while (lo < ns && skeys[lo] == k && spos[lo] <= at) lo++;                                \
-    return lo;                                                                               \
+#define CLASSIFY(NAME, T)                                                                  \
+  void NAME(const T *keys, int64_t n, int64_t offset, const T *skeys, const int64_t *spos,  \
+            int64_t ns, int64_t steps, uint16_t *dest, int64_t *counts) {                   \
+    for (int64_t i = 0; i < n; i++) {                                                        \
+      const T k = keys[i];                                                                   \
+      int64_t lo = 0;                                                                        \
+      for (int64_t step = steps; step > 0; step >>= 1) { /* the same steps for every key */  \
+        lo += (skeys[lo + step - 1] < k) * step; /* no branch on the data */                 \
+      }                                                                                      \
+      if (lo < ns && skeys[lo] == k) { /* a tie with a splitter (rare): cut by position */   \
+        const int64_t at = offset + i;                                                       \
+        while (lo < ns && skeys[lo] == k && spos[lo] <= at) lo++;                            \
+      }                                                                                      \
+      dest[i] = (uint16_t)lo;                                                                \
+      counts[lo]++;                                                                          \
+    }                                                                                        \
   }
 
-/* classify: each destination's count of keys. scatter: each key to its destination's next
-   slot, its destination found again rather than stored by classify and read back: two bytes
-   a key less written and read, which counts where every core's rank scatters at once
-   (memory-bound: bench/RESULTS.md, run 293). */
-#define PASSES(T, SUFFIX)                                                                    \
-  DESTINATION(destination_##SUFFIX, T)                                                       \
-  void classify_##SUFFIX(const T *keys, int64_t n, int64_t offset, const T *skeys,           \
-                         const int64_t *spos, int64_t ns, int64_t steps, int64_t *counts) {  \
-    for (int64_t i = 0; i < n; i++)                                                          \
-      counts[destination_##SUFFIX(keys[i], offset + i, skeys, spos, ns, steps)]++;          \
-  }                                                                                          \
-  void scatter_##SUFFIX(const T *keys, int64_t n, int64_t offset, const T *skeys,            \
-                        const int64_t *spos, int64_t ns, int64_t steps, int64_t *next,       \
-                        T *out) {                                                            \
-    for (int64_t i = 0; i < n; i++)                                                          \
-      out[next[destination_##SUFFIX(keys[i], offset + i, skeys, spos, ns, steps)]++] = keys[i]; \
+#define SCATTER(NAME, T)                                                                     \
+  void NAME(const T *keys, int64_t n, const uint16_t *dest, int64_t *next, T *out) {         \
+    for (int64_t i = 0; i < n; i++) out[next[dest[i]]++] = keys[i];                          \
   }
 
-PASSES(uint32_t, u32)
-PASSES(uint64_t, u64)
+CLASSIFY(classify_u32, uint32_t)
+CLASSIFY(classify_u64, uint64_t)
+SCATTER(scatter_u32, uint32_t)
+SCATTER(scatter_u64, uint64_t)

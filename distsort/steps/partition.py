@@ -50,7 +50,7 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
                            landing_sort(rt, columns, words, layout, splitters))
     if rt.backend.name == "cpu" and own_key(columns, words) and rt.transport.align_rows == 1:
         if len(columns) == 1 and p >= SCATTER_MIN_RANKS and _everywhere(
-                rt, scatter.available(columns[0])):
+                rt, scatter.available(columns[0], p)):
             return scattered(rt, columns[0], offset, -(-total // p), splitters)
         return sorted_first(rt, columns, offset, -(-total // p), splitters)
     xp = rt.xp

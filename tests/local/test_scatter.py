@@ -9,7 +9,7 @@ import pytest
 from distsort.local import scatter
 from distsort.steps.splitters import classify
 
-if not scatter.available(np.zeros(1, np.uint32)):
+if not scatter.available(np.zeros(1, np.uint32), 2):
     pytest.skip("no C compiler here to build the C kernels", allow_module_level=True)
 
 
@@ -38,5 +38,6 @@ def test_grouped_as_classify_puts_them(three_threads, dtype, n, distinct, p):
 
 
 def test_only_4_and_8_byte_keys():
-    assert not scatter.available(np.zeros(4, np.uint16))
-    assert not scatter.available(np.zeros(4, np.int32))
+    assert not scatter.available(np.zeros(4, np.uint16), 2)
+    assert not scatter.available(np.zeros(4, np.int32), 2)
+    assert not scatter.available(np.zeros(4, np.uint32), scatter.MAX_RANKS + 1)
