@@ -179,7 +179,7 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
     report, clock = _report(report, rt), rt.backend.clock()
     codec = NumericCodec(keys.dtype, descending, canonical=stable)
     given = [] if values is None else [rt.xp.asarray(values)]
-    if _orders_numbers(rt, codec):  # no encode or decode pass: no phase of theirs
+    if codec.identity or _orders_numbers(rt, codec):  # no encode or decode pass: no phase
         out = distributed_sort(rt, [dev_keys] + given, _first, report, {"codec": codec})
         keys_out = to_caller(out[0])
     else:
@@ -278,7 +278,7 @@ def _offset(comm, n: int) -> int:
 
 
 def _report(report: SortReport | None, rt: Runtime) -> SortReport:
-    return (report if report is not None else SortReport()).ran_on(rt)
+    return (report if report is not None else SortReport(timed_phases=False)).ran_on(rt)
 
 
 def _first(columns: list) -> list:

@@ -104,7 +104,7 @@ class NumericCodec:
         w = self.word.type
         self._sign = w(1 << (self.bits - 1))
         self._kind = 2 if self.is_float else 1 if self.dtype.kind == "i" else 0
-        self._identity = self._kind == 0 and not descending  # the codes are the keys' bits
+        self.identity = self._kind == 0 and not descending  # the codes are the keys' bits
         ones, zero = w(~w(0)), w(0)
         nan_half = self._qnan = zero  # nan_half: the codes one sign's NaN patterns occupy
         if self.is_float:
@@ -133,7 +133,7 @@ class NumericCodec:
         if x.dtype != self.native:
             x = x.astype(self.native)
         u = x.view(self.word)
-        if self._identity:
+        if self.identity:
             return u
         if xp is not np:
             if merged is None:
@@ -149,7 +149,7 @@ class NumericCodec:
 
     def decode(self, u, xp):
         """Unsigned codes -> keys in the native byte order of self.dtype."""
-        if self._identity:
+        if self.identity:
             return u.view(self.native)
         if xp is not np:
             return self._on_gpu("decode", u).view(self.native)

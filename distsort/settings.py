@@ -9,6 +9,7 @@ and the code in step.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping
@@ -110,8 +111,13 @@ def value(name: str, env: Mapping[str, str] | None = None) -> Any:
     """The variable's value in `env` (default: this process's environment) as its kind, its
     default where unset or blank (None for a blank default of a number). DistsortError, naming
     the variable, where it cannot be read as its kind."""
+    return _parsed(name, (os.environ if env is None else env).get(name, ""))
+
+
+@functools.lru_cache(maxsize=256)  # each phase reads settings: parsing them each time cost
+def _parsed(name: str, raw: str) -> Any:  # small calls a good part of their time
     setting = SETTINGS[name]
-    text = (os.environ if env is None else env).get(name, "").strip() or setting.default
+    text = raw.strip() or setting.default
     if setting.kind is str:
         if setting.choices and text not in setting.choices:
             words = ", ".join(c for c in setting.choices if c)

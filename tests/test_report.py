@@ -29,3 +29,18 @@ def test_the_summary_names_every_sort_any_rank_ran():
         reports.append(report.as_dict())
     assert [r["engine"] for r in reports] == ["radix", "cub+radix", "radix"]
     assert summarize(reports, 3)["engine"] == "cub+radix"
+
+
+@pytest.mark.parametrize("timed", [True, False])
+def test_phases_are_timed_where_the_report_is_read(timed):
+    """An API call given no report times no phase (on GPUs two CUDA events a phase); one given
+    a report finds each phase in it."""
+    import numpy as np
+
+    import distsort
+    from distsort.report import SortReport
+
+    report = SortReport(timed_phases=timed)
+    distsort.sort(np.arange(1000, dtype=np.int64)[::-1], backend="cpu", report=report)
+    assert ("finish" in report.phases) is timed
+    assert report.count_out == 1000
