@@ -15,8 +15,8 @@ from .runtime import Runtime
 
 PIPELINE_COPIES = 3
 SMALL_SORT_BYTES = 32 << 20  # an in-memory need this small sorts in memory unless a budget is
-# named: the free memory is not asked for (on CPUs that reads /proc and the cgroup's files, a
-# third of a small call's time), and only a nearly full device would have sent it out of core
+# named: the free memory is not asked for (on CPUs that reads /proc and the cgroup's files, two
+# thirds of a small call's time), and only a nearly full device would have sent it out of core
 
 
 def budget(rt: Runtime, device_memory: int | str | None) -> int:
