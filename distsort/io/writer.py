@@ -75,8 +75,10 @@ def _check_rows(array, fmt: FileFormat) -> None:
     """Raise ValueError unless array holds the format's elements (either byte order), or their
     bytes as payload.stored gives them (datetime64 as uint64, strings as rows of bytes)."""
     like = fmt.empty_rows()
-    elements = fmt.kind != "records" and array.dtype.newbyteorder("=") == fmt.native_dtype
-    if array.shape[1:] != like.shape[1:] or not (elements or array.dtype == like.dtype):
+    elements = (fmt.kind != "records" and array.ndim == 1
+                and array.dtype.newbyteorder("=") == fmt.native_dtype)
+    stored = array.dtype == like.dtype and array.shape[1:] == like.shape[1:]
+    if not (elements or stored):
         raise ValueError(f"expected rows of {fmt.describe()} (or {like.dtype} "
                          f"{('n',) + like.shape[1:]}), got {array.dtype} {array.shape}")
 

@@ -63,6 +63,25 @@ def test_values_stable_argsort_and_records_out_of_core(tmp_path):
     np.testing.assert_array_equal(out, records[order])
 
 
+
+@pytest.mark.parametrize("dtype", ["S10", "U3", "record"])
+def test_values_of_strings_and_records_out_of_core(tmp_path, dtype):
+    """Values that travel as rows of bytes come back as their dtype out of core too (the
+    writer took the restored elements for rows of the wrong shape)."""
+    keys = np.random.default_rng(2).integers(0, 1000, 20_000).astype(np.uint32)
+    if dtype == "record":
+        values = np.array([(i, str(i).encode()) for i in range(len(keys))],
+                          dtype=[("a", "<u4"), ("b", "S6")])
+    else:
+        values = np.arange(len(keys)).astype(dtype)
+    np.save(tmp_path / "k.npy", keys)
+    np.save(tmp_path / "v.npy", values)
+    run = distsort("sort", "k.npy", "-o", "o.npy", "--values", "v.npy", "--verify",
+                   "--device-memory", "64KiB", ranks=2, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    order = np.argsort(keys, kind="stable")
+    assert np.load(tmp_path / "o.values.npy").tobytes() == values[order].tobytes()
+
 @pytest.mark.parametrize("budget", [[], ["--device-memory", "64KiB"]])
 def test_verify_fails_a_wrong_sort_and_publishes_nothing(tmp_path, monkeypatch, capsys, budget):
     """A sort that loses one key (a bug stood in by a wrapper) is caught by --verify, in memory
