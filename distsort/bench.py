@@ -18,7 +18,8 @@ from .errors import DistsortError, agree
 from .gen import generate
 from .io import rank_range
 from .io.formats import parse_dtype
-from .report import PHASES, SortReport, duration, rate, writable
+from .io.writer import writable
+from .report import PHASES, SortReport, duration, rate
 from .runtime import get_runtime
 
 DEFAULT_MAX_PER_RANK = {"gpu": 2**28, "cpu": 2**21}
@@ -68,7 +69,7 @@ def _arguments_usable(args) -> None:
             raise DistsortError(f"--{name} {getattr(args, name)}: give 1 or more")
     writable(args.report)
     if args.plot:
-        writable(args.plot, "the plot")
+        writable(args.plot, "the plot", others=(args.report,))
         kinds = _plotting().gcf().canvas.get_supported_filetypes()
         if args.plot.rsplit(".", 1)[-1].lower() not in kinds:
             raise DistsortError(f"--plot {args.plot}: name a file of a type matplotlib draws "

@@ -15,12 +15,13 @@ from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import is_npy, parse_dtype
 from .io.staging import load
+from .io.writer import same_file, writable
 from .keys import stand_ins
 from .node import node_place
 from .outofcore import files as outofcore_files
 from .payload import restored, stored
 from .phases import phase
-from .report import HostClock, SortReport, duration, rate, since_start, summarize, writable
+from .report import HostClock, SortReport, duration, rate, since_start, summarize
 from .runtime import array_module, get_runtime
 from .workers import threads_for, use_threads
 
@@ -93,7 +94,8 @@ def sort_file(args, comm) -> int:
         out_fmt = agree(comm, lambda: _output_format(args, fmt))
         values = agree(comm, lambda: _open_values(args, source.count))
         paths = agree(comm, lambda: _output_paths(args, out_fmt, values))
-        agree(comm, lambda: writable(args.report))
+        agree(comm, lambda: writable(args.report, others=(args.input, args.values)
+                                     + tuple(path for path, _ in paths)))
         budget = agree(comm, lambda: plan.budget(rt, args.device_memory))
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
     read_row = fmt.itemsize + (values.fmt.itemsize if values else 0)  # key and value bytes
@@ -257,22 +259,14 @@ def _output_paths(args, out_fmt: FileFormat, values) -> list:
         paths.append((target, output_format(target, like=values.fmt)))
     inputs = [args.input] + ([args.values] if values is not None else [])
     for path, _ in paths:
-        given = next((i for i in inputs if _same_file(path, i)), None)
+        given = next((i for i in inputs if same_file(path, i)), None)
         if given is not None:
             raise DistsortError(f"the output {path} is the input {given}: choose another "
                                 "output name")
-    if len(paths) == 2 and _same_file(paths[0][0], paths[1][0]):
+    if len(paths) == 2 and same_file(paths[0][0], paths[1][0]):
         raise DistsortError(f"the keys and the values would both be written to {paths[0][0]}: "
                             "give --values-output another name")
     return paths
-
-
-def _same_file(a: str, b: str) -> bool:
-    """Do paths a and b name one file (where either does not exist yet: one resolved path)?"""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _write(comm, paths: list, outputs, durable: bool) -> None:

@@ -9,8 +9,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .errors import DistsortError
-
 PHASES = ("sample", "partition", "exchange", "finish")
 
 
@@ -180,19 +178,3 @@ def rate(amount: float, seconds: float, unit: str) -> str:
     return f"{value / prefix[1]:.3g} {name}/s"
 
 
-def writable(path: str | None, what: str = "the report") -> None:
-    """Raise before any work (and before any output is published) where a file the command
-    writes at its end (--report, --plot) could not be written: its folder missing or not
-    writable, or the name a folder."""
-    if not path:
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    why = None
-    if os.path.isdir(path):
-        why = "it is a folder; give a file name"
-    elif not os.path.isdir(folder):
-        why = f"the folder {folder} does not exist"
-    elif not os.access(folder, os.W_OK):
-        why = f"no permission to write in {folder}"
-    if why:
-        raise DistsortError(f"cannot write {what} {path}: {why}")

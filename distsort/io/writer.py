@@ -21,6 +21,7 @@ import io
 import os
 import secrets
 import stat
+import tempfile
 from collections.abc import Callable
 
 import numpy as np
@@ -49,7 +50,36 @@ def npy_header(dtype: np.dtype, count: int) -> bytes:
     return buf.getvalue()
 
 
-def write_error(path, exc: OSError, needed: int | None = None) -> DistsortError:
+def same_file(a: str, b: str) -> bool:
+    """Do paths a and b name one file (where either does not exist yet: one resolved path)?"""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def writable(path: str | None, what: str = "the report", others: tuple = ()) -> None:
+    """Raise before any work (and before any output is published) where a file the command
+    writes at its end (--report, --plot) could not be written (its folder missing, not
+    writable or taking no files, as making a file there finds; the name a folder), or would
+    overwrite one of the command's other files (`others`: its inputs and outputs, by the files
+    the paths name)."""
+    if not path:
+        return
+    clash = next((other for other in others if other and same_file(path, other)), None)
+    if clash is not None:
+        raise DistsortError(f"{what} {path} would overwrite {clash}: give it another name")
+    if os.path.isdir(path):
+        raise DistsortError(f"cannot write {what} {path}: it is a folder; give a file name")
+    try:
+        with tempfile.TemporaryFile(dir=os.path.dirname(os.path.abspath(path))):
+            pass
+    except OSError as exc:
+        raise write_error(path, exc, what=what) from None
+
+
+def write_error(path, exc: OSError, needed: int | None = None,
+                what: str = "output") -> DistsortError:
     """An OSError met while writing `path` -> a DistsortError that says what to do."""
     folder = os.path.dirname(os.path.abspath(path))
     code = exc.errno
@@ -68,7 +98,7 @@ def write_error(path, exc: OSError, needed: int | None = None) -> DistsortError:
         why = "it is a folder; give a file name for the output"
     else:
         why = f"{exc.strerror or exc}; check the output folder {folder}"
-    return DistsortError(f"cannot write output {path}: {why}")
+    return DistsortError(f"cannot write {what} {path}: {why}")
 
 
 def _check_rows(array, fmt: FileFormat) -> None:
