@@ -19,7 +19,7 @@ import numpy as np
 
 from .cuda_source import CTYPES, load_module
 from .errors import DistsortError, agree
-from .io.formats import FileFormat, detect_format, is_npy
+from .io.formats import FileFormat, detect_format, ensure_file, is_npy
 from .io.reader import open_input, rank_range
 from .io.staging import load
 from .keys import UNSIGNED, NumericCodec, record_key_words, stand_ins
@@ -345,6 +345,7 @@ def _mismatch(output_path, out: FileFormat, fmt: FileFormat) -> DistsortError:
 def open_files(input_path, output_path, fmt: FileFormat | None, values: tuple | None) -> list:
     """The input and the output of a sort, opened (fmt: the input's, else found from the
     file), and the input's values and the output's after them where values names them."""
+    ensure_file(output_path, "output")  # named as what it is, where it is not there
     in_fmt = fmt or detect_format(input_path)
     out_fmt = _output_options(output_path, in_fmt)
     files = [open_input(input_path, in_fmt), open_input(output_path, out_fmt)]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import os
+import stat
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,13 +210,28 @@ def _checked_layout(path, header: dict, offset: int, size: int, payload: bool) -
     return NpyLayout(dtype=dtype, count=count, offset=offset)
 
 
+def ensure_file(path, role: str = "input") -> None:
+    """Raise a DistsortError unless path names a regular file: not missing, not a folder, and
+    not read as a stream (a pipe, a device, a socket: distsort reads files at positions, and
+    opening a pipe would block until something writes to it)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise DistsortError(f"{role} file {path} does not exist: check the path") from None
+    except OSError as exc:
+        raise DistsortError(f"cannot read {role} file {path}: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise DistsortError(f"{role} {path} is a folder, not a file: give a file")
+    if not stat.S_ISREG(mode):
+        raise DistsortError(f"{role} {path} is not a regular file (a pipe, a device or a "
+                            "socket): distsort reads files at positions; save the data to a "
+                            "file first")
+
+
 def _open_input(path):
+    ensure_file(path)
     try:
         return open(path, "rb")
-    except FileNotFoundError:
-        raise DistsortError(f"input file {path} does not exist: check the path") from None
-    except IsADirectoryError:
-        raise DistsortError(f"input {path} is a folder, not a file: give a file") from None
     except PermissionError:
         raise DistsortError(f"cannot read input file {path}: permission denied") from None
     except OSError as exc:

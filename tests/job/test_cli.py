@@ -281,6 +281,8 @@ def test_gen_then_sort_then_check(tmp_path):
     (["sort", "in.npy", "-o", "o.npy", "--values", "v.npy", "--report", "o.values.npy"],
      "would overwrite o.values.npy"),
     (["sort", "in.npy", "-o", "o.npy", "--report", "/proc/r.json"], "/proc takes no new files"),
+    (["sort", "pipe", "-o", "o.bin", "--dtype", "uint32"], "input pipe is not a regular file"),
+    (["check", "in.npy", "missing.npy"], "output file missing.npy does not exist"),
     (["sort", "in.npy", "-o", "./in.npy"], "the output ./in.npy is the input in.npy"),
     (["sort", "in.npy", "-o", "v.npy", "--values", "v.npy"], "is the input v.npy"),
     (["sort", "in.npy", "-o", "o.npy", "--values", "v.npy", "--values-output", "in.npy"],
@@ -297,6 +299,7 @@ def test_bad_input_gets_one_clear_message_and_no_output(tmp_path, args, message)
     np.save(tmp_path / "short.npy", np.arange(7))
     np.save(tmp_path / "complex.npy", np.ones(10, dtype=np.complex64))
     (tmp_path / "odd.bin").write_bytes(b"\x01" * 10)
+    os.mkfifo(tmp_path / "pipe")  # opening it to read would wait for a writer: a hang
     before = sorted(os.listdir(tmp_path))
     run = distsort(*args, cwd=tmp_path)
     assert run.returncode != 0
