@@ -49,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = top.parse_known_args(argv)
     if extra:  # told by the command's own parser: its usage, not the top level's
         getattr(args, "parser", top).error(f"unrecognized arguments: {' '.join(extra)}")
+    early = _before_command(sys.argv[1:] if argv is None else argv, args.command)
+    if early:  # the command's defaults would replace them without a word
+        args.parser.error(f"{' '.join(early)}: give options after the command "
+                          f"(python -m distsort {args.command} ... {' '.join(early)})")
     quiet, shown = getattr(args, "quiet", False), getattr(args, "progress", False)
     progress.configure(False if quiet else (True if shown else None))
 
@@ -73,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"distsort: internal error on rank {comm.Get_rank()}:", file=sys.stderr)
         traceback.print_exc()
         abort(comm, 1)
+
+
+def _before_command(argv: list[str], command: str | None) -> list[str]:
+    """The options written before the command's name (none where no command is named)."""
+    if command is None or command not in argv:
+        return []
+    return [word for word in argv[: argv.index(command)] if word.startswith("-")]
 
 
 class _OneVoice(argparse.ArgumentParser):

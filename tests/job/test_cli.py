@@ -558,3 +558,15 @@ def test_two_dimensional_values_get_advice_that_works(tmp_path):
     assert run.returncode == 0, run.stderr
     got = np.fromfile(tmp_path / "vo.raw", np.int16).reshape(3, 2)
     np.testing.assert_array_equal(got, rows[np.argsort(keys)])
+
+
+@pytest.mark.parametrize("args", [["--report", "r.json", "sort", "in.npy", "-o", "o.npy"],
+                                  ["--count", "1000", "--dtype", "float32", "run"]])
+def test_options_before_the_command_are_refused_not_dropped(tmp_path, args):
+    """The command's own defaults replaced them without a word (no report written, the
+    default dtype sorted): now the command line is refused, by one rank."""
+    np.save(tmp_path / "in.npy", np.arange(100, dtype=np.int32))
+    run = distsort(*args, cwd=tmp_path)
+    assert run.returncode == 2
+    assert run.stderr.count("give options after the command") == 1, run.stderr
+    assert sorted(os.listdir(tmp_path)) == ["in.npy"]
