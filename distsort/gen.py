@@ -229,8 +229,9 @@ def check_dist(dist: str, fmt_or_dtype) -> FileFormat | np.dtype:
         spec = parse_dtype(fmt_or_dtype).newbyteorder("=")
     if dist == "gensort" and not isinstance(spec, FileFormat):
         raise DistsortError(
-            "--dist gensort makes byte records: give --record-size 100 --key-size 10 "
-            "instead of --dtype"
+            "--dist gensort makes byte records, not keys of a --dtype: `gen FILE --dist gensort "
+            "--record-size 100 --key-size 10` writes them and `sort FILE -o OUT --record-size "
+            "100 --key-size 10` sorts them (the default job and bench sort numbers)"
         )
     return spec
 
