@@ -208,6 +208,10 @@ def _output_format(args, fmt: FileFormat) -> FileFormat:
 
 def _open_values(args, count: int):
     if not args.values:
+        given = [f"--{name.replace('_', '-')}" for name in
+                 ("values_dtype", "values_record_size", "values_output") if getattr(args, name)]
+        if given:  # they would do nothing
+            raise DistsortError(f"{' '.join(given)} describe a values file: give it with --values")
         return None
     fmt = detect_format(args.values, args.values_dtype, args.values_record_size, payload=True)
     values = open_input(args.values, fmt)
