@@ -276,6 +276,11 @@ def detect_format(path, dtype=None, record_size=None, key_size=None,
         fmt = _records_format(record_size, key_size)
     elif dtype is not None:
         fmt = FileFormat.raw(parse_dtype(dtype, _dtype_option(payload), payload), payload)
+    elif payload:  # a values file: its own options
+        raise DistsortError(
+            f"cannot tell the format of {path}: it is not an .npy file; give --values-dtype "
+            "for raw binary values or --values-record-size for fixed-size records"
+        )
     else:
         raise DistsortError(
             f"cannot tell the format of {path}: it is not an .npy file; give --dtype for raw "
