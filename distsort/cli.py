@@ -310,6 +310,8 @@ def parse_count(text: str) -> int:
         value = 1
         for factor in text.replace("**", "^").split("*"):
             base, _, power = factor.partition("^")
+            if power and int(power) < 0:  # 2^-1 is no whole count
+                raise ValueError(power)
             value *= _whole(base) ** int(power) if power else _whole(base)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a count: {text!r} (a whole number of elements: "

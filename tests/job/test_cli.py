@@ -334,7 +334,7 @@ def test_counts_are_whole_numbers_in_any_notation(text, count):
     assert parse_count(text) == count
 
 
-@pytest.mark.parametrize("text", ["1.5", "2.9e0", "2^x", "lots", "-3"])
+@pytest.mark.parametrize("text", ["1.5", "2.9e0", "2^x", "lots", "-3", "2^-1"])
 def test_counts_that_are_not_whole_numbers_are_refused(text):
     with pytest.raises(argparse.ArgumentTypeError):
         parse_count(text)
