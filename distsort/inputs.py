@@ -38,16 +38,23 @@ class Call:
 
 def as_array(x, name: str):
     """NumPy and CuPy arrays as they are; lists and other array-likes as NumPy arrays. Where
-    NumPy cannot make one (a ragged list), an empty Unmade array that carries the error, which
-    begin raises on every rank: a rank alone would leave the others waiting."""
-    if isinstance(x, np.ndarray) or on_gpu(x) or x is None:
+    there is none (None) or NumPy cannot make one (a ragged list), an empty Unmade array that
+    carries the error, which begin raises on every rank: a rank alone would leave the others
+    waiting."""
+    if isinstance(x, np.ndarray) or on_gpu(x):
         return x
+    if x is None:
+        return _unmade(f"{name}: got None, not an array")
     try:
         return np.asarray(x)
     except (TypeError, ValueError) as exc:
-        unmade = np.empty(0, np.uint8).view(Unmade)
-        unmade.error = DistsortError(f"{name}: NumPy cannot make an array of it: {exc}")
-        return unmade
+        return _unmade(f"{name}: NumPy cannot make an array of it: {exc}")
+
+
+def _unmade(why: str) -> Unmade:
+    unmade = np.empty(0, np.uint8).view(Unmade)
+    unmade.error = DistsortError(why)
+    return unmade
 
 
 class Unmade(np.ndarray):
@@ -102,8 +109,15 @@ def _alike(backend: str | None, call: Call) -> dict:
             f"backend {requested_backend(named)}"}
     same.update({f"{name} dtype (empty pieces too)": _kind(name, a)
                  for name, a in call.arrays.items() if a is not None})
-    same.update({name: f"{name}={value!r}" for name, value in call.options.items()})
+    same.update({name: f"{name}={_plain(value)!r}" for name, value in call.options.items()})
+    same["out= (given on every rank or on none)"] = f"out= {'not ' * (call.out is None)}given"
     return same
+
+
+def _plain(value):
+    """An option as Python gives it: NumPy's scalars (np.int64(4), np.True_) as the int or
+    bool they hold, so that ranks giving 4 and np.int64(4) call alike."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def keys_check(keys, order=None) -> Callable[[], None]:
@@ -138,6 +152,8 @@ def _outputs(out, like: list[tuple], inputs: list) -> list | None:
         raise DistsortError(f"out: give {len(like)} arrays (one per result), got {len(arrays)}")
     for array, (dtype, rows) in zip(arrays, like):
         _check_out(array, np.dtype(dtype), tuple(rows), inputs)
+    if len(arrays) == 2 and np.may_share_memory(*arrays):  # one result would overwrite the other
+        raise DistsortError("out: the keys' and the values' arrays must not overlap")
     return arrays
 
 

@@ -355,6 +355,12 @@ WRONG_CALLS = {  # problem: (the last rank's call, words of its message, needs a
     "order not names": (lambda x: distsort.sort(_fielded(x), order=5), "order=5", False),
     "out not a pair": (lambda x: distsort.sort_pairs(x, x, out=5), "out: give a tuple", False),
     "ragged list": (lambda x: distsort.sort([[1, 2], [3]]), "keys: NumPy cannot make", False),
+    "keys None": (lambda x: distsort.sort_pairs(None, x), "keys: got None", False),
+    "records None": (lambda x: distsort.sort_records(None, 4), "records: got None", False),
+    "out on one rank": (lambda x: distsort.sort(x, out=np.empty(2 * len(x), x.dtype)),
+                        "out= (given on every rank or on none)", True),
+    "outs overlap": (lambda x: distsort.sort_pairs(x, x, out=(np.empty(4 * len(x), x.dtype),) * 2),
+                     "must not overlap", False),
 }
 RIGHT_CALLS = {
     "key_size not an int": lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8), 4),
@@ -366,6 +372,9 @@ RIGHT_CALLS = {
     "records not bytes": lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8), 1),
     "values rows": lambda x: distsort.sort_pairs(x, x), "values dtype":
     lambda x: distsort.sort_pairs(x, x),
+    "keys None": lambda x: distsort.sort_pairs(x, x),
+    "records None": lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8), 4),
+    "outs overlap": lambda x: distsort.sort_pairs(x, x),
 }
 
 
@@ -374,6 +383,15 @@ def _fielded(x: np.ndarray) -> np.ndarray:
     rows = np.empty(len(x), [("a", np.int32), ("b", np.int32)])
     rows["a"], rows["b"] = x, x[::-1]
     return rows
+
+
+def test_options_that_numpy_holds_call_alike_with_pythons():
+    """np.int64(4) and 4, np.True_ and True: the same call on every rank."""
+    x = local_data("uniform", "int32", 1000, seed=34).view(np.uint8).reshape(-1, 8)
+    first = COMM.Get_rank() == 0
+    shard = distsort.sort_records(x, np.int64(4) if first else 4,
+                                  descending=np.True_ if first else True)
+    assert len(everything(shard)) == len(everything(x))
 
 
 @pytest.mark.parametrize("problem", WRONG_CALLS)
