@@ -244,7 +244,8 @@ def _sort_parser(p: argparse.ArgumentParser) -> None:
                    "dtype (int64, datetime64[ns], S16, ...)")
     p.add_argument("--values-record-size", type=int, help="bytes per row of a raw values file")
     p.add_argument("--values-output", help="where the permuted values go "
-                   "(default: OUTPUT with .values before its suffix)")
+                   "(default: OUTPUT with .values before its suffix; records of values: "
+                   ".values.bin for an .npy OUTPUT)")
     p.add_argument("--verify", action="store_true",
                    help="check order, count and checksum before the output is published")
     p.add_argument("--durable", action="store_true",

@@ -259,7 +259,7 @@ def _output_paths(args, out_fmt: FileFormat, values) -> list:
     ./in.npy, a link to it)."""
     paths = [(args.output, out_fmt)]
     if values is not None:
-        target = args.values_output or _values_path(args.output)
+        target = args.values_output or _values_path(args.output, values.fmt)
         paths.append((target, output_format(target, like=values.fmt)))
     inputs = [args.input] + ([args.values] if values is not None else [])
     for path, _ in paths:
@@ -290,8 +290,11 @@ def _write(comm, paths: list, outputs, durable: bool) -> None:
             writer.abort()
 
 
-def _values_path(output: str) -> str:
+def _values_path(output: str, fmt: FileFormat) -> str:
+    """OUT.values.EXT beside OUT.EXT; records of values are raw bytes: never .npy."""
     stem, ext = os.path.splitext(output)
+    if fmt.kind == "records" and ext.lower() == ".npy":
+        ext = ".bin"
     return f"{stem}.values{ext}"
 
 

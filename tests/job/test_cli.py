@@ -562,6 +562,19 @@ def test_two_dimensional_values_get_advice_that_works(tmp_path):
     np.testing.assert_array_equal(got, rows[np.argsort(keys)])
 
 
+def test_records_of_values_get_a_raw_default_output_beside_an_npy_output(tmp_path):
+    """OUT.values.npy cannot hold raw records: the default is OUT.values.bin (it was refused,
+    naming an output the user never chose)."""
+    np.save(tmp_path / "k.npy", np.array([3, 1, 2], np.uint32))
+    rows = np.arange(9, dtype=np.uint8).reshape(3, 3)
+    rows.tofile(tmp_path / "v.bin")
+    run = distsort("sort", "k.npy", "-o", "o.npy", "--values", "v.bin",
+                   "--values-record-size", "3", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    got = np.fromfile(tmp_path / "o.values.bin", np.uint8).reshape(3, 3)
+    np.testing.assert_array_equal(got, rows[[1, 2, 0]])
+
+
 @pytest.mark.parametrize("args", [["--report", "r.json", "sort", "in.npy", "-o", "o.npy"],
                                   ["--count", "1000", "--dtype", "float32", "run"]])
 def test_options_before_the_command_are_refused_not_dropped(tmp_path, args):
