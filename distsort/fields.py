@@ -50,9 +50,12 @@ def key_fields(dtype: np.dtype, order) -> list[str]:
         raise DistsortError(f"order={order!r}: give a field name or a list of them")
     wanted = list(wanted)
     unknown = [name for name in wanted if name not in names]
-    if unknown or len(set(wanted)) != len(wanted):
-        raise DistsortError(f"order={wanted!r}: name each field of {dtype} at most once "
-                            f"(its fields: {', '.join(names)})")
+    if unknown:
+        raise DistsortError(f"order={wanted!r}: the keys have no field {', '.join(unknown)} "
+                            f"(their fields: {', '.join(names)})")
+    if len(set(wanted)) != len(wanted):
+        raise DistsortError(f"order={wanted!r}: name each field at most once "
+                            f"(the keys' fields: {', '.join(names)})")
     fields = wanted + [name for name in names if name not in wanted]
     for name in fields:
         field = dtype.fields[name][0]

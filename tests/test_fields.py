@@ -45,7 +45,7 @@ def test_fields_are_the_named_ones_then_the_rest_in_dtype_order():
 
 
 @pytest.mark.parametrize("dtype, order, match", [
-    (STRUCTURED, ["nope"], "name each field"),
+    (STRUCTURED, ["nope"], "the keys have no field nope"),
     (STRUCTURED, ["a", "a"], "name each field"),
     (np.dtype([("c", "c16")]), None, "cannot sort by field 'c'"),
     (np.dtype([("v", "<i4", (2,))]), None, "cannot sort by field 'v'"),
