@@ -340,6 +340,7 @@ WRONG_CALLS = {  # problem: (the last rank's call, words of its message, needs a
     "stable": (lambda x: distsort.sort(x, stable=True), "stable=True", True),
     "backend": (lambda x: distsort.sort(x, backend="gpu"), "backend gpu", True),
     "device_memory": (lambda x: distsort.sort(x, device_memory="lots"), "not a size", False),
+    "device_memory True": (lambda x: distsort.sort(x, device_memory=True), "not a size", False),
     "values rows": (lambda x: distsort.sort_pairs(x, x[1:]), "one row per key", False),
     "values dtype": (lambda x: distsort.sort_pairs(x, x.astype(np.int64)), "values dtype",
                      True),
