@@ -340,6 +340,9 @@ def output_format(path, like: FileFormat | None = None, dtype=None, record_size=
         else:
             raise DistsortError(f"give --dtype or --record-size/--key-size to write {path}")
     wants_npy = os.fspath(path).lower().endswith(".npy")
+    if os.fspath(path).lower().endswith(".npz"):  # raw bytes under that name would mislead
+        raise DistsortError(f"cannot write {path}: distsort writes .npy files and raw binary, "
+                            "not .npz archives; name the output .npy (or .bin for raw)")
     if like.kind == "records":
         if wants_npy:
             raise DistsortError(

@@ -285,6 +285,7 @@ def test_gen_then_sort_then_check(tmp_path):
     (["check", "in.npy", "missing.npy"], "output file missing.npy does not exist"),
     (["sort", "in.npy", "-o", "o.npy", "--values-output", "w.npy"], "give it with --values"),
     (["sort", "in.npy", "-o", "o.npy", "--values", "odd.bin"], "give --values-dtype"),
+    (["sort", "in.npy", "-o", "o.npz"], "not .npz archives"),
     (["sort", "in.npy", "-o", "./in.npy"], "the output ./in.npy is the input in.npy"),
     (["sort", "in.npy", "-o", "v.npy", "--values", "v.npy"], "is the input v.npy"),
     (["sort", "in.npy", "-o", "o.npy", "--values", "v.npy", "--values-output", "in.npy"],
