@@ -342,26 +342,29 @@ def _mismatch(output_path, out: FileFormat, fmt: FileFormat) -> DistsortError:
                          f"{fmt.describe()}: it cannot be the input sorted")
 
 
-def open_files(input_path, output_path, fmt: FileFormat | None, values: tuple | None) -> list:
+def open_files(input_path, output_path, fmt: FileFormat | None, values: tuple | None,
+               values_format: tuple = (None, None)) -> list:
     """The input and the output of a sort, opened (fmt: the input's, else found from the
-    file), and the input's values and the output's after them where values names them."""
+    file), and the input's values and the output's after them where values names them
+    (values_format: the --values-dtype and --values-record-size of raw values files)."""
     ensure_file(output_path, "output")  # named as what it is, where it is not there
     in_fmt = fmt or detect_format(input_path)
     out_fmt = _output_options(output_path, in_fmt)
     files = [open_input(input_path, in_fmt), open_input(output_path, out_fmt)]
     for path, keys in zip(values or (), files):
-        files.append(_values_file(path, keys))
+        files.append(_values_file(path, keys, *values_format))
     return files
 
 
 def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
               descending: bool = False, chunk: int = 1 << 24, xp=np,
-              values: tuple | None = None) -> Verdict:
+              values: tuple | None = None, values_format: tuple = (None, None)) -> Verdict:
     """Collective (`python -m distsort check IN OUT`): each rank reads an even share of both files
     (in pieces of `chunk` elements) and the shares are checked together as by verify, on xp's
     device. values: the paths of the input's values and of the output's (`sort --values`):
     each value is hashed with its key, so a value that left its key fails the check."""
-    src, dst, *paired = agree(comm, lambda: open_files(input_path, output_path, fmt, values))
+    src, dst, *paired = agree(comm, lambda: open_files(input_path, output_path, fmt, values,
+                                                       values_format))
     rank, size = comm.Get_rank(), comm.Get_size()
     # the files hold bool and time keys as their bits: the host checks the keys themselves, a
     # device (which has no such dtypes) their stand-ins
@@ -392,9 +395,9 @@ def _as_keys(piece, fmt: FileFormat):
     return piece.view(fmt.native_dtype)
 
 
-def _values_file(path, keys):
+def _values_file(path, keys, dtype=None, record_size=None):
     """The values file beside a keys file: one value per key."""
-    found = open_input(path, detect_format(path, payload=True))
+    found = open_input(path, detect_format(path, dtype, record_size, payload=True))
     if found.count != keys.count:
         raise DistsortError(f"{path} holds {found.count} values but {keys.path} holds "
                             f"{keys.count} keys")

@@ -324,7 +324,10 @@ def check(args, comm) -> int:
         agree(comm, _argsort_checks_keys)
     if args.stable and not args.values:
         agree(comm, _stable_needs_values)
+    if (args.values_dtype or args.values_record_size) and not args.values:
+        agree(comm, _format_needs_values)
     agree(comm, lambda: _not_structured(args.input))
+    values_format = (args.values_dtype, args.values_record_size)  # raw values files' format
     xp = agree(comm, lambda: array_module(comm, args.backend))  # a GPU where every rank has one
     use_threads(threads_for(node_place(comm)[1]))
     with phase(SortReport(rank=comm.Get_rank()), "check", HostClock()):  # watched
@@ -333,10 +336,11 @@ def check(args, comm) -> int:
                                         descending=args.descending)
         else:
             verdict = run_check(comm, args.input, args.output, fmt, descending=args.descending,
-                                xp=xp, values=args.values)
+                                xp=xp, values=args.values, values_format=values_format)
         ok, message = verdict.ok, verdict.message
         if ok and args.stable:
-            ok, stable = stability.check_files(comm, args.input, args.output, fmt, args.values)
+            ok, stable = stability.check_files(comm, args.input, args.output, fmt, args.values,
+                                               values_format)
             sorted_ok = verdict.message.removeprefix("OK: ")
             message = f"{verdict.message}; {stable}" if ok else f"{stable} (otherwise {sorted_ok})"
     if comm.Get_rank() == 0:
@@ -350,6 +354,11 @@ def _not_structured(path: str) -> None:
     if is_npy(path) and detect_format(path).structured:
         raise DistsortError(f"{path} holds structured rows: check them as they are sorted, "
                             "with sort --order FIELDS --verify")
+
+
+def _format_needs_values() -> None:
+    raise DistsortError("--values-dtype and --values-record-size describe values files: give "
+                        "them with --values IN_VALUES OUT_VALUES")
 
 
 def _stable_needs_values() -> None:

@@ -23,12 +23,13 @@ from .mix import splitmix64
 from .transport import displacements
 
 
-def check_files(comm, input_path, output_path, fmt, values: tuple) -> tuple[bool, str]:
+def check_files(comm, input_path, output_path, fmt, values: tuple,
+                values_format: tuple = (None, None)) -> tuple[bool, str]:
     """(stable?, one line for the user) for a sort's input and output (fmt: the input's, or
     None) and their values files (check --values --stable); each rank reads an even share of
     each, opened as check.run_check opens them. Collective."""
     def shares():
-        files = open_files(input_path, output_path, fmt, values)
+        files = open_files(input_path, output_path, fmt, values, values_format)
         if files[0].fmt.kind == "records":
             raise DistsortError("--stable checks keys with values: records carry their own")
         span = rank_range(files[0].count, comm.Get_rank(), comm.Get_size())

@@ -563,6 +563,26 @@ def test_two_dimensional_values_get_advice_that_works(tmp_path):
     np.testing.assert_array_equal(got, rows[np.argsort(keys)])
 
 
+def test_check_reads_raw_values_files_given_their_format(tmp_path):
+    """`check --values IN OUT --values-dtype T` checks the raw values `sort` wrote; a swapped
+    value fails it; the options without --values are refused."""
+    keys = np.random.default_rng(5).integers(0, 50, 3000).astype(np.uint32)
+    np.save(tmp_path / "k.npy", keys)
+    np.arange(len(keys), dtype=np.int32).tofile(tmp_path / "v.bin")
+    run = distsort("sort", "k.npy", "-o", "o.npy", "--values", "v.bin", "--values-dtype",
+                   "int32", "--values-output", "o.vals", "--stable", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    check = ["check", "k.npy", "o.npy", "--values", "v.bin", "o.vals", "--values-dtype", "int32"]
+    run = distsort(*check, "--stable", cwd=tmp_path)
+    assert run.returncode == 0 and "stable" in run.stdout, run.stdout + run.stderr
+    values = np.fromfile(tmp_path / "o.vals", np.int32)
+    values[[0, -1]] = values[[-1, 0]]
+    values.tofile(tmp_path / "o.vals")
+    assert distsort(*check, cwd=tmp_path).returncode == 1
+    run = distsort("check", "k.npy", "o.npy", "--values-dtype", "int32", cwd=tmp_path)
+    assert run.returncode == 2 and run.stderr.count("give them with --values") == 1
+
+
 def test_records_of_values_get_a_raw_default_output_beside_an_npy_output(tmp_path):
     """OUT.values.npy cannot hold raw records: the default is OUT.values.bin (it was refused,
     naming an output the user never chose)."""
