@@ -257,14 +257,15 @@ def _order_problem(parts: list[Summary]) -> tuple[int | None, str]:
 
 def _disorder(parts: list[Summary], position: int, before: str, after: str,
               where: str = "") -> str:
-    """'out of order at positions i and i+1: a then b', and a hint where the whole output runs
-    the other way (its first element sorts after its last)."""
+    """'out of order at positions i and i+1: a then b', and a hint where the output's first
+    element sorts after its last (as where it runs the other way; it may also be a misplaced
+    end, such as NaNs first: so the hint says what it saw, and asks)."""
     said = (f"out of order at positions {position} and {position + 1}{where}: {before} then "
             f"{after}")
     shards = [p for p in parts if p.first_key is not None]
     if shards[0].first_key > shards[-1].last_key:
         flag = "without --descending" if shards[0].descending else "with --descending"
-        said += f"; the output runs the other way: was it sorted {flag}?"
+        said += f"; its first element sorts after its last: was it sorted {flag}?"
     return said
 
 

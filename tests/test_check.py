@@ -156,7 +156,7 @@ def test_an_output_sorted_the_other_way_gets_a_hint(descending):
     says = verify(COMM, data, out, descending=descending).message
     assert says.startswith("FAILED: out of order at positions 0 and 1")
     flag = "without --descending" if descending else "with --descending"
-    assert f"the output runs the other way: was it sorted {flag}?" in says
+    assert f"its first element sorts after its last: was it sorted {flag}?" in says
 
 
 def test_verify_catches_a_missing_element():
