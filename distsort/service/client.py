@@ -59,9 +59,12 @@ class Client:
         except OSError as exc:
             raise DistsortError(f"no service answers on {self.path} ({exc.strerror}): start one "
                                 "with `mpirun -n P python -m distsort serve`") from None
-        with conn:
-            send(conn, {**request, "token": self.token} if self.token else request)
-            replies = list(lines(conn))
+        try:
+            with conn:
+                send(conn, {**request, "token": self.token} if self.token else request)
+                replies = list(lines(conn))
+        except OSError:  # a service closing its socket as it stops: no answer, as below
+            replies = []
         if not replies:
             raise DistsortError(f"the service on {self.path} ended without an answer")
         if replies[0].get("token") is False:
@@ -98,7 +101,7 @@ def submit(args, comm) -> int:
     sys.stdout.write(reply["output"])
     if reply["error"]:
         print(f"distsort: error: {reply['error']}", file=sys.stderr)
-    return reply["exit"]
+    return 2 if reply["exit"] is None else reply["exit"]  # None: it never ran
 
 
 def status(args, comm) -> int:

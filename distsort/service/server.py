@@ -38,6 +38,7 @@ import os
 import queue
 import signal
 import socket
+import stat
 import sys
 import threading
 import time
@@ -170,12 +171,12 @@ def _run(comm, args, cwd: str) -> tuple[int, str, str]:
             stack.enter_context(contextlib.redirect_stdout(printed))
             stack.enter_context(contextlib.redirect_stderr(printed))
         here = os.getcwd()
-        os.chdir(cwd)
         stack.callback(os.chdir, here)
         job = functools.partial(args.func, args, comm)
         if comm.Get_size() == 1:  # nobody waits for a lone rank: it goes on after an OOM too
             job = oom_as_error(0, job)
         try:
+            agree(comm, functools.partial(_enter, cwd))
             code = job()
         except RemoteError:
             code = 2
@@ -185,6 +186,15 @@ def _run(comm, args, cwd: str) -> tuple[int, str, str]:
             code, error = 2, str(exc)
     errors = [e for e in comm.gather(error) or [] if e]
     return code, printed.getvalue(), errors[0] if errors else ""
+
+
+def _enter(cwd: str) -> None:
+    """Make the job's folder the working one; a DistsortError where it went away after the
+    job was queued (the job fails alone)."""
+    try:
+        os.chdir(cwd)
+    except OSError as exc:
+        raise DistsortError(f"cannot enter the job's folder {cwd}: {exc.strerror}") from None
 
 
 class Listener:
@@ -209,6 +219,8 @@ class Listener:
             self.where = f"{host}:{port} (TCP, token)"
         else:
             self.sock, self.where = _bind(address), address
+        # the socket file made, to remove at the end only if it is still that one
+        self.socket_file = None if isinstance(address, tuple) else _identity(address)
         threading.Thread(target=self._accept, name="distsort-listener", daemon=True).start()
 
     def next_job(self) -> Job | None:
@@ -284,7 +296,7 @@ class Listener:
     def close(self) -> None:
         """Stop listening; every job still queued is answered that the service stopped."""
         self.sock.close()
-        if self.sock.family == socket.AF_UNIX:
+        if self.socket_file is not None and _identity(self.where) == self.socket_file:
             with contextlib.suppress(OSError):
                 os.unlink(self.where)
         while not self.queue.empty():
@@ -294,6 +306,8 @@ class Listener:
         """Answer a queued job that the service stopped before (None: no job)."""
         if job is not None and job.state == "queued":
             job.state, job.error = "failed", "the service stopped before this job ran"
+            job.exit = 2
+            self._log(job)
             self._reply(job, job.public())
 
     def status(self) -> dict:
@@ -335,7 +349,9 @@ class Listener:
         op = request.get("op")
         if op == "status":
             send(conn, self.status())
-        elif op == "shutdown":
+        elif op == "shutdown":  # the running job finishes; the queued ones do not run
+            with self.lock:
+                self.stopping = True
             self.queue.put(None)
             send(conn, {"state": "stopping"})
         elif op == "cancel":
@@ -362,6 +378,8 @@ class Listener:
         the command line would take, or name a path outside the roots."""
         if not (isinstance(argv, list) and argv and all(isinstance(w, str) for w in argv)):
             raise DistsortError("a job is a list of words: a command line without `distsort`")
+        if not (isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
+            raise DistsortError(f"a job's folder is an absolute path to a folder: {cwd!r}")
         if argv[0] not in COMMANDS:
             raise DistsortError(f"a job is one of {', '.join(COMMANDS)}, not {argv[0]!r}")
         try:
@@ -371,7 +389,10 @@ class Listener:
         for name in PATHS:
             given = getattr(args, name, None)
             for path in [given] if isinstance(given, str) else given or []:
-                self._inside(os.path.realpath(os.path.join(cwd, path)), path)
+                real = os.path.realpath(os.path.join(cwd, path))
+                self._inside(real, path)
+                if self.socket_file is not None and real == os.path.realpath(self.where):
+                    raise DistsortError(f"{path} is this service's socket: choose another name")
 
     def _inside(self, real: str, path: str) -> None:
         if not any(os.path.commonpath([real, root]) == root for root in self.roots):
@@ -386,6 +407,15 @@ class Listener:
         job.waiter.close()
 
 
+def _identity(path: str) -> tuple | None:
+    """(device, inode) of the file at path, None where there is none."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 def _bind_tcp(host: str, port: int) -> socket.socket:
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -397,7 +427,9 @@ def _bind_tcp(host: str, port: int) -> socket.socket:
 def _bind(path: str) -> socket.socket:
     """A listening Unix socket at path that only this user may connect to; a socket left there
     by a service that ended is replaced, one that still answers is not."""
-    if os.path.exists(path):
+    if os.path.lexists(path):
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):  # a typo must not delete a file
+            raise DistsortError(f"{path} exists and is not a socket: choose another --socket")
         probe = socket.socket(socket.AF_UNIX)
         try:
             probe.connect(path)

@@ -323,3 +323,83 @@ def test_serving_on_tcp_without_a_token_is_refused(tmp_path, monkeypatch):
     cmd = [sys.executable, "-m", "distsort", "serve", "--tcp", "127.0.0.1:0"]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert run.returncode == 2 and "needs a token of 16 characters" in run.stderr
+
+
+def test_a_job_whose_folder_went_away_fails_alone(tmp_path, monkeypatch):
+    """Job 2's folder is removed while job 1 runs: job 2 fails with the reason (it ended the
+    service on every rank); job 3 runs and is right. A folder that is not absolute is refused
+    when the job is submitted."""
+    monkeypatch.chdir(tmp_path)
+    data = np.random.default_rng(4).integers(0, 1000, 20_000).astype(np.int64)
+    np.save(tmp_path / "in.npy", data)
+    service, go = _held_at_read(tmp_path)
+    try:
+        first, got_first = _waiting_job(service.client, ["sort", "in.npy", "-o", "a.npy"])
+        _running(service, first)
+        gone = tmp_path / "gone"
+        gone.mkdir()
+        monkeypatch.chdir(gone)
+        second, got_second = _waiting_job(service.client, ["sort", str(tmp_path / "in.npy"),
+                                                           "-o", str(tmp_path / "b.npy")])
+        while not service.client.status()["queue"]:  # wait for the event: job 2 queued
+            assert second.is_alive()
+        monkeypatch.chdir(tmp_path)
+        gone.rmdir()
+        go.touch()
+        first.join(timeout=120)
+        second.join(timeout=120)
+        assert got_first[0]["state"] == "done", got_first
+        assert got_second[0]["state"] == "failed" and got_second[0]["exit"] == 2, got_second
+        assert "cannot enter the job's folder" in got_second[0]["error"]
+        after = service.client.submit(["sort", "in.npy", "-o", "c.npy"])
+        assert after["state"] == "done", after
+        np.testing.assert_array_equal(np.load("c.npy"), np.sort(data))
+        relative = service.client._ask({"op": "submit", "argv": ["sort", "in.npy", "-o", "d.npy"],
+                                        "cwd": "relative/dir", "wait": True})[-1]
+        assert relative["state"] == "refused" and "absolute path" in relative["error"]
+    finally:
+        assert service.stop() == 0
+
+
+def test_shutdown_lets_the_running_job_finish_and_runs_none_queued(tmp_path, monkeypatch):
+    """As documented: after shutdown the running job finishes, the queued one is answered that
+    it never ran (exit 2, logged), new jobs are refused, every rank exits 0."""
+    monkeypatch.chdir(tmp_path)
+    np.save(tmp_path / "in.npy", np.arange(20_000, dtype=np.int64)[::-1])
+    service, go = _held_at_read(tmp_path)
+    try:
+        first, got_first = _waiting_job(service.client, ["sort", "in.npy", "-o", "a.npy"])
+        _running(service, first)
+        second, got_second = _waiting_job(service.client, ["sort", "in.npy", "-o", "b.npy"])
+        while not service.client.status()["queue"]:  # wait for the event: job 2 queued
+            assert second.is_alive()
+        assert service.client.shutdown()["state"] == "stopping"
+        late = service.client.submit(["sort", "in.npy", "-o", "c.npy"], wait=False)
+        assert late["state"] == "refused" and "stopping" in late["error"]
+        go.touch()
+        first.join(timeout=120)
+        second.join(timeout=120)
+        assert got_first[0]["state"] == "done", got_first
+        assert got_second[0]["exit"] == 2, got_second
+        assert "stopped before this job ran" in got_second[0]["error"]
+    finally:
+        go.touch()
+        assert service.stop() == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "go", "in.npy"]
+    logged = [json.loads(line)["job"] for line in service.proc.stdout.read().splitlines()
+              if line.startswith("{")]
+    assert len(logged) == 2, logged
+
+
+def test_a_file_at_the_socket_path_is_kept_and_a_job_may_not_write_the_socket(service,
+                                                                              tmp_path):
+    from distsort.service.server import _bind
+
+    precious = tmp_path / "precious.txt"
+    precious.write_text("data")
+    with pytest.raises(DistsortError, match="not a socket"):
+        _bind(str(precious))
+    assert precious.read_text() == "data"
+    np.save(tmp_path / "in.npy", np.arange(10))
+    reply = service.client.submit(["sort", str(tmp_path / "in.npy"), "-o", service.socket])
+    assert reply["state"] == "refused" and "this service's socket" in reply["error"]
