@@ -136,6 +136,17 @@ def _running(service: Service, thread: threading.Thread, phase: str = "",
         assert thread.is_alive()
 
 
+def _one_running_one_queued(service: Service) -> tuple:
+    """Job 1 (sort in.npy -o a.npy) running, held at its read; job 2 (-o b.npy) queued behind
+    it: (job 1's client thread, what it got, job 2's thread, what it got)."""
+    first, got_first = _waiting_job(service.client, ["sort", "in.npy", "-o", "a.npy"])
+    _running(service, first)
+    second, got_second = _waiting_job(service.client, ["sort", "in.npy", "-o", "b.npy"])
+    while not service.client.status()["queue"]:  # wait for the event: job 2 queued
+        assert second.is_alive()
+    return first, got_first, second, got_second
+
+
 def _held_at_read(folder) -> tuple[Service, object]:
     """A started service whose rank 0 holds each job at its read until the path `go` exists."""
     go = folder / "go"
@@ -267,11 +278,7 @@ def test_sigterm_cancels_the_running_job_and_every_rank_exits_0(tmp_path, monkey
     np.save(tmp_path / "in.npy", np.arange(20_000, dtype=np.uint32)[::-1])
     service, go = _held_at_read(tmp_path)
     try:
-        first, got = _waiting_job(service.client, ["sort", "in.npy", "-o", "a.npy"])
-        _running(service, first)
-        second, got_second = _waiting_job(service.client, ["sort", "in.npy", "-o", "b.npy"])
-        while not service.client.status()["queue"]:
-            assert second.is_alive()
+        first, got, second, got_second = _one_running_one_queued(service)
         service.proc.terminate()
         while service.client.submit(["gen", "x.npy", "--count", "9"], wait=False)["state"] \
                 != "refused":
@@ -368,11 +375,7 @@ def test_shutdown_lets_the_running_job_finish_and_runs_none_queued(tmp_path, mon
     np.save(tmp_path / "in.npy", np.arange(20_000, dtype=np.int64)[::-1])
     service, go = _held_at_read(tmp_path)
     try:
-        first, got_first = _waiting_job(service.client, ["sort", "in.npy", "-o", "a.npy"])
-        _running(service, first)
-        second, got_second = _waiting_job(service.client, ["sort", "in.npy", "-o", "b.npy"])
-        while not service.client.status()["queue"]:  # wait for the event: job 2 queued
-            assert second.is_alive()
+        first, got_first, second, got_second = _one_running_one_queued(service)
         assert service.client.shutdown()["state"] == "stopping"
         late = service.client.submit(["sort", "in.npy", "-o", "c.npy"], wait=False)
         assert late["state"] == "refused" and "stopping" in late["error"]
