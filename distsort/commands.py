@@ -201,17 +201,22 @@ def _input_format(args) -> FileFormat:
     return fmt
 
 
+def _values_options_alone(args, names: tuple) -> None:
+    """DistsortError where options about values files are given without --values: they would
+    do nothing."""
+    given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name)]
+    if given and not args.values:
+        raise DistsortError(f"{' '.join(given)} describe values files: give them with --values")
+
+
 def _output_format(args, fmt: FileFormat) -> FileFormat:
     like = FileFormat.raw(np.int64) if args.argsort else fmt
     return output_format(args.output, like=like)
 
 
 def _open_values(args, count: int):
+    _values_options_alone(args, ("values_dtype", "values_record_size", "values_output"))
     if not args.values:
-        given = [f"--{name.replace('_', '-')}" for name in
-                 ("values_dtype", "values_record_size", "values_output") if getattr(args, name)]
-        if given:  # they would do nothing
-            raise DistsortError(f"{' '.join(given)} describe a values file: give it with --values")
         return None
     fmt = detect_format(args.values, args.values_dtype, args.values_record_size, payload=True)
     values = open_input(args.values, fmt)
@@ -324,8 +329,7 @@ def check(args, comm) -> int:
         agree(comm, _argsort_checks_keys)
     if args.stable and not args.values:
         agree(comm, _stable_needs_values)
-    if (args.values_dtype or args.values_record_size) and not args.values:
-        agree(comm, _format_needs_values)
+    agree(comm, lambda: _values_options_alone(args, ("values_dtype", "values_record_size")))
     agree(comm, lambda: _not_structured(args.input))
     values_format = (args.values_dtype, args.values_record_size)  # raw values files' format
     xp = agree(comm, lambda: array_module(comm, args.backend))  # a GPU where every rank has one
@@ -354,11 +358,6 @@ def _not_structured(path: str) -> None:
     if is_npy(path) and detect_format(path).structured:
         raise DistsortError(f"{path} holds structured rows: check them as they are sorted, "
                             "with sort --order FIELDS --verify")
-
-
-def _format_needs_values() -> None:
-    raise DistsortError("--values-dtype and --values-record-size describe values files: give "
-                        "them with --values IN_VALUES OUT_VALUES")
 
 
 def _stable_needs_values() -> None:

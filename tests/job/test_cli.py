@@ -283,7 +283,7 @@ def test_gen_then_sort_then_check(tmp_path):
     (["sort", "in.npy", "-o", "o.npy", "--report", "/proc/r.json"], "/proc takes no new files"),
     (["sort", "pipe", "-o", "o.bin", "--dtype", "uint32"], "input pipe is not a regular file"),
     (["check", "in.npy", "missing.npy"], "output file missing.npy does not exist"),
-    (["sort", "in.npy", "-o", "o.npy", "--values-output", "w.npy"], "give it with --values"),
+    (["sort", "in.npy", "-o", "o.npy", "--values-output", "w.npy"], "give them with --values"),
     (["sort", "in.npy", "-o", "o.npy", "--values", "odd.bin"], "give --values-dtype"),
     (["sort", "in.npy", "-o", "o.npz"], "not .npz archives"),
     (["sort", "in.npy", "-o", "./in.npy"], "the output ./in.npy is the input in.npy"),
