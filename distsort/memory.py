@@ -33,9 +33,7 @@ SMAPS = "/proc/self/smaps_rollup"  # this process's memory totals (huge_page_byt
 def parse_size(text: int | str) -> int:
     """Bytes from an int or a string like 1000000, 1e9, 512K, 4M, 8GiB (powers of 1024) or
     8GB (powers of 1000). Raises ValueError if it is not a positive size."""
-    if isinstance(text, (bool, np.bool_)):  # True is an int to Python, not a size
-        raise ValueError(f"not a size: {text!r} (try 512MiB, 8GiB or 1e9)")
-    if isinstance(text, (int, np.integer)):
+    if isinstance(text, (int, np.integer)) and not isinstance(text, bool):  # True: no size
         value = int(text)
     else:
         match = _SIZE.match(str(text))
