@@ -182,11 +182,14 @@ def _service_parsers(command) -> None:
 
 
 def _where(p: argparse.ArgumentParser) -> None:
-    """Where a service listens: its Unix socket, or a TCP address and the token's file."""
-    p.add_argument("--socket", metavar="PATH", help="the service's Unix socket (default: "
-                   "$XDG_RUNTIME_DIR/distsort-UID.sock, else in the temporary folder)")
-    p.add_argument("--tcp", metavar="HOST:PORT", help="TCP instead of the Unix socket (port 0 "
-                   "for serve: any free one, which it prints); every request carries the token")
+    """Where a service listens: its Unix socket, or a TCP address and the token's file (one
+    of the two: given both, one would be dropped without a word)."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--socket", metavar="PATH", help="the service's Unix socket (default: "
+                       "$XDG_RUNTIME_DIR/distsort-UID.sock, else in the temporary folder)")
+    where.add_argument("--tcp", metavar="HOST:PORT", help="TCP instead of the Unix socket (port "
+                       "0 for serve: any free one, which it prints); every request carries the "
+                       "token")
     p.add_argument("--token-file", metavar="PATH", help="the token's file for --tcp (its first "
                    "line; default: $DISTSORT_TOKEN). Never the token itself on a command line")
 
