@@ -96,20 +96,20 @@ class NumpyEngine:
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
              overwrite: bool = False, **ignored: object):
         started = time.perf_counter()
-        self._note(lsd.available(keys))
+        radix = self._note(lsd.available(keys))
         if _in_pieces(keys):
             out = _sorted_in_pieces(keys, threads(), overwrite)
         else:
-            out = lsd.sort(keys, overwrite) if lsd.available(keys) else np.sort(keys)
+            out = lsd.sort(keys, overwrite) if radix else np.sort(keys)
         if len(keys) >= merge.MEASURED_MIN:
             self.seconds_per_key[keys.dtype.itemsize] = (time.perf_counter() - started) / len(keys)
         return out
 
     def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
-        self._note(lsd.available(keys))
+        radix = self._note(lsd.available(keys))
         if _orders_in_pieces(keys):
             return _ordered_in_pieces(keys, threads())[1]
-        return lsd.argsort(keys) if lsd.available(keys) else np.argsort(keys, kind="stable")
+        return lsd.argsort(keys) if radix else np.argsort(keys, kind="stable")
 
     def sort_pairs(
         self, keys, values, begin_bit: int = 0, end_bit: int | None = None, **ignored: object
@@ -124,8 +124,10 @@ class NumpyEngine:
         order = self.argsort(keys)
         return keys[order], take(values, order)
 
-    def _note(self, radix: bool) -> None:
+    def _note(self, radix: bool) -> bool:
+        """Note which sort runs (our radix sort or NumPy's); returns radix."""
         self.used.add("radix" if radix else "numpy")
+        return radix
 
 
 def _in_pieces(keys: np.ndarray) -> bool:
