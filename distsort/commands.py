@@ -102,7 +102,7 @@ def sort_file(args, comm) -> int:
     row = read_row + 8 * bool(args.argsort)
     if fmt.structured:  # the library plans its sort, within the same budget
         _sort_by_fields(args, comm, source, values, (start, stop), paths, report, budget)
-    elif plan.over_budget(rt, stop - start, row, budget):
+    elif plan.over_budget(rt, plan.in_memory_bytes(rt, stop - start, row), budget):
         outofcore_files.sort_file(rt, args, fmt, source, values, paths, budget, report)
     else:
         stand = fmt.stand_ins(args.descending)

@@ -32,11 +32,11 @@ def in_memory_bytes(rt: Runtime, rows: int, row_bytes: int) -> int:
     return PIPELINE_COPIES * rows * row_bytes + rt.backend.engine.workspace_bytes(rows, row_bytes)
 
 
-def over_budget(rt: Runtime, rows: int, row_bytes: int, mine: int | None) -> bool:
-    """Would any rank's in-memory sort exceed its budget (mine: this rank's; None: its sort is
-    too small to ask)? Then every rank sorts out of core. Collective: every rank gets the same
-    answer."""
-    over = mine is not None and in_memory_bytes(rt, rows, row_bytes) > mine
+def over_budget(rt: Runtime, need: int, mine: int | None) -> bool:
+    """Would any rank's in-memory sort exceed its budget (need: its in_memory_bytes; mine: its
+    budget, None where its sort is too small to ask)? Then every rank sorts out of core.
+    Collective: every rank gets the same answer."""
+    over = mine is not None and need > mine
     return rt.comm.allreduce(over, op=MPI.LOR) if rt.comm.Get_size() > 1 else over
 
 
@@ -44,8 +44,9 @@ def out_of_core(rt: Runtime, rows: int, row_bytes: int, device_memory: int | str
                 ) -> int | None:
     """This rank's budget where the sort goes out of core (over_budget), else None.
     Collective: every rank gets the same answer."""
-    small = device_memory is None and in_memory_bytes(rt, rows, row_bytes) <= SMALL_SORT_BYTES
+    need = in_memory_bytes(rt, rows, row_bytes)
+    small = device_memory is None and need <= SMALL_SORT_BYTES
     mine = None if small else budget(rt, device_memory)
-    if not over_budget(rt, rows, row_bytes, mine):
+    if not over_budget(rt, need, mine):
         return None
     return budget(rt, device_memory) if mine is None else mine
