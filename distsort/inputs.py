@@ -109,14 +109,17 @@ def _alike(backend: str | None, call: Call) -> dict:
             f"backend {requested_backend(named)}"}
     same.update({f"{name} dtype (empty pieces too)": _kind(name, a)
                  for name, a in call.arrays.items() if a is not None})
-    same.update({name: f"{name}={_plain(value)!r}" for name, value in call.options.items()})
+    same.update({name: f"{name}={_plain(name, value)!r}" for name, value in call.options.items()})
     same["out= (given on every rank or on none)"] = f"out= {'not ' * (call.out is None)}given"
     return same
 
 
-def _plain(value):
+def _plain(name: str, value):
     """An option as Python gives it: NumPy's scalars (np.int64(4), np.True_) as the int or
-    bool they hold, so that ranks giving 4 and np.int64(4) call alike."""
+    bool they hold, and order= as a list of names ("day", ("day",) and ["day"] name the same
+    fields, as in numpy.sort), so that ranks giving either call alike."""
+    if name == "order" and isinstance(value, (str, tuple, list)):
+        return [value] if isinstance(value, str) else [_plain("", v) for v in value]
     return value.item() if isinstance(value, np.generic) else value
 
 

@@ -70,3 +70,13 @@ def test_order_on_plain_keys_or_an_unknown_field_is_one_clear_error():
     bad = "nope" if COMM.Get_rank() == COMM.Get_size() - 1 else "a"
     with pytest.raises(DistsortError, match="nope|order"):
         distsort.sort(mine, order=bad)
+
+
+def test_a_field_named_alone_or_in_a_list_is_the_same_call_on_every_rank():
+    mine, everyone = local_rows(500)
+    order = ("t" if COMM.Get_rank() % 3 == 0 else ["t"] if COMM.Get_rank() % 3 == 1
+             else ("t",))
+    shard = gathered(distsort.sort(mine, order=order))
+    np.testing.assert_array_equal(shard.view(np.uint8).reshape(len(shard), -1),
+                                  np.sort(everyone, order="t", kind="stable")
+                                  .view(np.uint8).reshape(len(everyone), -1))
