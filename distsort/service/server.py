@@ -332,8 +332,10 @@ class Listener:
         kept = False
         try:
             request = next(lines(conn), None)
+            if request is not None and not isinstance(request, dict):
+                raise ValueError(f"a request is a JSON object, not {type(request).__name__}")
             kept = request is not None and self._answer(conn, request)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, TypeError) as exc:  # TypeError: a field of the wrong kind
             with contextlib.suppress(OSError):
                 send(conn, {"state": "refused", "error": f"a bad request: {exc}"})
         finally:

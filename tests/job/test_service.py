@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -78,6 +79,16 @@ def test_paths_out_of_the_roots_through_dots_or_links_are_refused(service, tmp_p
         else:
             assert reply["state"] == "refused" and "outside the folders" in reply["error"]
     assert not list(outside.iterdir())
+
+
+@pytest.mark.parametrize("line", [b"[1, 2]", b"not json", b'{"op": "cancel", "job": [1]}'])
+def test_a_request_that_is_not_one_is_answered_and_the_service_serves_on(service, line):
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.connect(service.socket)
+        conn.sendall(line + b"\n")
+        reply = json.loads(conn.makefile("rb").readline())
+    assert reply["state"] == "refused" and "a bad request" in reply["error"], reply
+    assert service.client.status()["running"] is None
 
 
 def test_one_service_a_socket_and_shutdown_ends_every_rank(service, tmp_path):
