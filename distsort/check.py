@@ -330,17 +330,16 @@ def _loaded(source, start: int, stop: int, chunk: int, xp):
 def _output_options(output_path, fmt: FileFormat) -> FileFormat:
     """The format of the output file of a sort of an input in format fmt."""
     if fmt.kind == "records":
-        out = detect_format(output_path, record_size=fmt.record_size, key_size=fmt.key_size)
-    else:
-        out = detect_format(output_path, dtype=None if is_npy(output_path) else fmt.dtype)
-    if out.native_dtype != fmt.native_dtype or out.itemsize != fmt.itemsize:
-        raise _mismatch(output_path, out, fmt)
-    return out
+        return detect_format(output_path, record_size=fmt.record_size, key_size=fmt.key_size)
+    return detect_format(output_path, dtype=None if is_npy(output_path) else fmt.dtype)
 
 
-def _mismatch(output_path, out: FileFormat, fmt: FileFormat) -> DistsortError:
-    return DistsortError(f"{output_path} holds {out.describe()} but the input holds "
-                         f"{fmt.describe()}: it cannot be the input sorted")
+def _mismatch(output_path, out: FileFormat, fmt: FileFormat) -> str:
+    """Why an output of this format cannot be a sort of an input of that one, or ""."""
+    if out.native_dtype == fmt.native_dtype and out.itemsize == fmt.itemsize:
+        return ""
+    return (f"{output_path} holds {out.describe()} but the input holds {fmt.describe()}: it "
+            "cannot be the input sorted")
 
 
 def open_files(input_path, output_path, fmt: FileFormat | None, values: tuple | None,
@@ -366,6 +365,11 @@ def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
     each value is hashed with its key, so a value that left its key fails the check."""
     src, dst, *paired = agree(comm, lambda: open_files(input_path, output_path, fmt, values,
                                                        values_format))
+    problem = _mismatch(output_path, dst.fmt, src.fmt)  # alike on every rank: the same files
+    if problem:  # a wrong output, as a wrong count is: FAILED, not an error
+        return Verdict(ok=False, count_in=src.count, count_out=dst.count, checksum_in=0,
+                       checksum_out=0, order_ok=False, first_bad_rank=None,
+                       message=f"FAILED: {problem}")
     rank, size = comm.Get_rank(), comm.Get_size()
     # the files hold bool and time keys as their bits: the host checks the keys themselves, a
     # device (which has no such dtypes) their stand-ins

@@ -52,6 +52,9 @@ def test_sort_raw_descending_and_check(tmp_path):
     assert good.returncode == 0 and "OK" in good.stdout, good.stdout + good.stderr
     bad = distsort("check", "in.bin", "in.bin", "--dtype", "float32", ranks=3, cwd=tmp_path)
     assert bad.returncode == 1 and "FAILED" in bad.stdout
+    np.save(tmp_path / "wide.npy", out.astype(np.float64))  # the right numbers, a wrong type
+    wide = distsort("check", "in.bin", "wide.npy", "--dtype", "float32", ranks=2, cwd=tmp_path)
+    assert wide.returncode == 1 and "FAILED" in wide.stdout and "float64" in wide.stdout
 
 
 def test_records_without_a_key_size_are_keyed_by_the_whole_record_and_say_so(tmp_path):
