@@ -158,8 +158,10 @@ def _one_running_one_queued(service: Service) -> tuple:
     return first, got_first, second, got_second
 
 
-def _held_at_read(folder) -> tuple[Service, object]:
-    """A started service whose rank 0 holds each job at its read until the path `go` exists."""
+def _held_at_read(folder, data: np.ndarray) -> tuple[Service, object]:
+    """A started service whose rank 0 holds each job at its read until the path `go` exists;
+    data saved in the folder as in.npy."""
+    np.save(folder / "in.npy", data)
     go = folder / "go"
     service = Service(folder, "--root", str(folder), fault=f"read:0:wait={go}")
     assert "serving" in service.started()
@@ -221,8 +223,7 @@ def test_cancel_a_queued_job_and_the_running_one_at_its_next_phase(tmp_path, mon
     job 3 then runs and is right. Status shows the running job's phase."""
     monkeypatch.chdir(tmp_path)
     data = np.random.default_rng(3).integers(0, 1000, 50_000).astype(np.int64)
-    np.save(tmp_path / "in.npy", data)
-    service, go = _held_at_read(tmp_path)
+    service, go = _held_at_read(tmp_path, data)
     try:
         thread, got = _waiting_job(service.client, ["sort", "in.npy", "-o", "a.npy"])
         running = _running(service, thread)  # job 1 under way: init done, held at its read
@@ -286,8 +287,7 @@ def test_sigterm_cancels_the_running_job_and_every_rank_exits_0(tmp_path, monkey
     read and job 2 waits: job 1 stops there on every rank, job 2 is told the service stopped,
     no output is left, and the service exits 0."""
     monkeypatch.chdir(tmp_path)
-    np.save(tmp_path / "in.npy", np.arange(20_000, dtype=np.uint32)[::-1])
-    service, go = _held_at_read(tmp_path)
+    service, go = _held_at_read(tmp_path, np.arange(20_000, dtype=np.uint32)[::-1])
     try:
         first, got, second, got_second = _one_running_one_queued(service)
         service.proc.terminate()
@@ -349,8 +349,7 @@ def test_a_job_whose_folder_went_away_fails_alone(tmp_path, monkeypatch):
     when the job is submitted."""
     monkeypatch.chdir(tmp_path)
     data = np.random.default_rng(4).integers(0, 1000, 20_000).astype(np.int64)
-    np.save(tmp_path / "in.npy", data)
-    service, go = _held_at_read(tmp_path)
+    service, go = _held_at_read(tmp_path, data)
     try:
         first, got_first = _waiting_job(service.client, ["sort", "in.npy", "-o", "a.npy"])
         _running(service, first)
@@ -383,8 +382,7 @@ def test_shutdown_lets_the_running_job_finish_and_runs_none_queued(tmp_path, mon
     """As documented: after shutdown the running job finishes, the queued one is answered that
     it never ran (exit 2, logged), new jobs are refused, every rank exits 0."""
     monkeypatch.chdir(tmp_path)
-    np.save(tmp_path / "in.npy", np.arange(20_000, dtype=np.int64)[::-1])
-    service, go = _held_at_read(tmp_path)
+    service, go = _held_at_read(tmp_path, np.arange(20_000, dtype=np.int64)[::-1])
     try:
         first, got_first, second, got_second = _one_running_one_queued(service)
         assert service.client.shutdown()["state"] == "stopping"
