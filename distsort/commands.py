@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -15,7 +16,7 @@ from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import is_npy, parse_dtype
 from .io.staging import load
-from .io.writer import same_file, writable
+from .io.writer import ensure_replaceable, same_file, temp_beside, writable
 from .keys import stand_ins
 from .node import node_place
 from .outofcore import files as outofcore_files
@@ -268,6 +269,7 @@ def _output_paths(args, out_fmt: FileFormat, values) -> list:
         paths.append((target, output_format(target, like=values.fmt)))
     inputs = [args.input] + ([args.values] if values is not None else [])
     for path, _ in paths:
+        ensure_replaceable(path)  # now, not after the sort
         given = next((i for i in inputs if same_file(path, i)), None)
         if given is not None:
             raise DistsortError(f"the output {path} is the input {given}: choose another "
@@ -438,13 +440,24 @@ def bench(args, comm) -> int:
 
 
 def _publish_report(path: str | None, comm, summary: dict) -> None:
-    """Rank 0 writes the combined report as JSON; a failure is agreed across ranks."""
+    """Rank 0 writes the combined report as JSON, under a temporary name renamed to the report
+    once whole (a full disk leaves neither a cut report nor a cut former one); a failure is
+    agreed across ranks, and says which outputs, published before it, stand."""
     def write():
-        if path and comm.Get_rank() == 0:
-            try:
-                with open(path, "w") as f:
-                    json.dump(summary, f, indent=2)
-            except OSError as exc:
-                raise DistsortError(f"cannot write the report {path}: {exc.strerror}") from exc
+        if not path or comm.Get_rank() != 0:
+            return
+        temp = None
+        try:
+            temp = temp_beside(path)
+            with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w") as f:
+                json.dump(summary, f, indent=2)
+            os.replace(temp, path)
+        except OSError as exc:
+            if temp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+            written = ", ".join(f["path"] for f in summary.get("files", []))
+            stand = f" (the job's outputs are written: {written})" if written else ""
+            raise DistsortError(f"cannot write the report {path}: {exc.strerror}{stand}") from exc
 
     agree(comm, write)

@@ -78,6 +78,35 @@ def writable(path: str | None, what: str = "the report", others: tuple = ()) -> 
         raise write_error(path, exc, what=what) from None
 
 
+def ensure_replaceable(path) -> None:
+    """Raise where a new file may not take the output's name: a folder, or a file that is not
+    a regular one (a device such as /dev/null, a pipe, a socket). Outputs are published by
+    renaming a new file to the name, which would put a file in the device's place."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # not there: the new file takes the name (where it cannot: write_error says why)
+    if stat.S_ISDIR(mode):
+        raise write_error(path, OSError(errno.EISDIR, "is a folder"))
+    if not stat.S_ISREG(mode):
+        raise DistsortError(f"cannot write output {path}: it is not a regular file (a device, a "
+                            "pipe or a socket), and distsort publishes an output by renaming a "
+                            "new file to its name, which would replace it; give a file name")
+
+
+def temp_beside(path) -> str:
+    """A new temporary name beside path: .NAME.distsort-tmp-XXXXXXXX, NAME cut where the whole
+    would be longer than the folder's file names may be (an output name of 233-255 bytes)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    mark = f".{TEMP_MARK}-{secrets.token_hex(4)}"
+    try:
+        longest = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):  # no such folder (write_error says so) or no limit told
+        longest = 255
+    name = os.fsencode(name)[: max(longest - len(mark) - 1, 1)]
+    return os.path.join(folder, f".{os.fsdecode(name)}{mark}")
+
+
 def write_error(path, exc: OSError, needed: int | None = None,
                 what: str = "output") -> DistsortError:
     """An OSError met while writing `path` -> a DistsortError that says what to do."""
@@ -135,7 +164,8 @@ class ShardWriter:
         self._error: OSError | None = None
         self._committed = self._mapped = False
         try:
-            self.temp = comm.bcast(self._temp_name() if comm.Get_rank() == 0 else None, root=0)
+            self.temp = comm.bcast(temp_beside(self.path) if comm.Get_rank() == 0 else None,
+                                   root=0)
             self._guard = TempGuard(self.temp)  # on every rank, before the file exists
             agree(comm, self._create if comm.Get_rank() == 0 else lambda: None)
             one_node = node_place(comm)[1] == comm.Get_size()
@@ -146,14 +176,9 @@ class ShardWriter:
             self.abort()
             raise
 
-    def _temp_name(self) -> str:
-        folder, name = os.path.split(os.path.abspath(self.path))
-        return os.path.join(folder, f".{name}.{TEMP_MARK}-{secrets.token_hex(4)}")
-
     def _create(self) -> None:
         """Rank 0: make and size the temporary file."""
-        if os.path.isdir(self.path):
-            raise write_error(self.path, OSError(errno.EISDIR, "is a folder"))
+        ensure_replaceable(self.path)
         try:
             self._check_space(os.path.dirname(self.temp))
             self._fd = os.open(self.temp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)

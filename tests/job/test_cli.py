@@ -7,18 +7,24 @@ pytest-mpi). Inputs mix the distributions the product promises to handle.
 from __future__ import annotations
 
 import argparse
+import errno
+import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 from helpers import bool_or_time_order, distsort, mixed_keys, mpiexec, structured_rows
+from mpi4py import MPI
 
 import distsort as distsort_module
+from distsort import commands
 from distsort.cli import parse_count
+from distsort.errors import DistsortError
 from distsort.io.writer import TEMP_MARK
 
 DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
@@ -285,6 +291,11 @@ def test_gen_then_sort_then_check(tmp_path):
      "would overwrite o.values.npy"),
     (["sort", "in.npy", "-o", "o.npy", "--report", "/proc/r.json"], "/proc takes no new files"),
     (["sort", "pipe", "-o", "o.bin", "--dtype", "uint32"], "input pipe is not a regular file"),
+    (["sort", "in.npy", "-o", "pipe"], "output pipe: it is not a regular file"),
+    (["sort", "in.npy", "-o", "o.npy", "--values", "v.npy", "--values-output", "pipe"],
+     "output pipe: it is not a regular file"),
+    (["gen", "pipe", "--count", "10", "--dtype", "uint8"], "output pipe: it is not a regular"),
+    (["sort", "in.npy", "-o", "."], "it is a folder"),
     (["check", "in.npy", "missing.npy"], "output file missing.npy does not exist"),
     (["sort", "in.npy", "-o", "o.npy", "--values-output", "w.npy"], "give them with --values"),
     (["sort", "in.npy", "-o", "o.npy", "--values", "odd.bin"], "give --values-dtype"),
@@ -310,8 +321,9 @@ def test_bad_input_gets_one_clear_message_and_no_output(tmp_path, args, message)
     run = distsort(*args, cwd=tmp_path)
     assert run.returncode != 0
     assert run.stderr.count("distsort: error:") == 1, run.stderr  # one rank speaks
-    assert message in run.stderr and "Traceback" not in run.stderr
+    assert message in " ".join(run.stderr.split()) and "Traceback" not in run.stderr
     assert sorted(os.listdir(tmp_path)) == before  # nothing written, no temporary left
+    assert stat.S_ISFIFO(os.stat(tmp_path / "pipe").st_mode)  # not replaced by a file
 
 
 @pytest.mark.parametrize("args, says", [
@@ -342,6 +354,30 @@ def test_counts_are_whole_numbers_in_any_notation(text, count):
 def test_counts_that_are_not_whole_numbers_are_refused(text):
     with pytest.raises(argparse.ArgumentTypeError):
         parse_count(text)
+
+
+def test_an_output_name_as_long_as_the_folder_takes_is_written(tmp_path):
+    np.save(tmp_path / "in.npy", np.arange(100, dtype=np.int32)[::-1])
+    name = "a" * (os.pathconf(tmp_path, "PC_NAME_MAX") - 4) + ".npy"  # its temporary is longer
+    run = distsort("sort", "in.npy", "-o", name, "--report", name[1:], ranks=2, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / name), np.arange(100))
+    assert sorted(os.listdir(tmp_path)) == sorted(["in.npy", name, name[1:]])
+
+
+def test_a_report_that_cannot_be_written_leaves_the_former_one_whole(tmp_path, monkeypatch):
+    report = tmp_path / "r.json"
+    report.write_text('{"former": 1}')
+
+    def disk_full(summary, f, **options):
+        f.write('{"cut')
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(json, "dump", disk_full)
+    with pytest.raises(DistsortError, match=r"cannot write the report .*r.json: No space left on "
+                       r"device \(the job's outputs are written: o.npy\)"):
+        commands._publish_report(str(report), MPI.COMM_SELF, {"files": [{"path": "o.npy"}]})
+    assert report.read_text() == '{"former": 1}' and os.listdir(tmp_path) == ["r.json"]
 
 
 def test_a_raw_output_says_so_in_the_summary(tmp_path):
