@@ -179,6 +179,10 @@ def _read_npy_header(path, f, head: bytes) -> dict:
         header = ast.literal_eval(text.decode("utf8" if major == 3 else "latin1"))
         if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
             raise ValueError("unexpected keys")
+        shape = header["shape"]
+        if not (isinstance(shape, tuple) and all(type(n) is int and n >= 0 for n in shape)
+                and isinstance(header["fortran_order"], bool)):
+            raise ValueError("a shape or an order that numpy.save never writes")
         header["descr"] = npformat.descr_to_dtype(header["descr"])
         return header
     except (ValueError, SyntaxError, TypeError, UnicodeDecodeError):

@@ -83,6 +83,18 @@ def test_fortran_ordered_1d_npy_is_fine(tmp_path):
     assert open_input(tmp_path / "a.npy", detect_format(tmp_path / "a.npy")).read(0, 6)[5] == 5.0
 
 
+@pytest.mark.parametrize("shape, fortran", [("(-1,)", "False"), ("(3.5,)", "False"),
+                                            ("(True,)", "False"), ("(3,)", "'no'")])
+def test_an_npy_header_numpy_save_never_writes_is_called_damaged(tmp_path, shape, fortran):
+    header = f"{{'descr': '<i4', 'fortran_order': {fortran}, 'shape': {shape}, }}"
+    header = header.ljust(118) + "\n"  # 10 + 118 bytes: the data start 64-aligned
+    with open(tmp_path / "bad.npy", "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+        f.write(np.arange(4, dtype="<i4").tobytes())
+    with pytest.raises(DistsortError, match="bad.npy: damaged .npy header"):
+        detect_format(tmp_path / "bad.npy")
+
+
 @pytest.mark.parametrize("dtype", ["<u4", ">u4", "<f8", ">i2", "u1"])
 def test_raw_reads_ranges_in_native_order(tmp_path, dtype):
     data = sample(dtype, 100)
