@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         getattr(args, "parser", top).error(f"unrecognized arguments: {' '.join(extra)}")
     early = _before_command(sys.argv[1:] if argv is None else argv, args.command)
     if early:  # the command's defaults would replace them without a word
+        known = args.parser._option_string_actions  # argparse's table of the command's options
+        alien = [word for word in early if word.split("=")[0] not in known]
+        if alien:
+            args.parser.error(f"{' '.join(alien)}: not an option of {args.command}")
         args.parser.error(f"{' '.join(early)}: give options after the command "
                           f"(python -m distsort {args.command} ... {' '.join(early)})")
     quiet, shown = getattr(args, "quiet", False), getattr(args, "progress", False)

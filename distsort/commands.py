@@ -207,7 +207,8 @@ def _values_options_alone(args, names: tuple) -> None:
     do nothing."""
     given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name)]
     if given and not args.values:
-        raise DistsortError(f"{' '.join(given)} describe values files: give them with --values")
+        verb = "is" if len(given) == 1 else "are"
+        raise DistsortError(f"{' '.join(given)} {verb} for values files: give them with --values")
 
 
 def _output_format(args, fmt: FileFormat) -> FileFormat:

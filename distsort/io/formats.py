@@ -65,8 +65,8 @@ class FileFormat:
         return cls("raw", dtype=np.dtype(dtype), payload=payload)
 
     @classmethod
-    def records(cls, record_size: int, key_size: int) -> FileFormat:
-        return cls("records", record_size=record_size, key_size=key_size)
+    def records(cls, record_size: int, key_size: int, payload: bool = False) -> FileFormat:
+        return cls("records", record_size=record_size, key_size=key_size, payload=payload)
 
     @property
     def itemsize(self) -> int:
@@ -101,8 +101,9 @@ class FileFormat:
         return None if self.kind == "records" else stand_ins(self.native_dtype, descending)
 
     def describe(self) -> str:
-        if self.kind == "records":
-            return f"{self.record_size}-byte records with {self.key_size}-byte keys"
+        if self.kind == "records":  # values' records have no key
+            key = "" if self.payload else f" with {self.key_size}-byte keys"
+            return f"{self.record_size}-byte records{key}"
         return f"{self.kind} {self.dtype.str if self.dtype.byteorder == '>' else self.dtype}"
 
 
@@ -259,10 +260,10 @@ def _check_options(dtype, record_size, key_size) -> None:
         raise DistsortError("--key-size needs --record-size: give both for record files")
 
 
-def _records_format(record_size, key_size) -> FileFormat:
+def _records_format(record_size, key_size, payload: bool = False) -> FileFormat:
     key_size = record_size if key_size is None else key_size
     check_record_sizes(record_size, key_size)
-    return FileFormat.records(int(record_size), int(key_size))
+    return FileFormat.records(int(record_size), int(key_size), payload)
 
 
 def detect_format(path, dtype=None, record_size=None, key_size=None,
@@ -277,7 +278,7 @@ def detect_format(path, dtype=None, record_size=None, key_size=None,
     if is_npy(path):
         fmt = _npy_format(path, dtype, record_size, payload)
     elif record_size is not None:
-        fmt = _records_format(record_size, key_size)
+        fmt = _records_format(record_size, key_size, payload)
     elif dtype is not None:
         fmt = FileFormat.raw(parse_dtype(dtype, _dtype_option(payload), payload), payload)
     elif payload:  # a values file: its own options
@@ -301,10 +302,9 @@ def _dtype_option(payload: bool) -> str:
 
 def _npy_format(path, dtype, record_size, payload: bool) -> FileFormat:
     if record_size is not None:
-        raise DistsortError(
-            f"{path} is an .npy file; --record-size/--key-size are for raw record files: "
-            "leave them out"
-        )
+        options = "--values-record-size is" if payload else "--record-size/--key-size are"
+        raise DistsortError(f"{path} is an .npy file; {options} for raw record files: leave "
+                            "them out")
     layout, option = npy_layout(path, payload), _dtype_option(payload)
     if dtype is not None and parse_dtype(dtype, option, payload) != layout.dtype:
         raise DistsortError(

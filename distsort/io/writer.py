@@ -82,6 +82,9 @@ def ensure_replaceable(path) -> None:
     """Raise where a new file may not take the output's name: a folder, or a file that is not
     a regular one (a device such as /dev/null, a pipe, a socket). Outputs are published by
     renaming a new file to the name, which would put a file in the device's place."""
+    if os.fspath(path).endswith(os.sep):
+        raise DistsortError(f"cannot write output {path}: a name that ends in {os.sep} names a "
+                            "folder; give a file name")
     try:
         mode = os.stat(path).st_mode
     except OSError:

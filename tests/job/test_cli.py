@@ -296,8 +296,12 @@ def test_gen_then_sort_then_check(tmp_path):
      "output pipe: it is not a regular file"),
     (["gen", "pipe", "--count", "10", "--dtype", "uint8"], "output pipe: it is not a regular"),
     (["sort", "in.npy", "-o", "."], "it is a folder"),
+    (["sort", "in.npy", "-o", "newdir/"], "a name that ends in / names a folder"),
+    (["sort", "in.npy", "-o", "o.npy", "--values", "v.npy", "--values-record-size", "8"],
+     "v.npy is an .npy file; --values-record-size is for raw record files"),
     (["check", "in.npy", "missing.npy"], "output file missing.npy does not exist"),
-    (["sort", "in.npy", "-o", "o.npy", "--values-output", "w.npy"], "give them with --values"),
+    (["sort", "in.npy", "-o", "o.npy", "--values-output", "w.npy"],
+     "--values-output is for values files: give them with --values"),
     (["sort", "in.npy", "-o", "o.npy", "--values", "odd.bin"], "give --values-dtype"),
     (["sort", "in.npy", "-o", "o.npz"], "not .npz archives"),
     (["sort", "in.npy", "-o", "./in.npy"], "the output ./in.npy is the input in.npy"),
@@ -633,15 +637,20 @@ def test_records_of_values_get_a_raw_default_output_beside_an_npy_output(tmp_pat
     assert run.returncode == 0, run.stderr
     got = np.fromfile(tmp_path / "o.values.bin", np.uint8).reshape(3, 3)
     np.testing.assert_array_equal(got, rows[[1, 2, 0]])
+    assert "o.values.bin (3-byte records)" in run.stdout, run.stdout  # values have no key
 
 
-@pytest.mark.parametrize("args", [["--report", "r.json", "sort", "in.npy", "-o", "o.npy"],
-                                  ["--count", "1000", "--dtype", "float32", "run"]])
-def test_options_before_the_command_are_refused_not_dropped(tmp_path, args):
+@pytest.mark.parametrize("args, says", [
+    (["--report", "r.json", "sort", "in.npy", "-o", "o.npy"], "give options after the command"),
+    (["--count", "1000", "--dtype", "float32", "run"], "give options after the command"),
+    (["--report", "r.json", "gen", "g.npy", "--count", "10"], "--report: not an option of gen"),
+])
+def test_options_before_the_command_are_refused_not_dropped(tmp_path, args, says):
     """The command's own defaults replaced them without a word (no report written, the
-    default dtype sorted): now the command line is refused, by one rank."""
+    default dtype sorted): now the command line is refused, by one rank; an option the
+    command does not take is named as such (not sent after the command)."""
     np.save(tmp_path / "in.npy", np.arange(100, dtype=np.int32))
     run = distsort(*args, cwd=tmp_path)
     assert run.returncode == 2
-    assert run.stderr.count("give options after the command") == 1, run.stderr
+    assert run.stderr.count(says) == 1, run.stderr
     assert sorted(os.listdir(tmp_path)) == ["in.npy"]
