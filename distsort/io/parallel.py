@@ -24,6 +24,9 @@ from ..workers import spread
 
 PIECE = 4 << 20  # bytes a request: large enough that a call's cost vanishes, small enough to
 # spread one 64 MiB staging buffer over all of a rank's threads (workers.MAX_THREADS)
+NODE_MAPPED_WRITERS = 16  # threads copying into one file's mapping, all the node's ranks
+# together: more stall each other (4 ranks of 16 threads wrote 16 GiB at 2.9 GB/s, of 4 at 11.5;
+# one rank of 16 or 64 at 10.7: bench/RESULTS.md, run 305)
 
 
 def pread_into(fd: int, view: memoryview, offset: int) -> int:
@@ -67,10 +70,13 @@ def _fallocate(fd: int, nbytes: int) -> None:
 class FileRange:
     """Bytes [offset, offset + nbytes) of a file open for reading and writing, written piece by
     piece by the pool's threads: copied into a shared mapping of them when `mapped` (the file's
-    blocks reserved: see the module doc), else by positioned writes. Close it after use."""
+    blocks reserved: see the module doc), by at most NODE_MAPPED_WRITERS / `sharers` threads at
+    once (sharers: the node's ranks that write the file), else by positioned writes. Close it
+    after use."""
 
-    def __init__(self, fd: int, offset: int, nbytes: int, mapped: bool):
+    def __init__(self, fd: int, offset: int, nbytes: int, mapped: bool, sharers: int = 1):
         self.fd, self.offset = fd, offset
+        self.writers = max(1, NODE_MAPPED_WRITERS // sharers)
         self._map: mmap.mmap | None = None
         self._bytes: np.ndarray | None = None
         if mapped and nbytes:
@@ -85,7 +91,8 @@ class FileRange:
             pwrite_from(self.fd, memoryview(data), self.offset + at)
             return
         target = self._bytes[at : at + len(data)]
-        spread(lambda lo, hi: np.copyto(target[lo:hi], data[lo:hi]), len(data), PIECE)
+        piece = max(PIECE, -(-len(data) // self.writers))  # writers pieces at the most
+        spread(lambda lo, hi: np.copyto(target[lo:hi], data[lo:hi]), len(data), piece)
 
     def close(self) -> None:
         """Unmap the range; where a view of it is still held (the frames of an interrupted

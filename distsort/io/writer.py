@@ -171,8 +171,8 @@ class ShardWriter:
                                    root=0)
             self._guard = TempGuard(self.temp)  # on every rank, before the file exists
             agree(comm, self._create if comm.Get_rank() == 0 else lambda: None)
-            one_node = node_place(comm)[1] == comm.Get_size()
-            self._mapped = comm.bcast(self._mapped, root=0) and one_node
+            self._sharers = node_place(comm)[1]  # the node's ranks: all write this file
+            self._mapped = comm.bcast(self._mapped, root=0) and self._sharers == comm.Get_size()
             agree(comm, self._open_temp)
             self._target = self._data_range()
         except BaseException:
@@ -214,7 +214,7 @@ class ShardWriter:
         fast: bench/RESULTS.md, run 223)."""
         span = self.nbytes - len(self.header)
         try:
-            return FileRange(self._fd, len(self.header), span, self._mapped)
+            return FileRange(self._fd, len(self.header), span, self._mapped, self._sharers)
         except OSError:  # a file system that maps no files: write them
             return FileRange(self._fd, len(self.header), span, False)
 

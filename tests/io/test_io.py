@@ -534,6 +534,29 @@ def test_a_writer_maps_its_file_once_for_all_its_writes(tmp_path, monkeypatch, w
     np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), data)
 
 
+@pytest.mark.parametrize("sharers, most", [(1, 16), (4, 4), (64, 1)])
+def test_the_ranks_of_a_node_copy_into_a_mapping_with_a_share_of_its_writers(
+        tmp_path, monkeypatch, sharers, most):
+    """All the node's ranks' threads copying into one file's mapping at once stall each other
+    (bench/RESULTS.md, run 305): a rank of `sharers` copies each write in at most
+    NODE_MAPPED_WRITERS / sharers pieces, every byte written."""
+    pieces = []
+    real = parallel.spread
+    monkeypatch.setattr(parallel, "spread", lambda work, n, piece: pieces.append(
+        -(-n // piece)) or real(work, n, piece))
+    data = np.random.default_rng(0).integers(0, 256, 64 << 20, dtype=np.uint8)
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    try:
+        os.ftruncate(fd, len(data) + 100)
+        target = parallel.FileRange(fd, 100, len(data), mapped=True, sharers=sharers)
+        target.write(data, 0)
+        target.close()
+    finally:
+        os.close(fd)
+    assert pieces == [most] and parallel.NODE_MAPPED_WRITERS == 16
+    assert (tmp_path / "f").read_bytes()[100:] == data.tobytes()
+
+
 def test_a_mapping_still_viewed_is_closed_without_error(tmp_path):
     """An interrupted write's traceback holds a view of the mapping while the writer aborts
     (Ctrl-C under mpiexec): closing it raises nothing, and what was written stays."""
