@@ -25,8 +25,10 @@ def gpu_transport(comm, where: choice.Placement) -> Transport:
         return StagedTransport(comm, name)
     if name == choice.IPC_HOST:
         return ipc.connect(comm, StagedTransport(comm))
-    if name == choice.IPC:  # NCCL not started up front: it takes seconds (ipc.py says when)
-        return ipc.connect(comm, StagedTransport(comm), nccl=lambda: nccl_transport(comm))
+    if name in (choice.IPC, choice.IPC_THEN_NCCL):  # NCCL not started up front: it takes
+        # seconds (ipc.py says when)
+        return ipc.connect(comm, StagedTransport(comm), nccl=lambda: nccl_transport(comm),
+                           every_call=name == choice.IPC_THEN_NCCL)
     return nccl_transport(comm)
 
 

@@ -12,7 +12,9 @@ The runtime builds what it names and `info` prints what it says, so both always 
 - With a GPU for every rank: the copy engines up to AUTO_IPC_RANKS ranks on one node (they beat
   NCCL on 2 GPUs and lost to it on 4: bench/RESULTS.md), their small exchanges through host
   memory and MPI until a process has made a few (NCCL takes seconds to start: ipc.py), NCCL
-  where IPC fails, above and across nodes.
+  where IPC fails and across nodes. Above AUTO_IPC_RANKS on one node the same until NCCL
+  starts, and then NCCL for every exchange: its start (1.9 s of a 4-rank file job, run 305)
+  costs a one-sort process far more than its faster exchanges save (~5 ms a 16 GiB sort).
 $DISTSORT_TRANSPORT ('auto', 'ipc', 'nccl') asks for one; asking for NCCL where ranks share a
 GPU is an error that names them.
 
@@ -34,11 +36,15 @@ AUTO_IPC_RANKS = 2
 FOLD, SPLIT = settings.SETTINGS["DISTSORT_SHARED_GPU"].choices  # $DISTSORT_SHARED_GPU
 
 NCCL, IPC, IPC_HOST, HOST, ALONE = "nccl", "ipc", "ipc+host", "host", "alone"
+IPC_THEN_NCCL = "ipc, then nccl"
 DESCRIBED = {
     ALONE: "none (one rank: no rows move between ranks)",
     NCCL: "NCCL",
     IPC: "the GPUs' copy engines through CUDA IPC (small exchanges through host memory and "
          "MPI, then NCCL once a process has made a few; NCCL where IPC fails)",
+    IPC_THEN_NCCL: "the GPUs' copy engines through CUDA IPC (small exchanges through host "
+                   "memory and MPI), then NCCL for every exchange once a process has made a few "
+                   "(NCCL where IPC fails)",
     IPC_HOST: "device copies through CUDA IPC between ranks that share GPUs (host memory and "
               "MPI where IPC fails and for small exchanges)",
     HOST: "host memory and MPI (device to host, MPI all-to-all, host to device)",
@@ -91,8 +97,8 @@ def choose(setting: str, placement: Placement) -> str:
                                 "that share a GPU exchange by device copies) or start one rank "
                                 "per GPU")
         return IPC_HOST if placement.one_node else HOST
-    if setting == "auto":
-        setting = IPC if len(placement.node) <= AUTO_IPC_RANKS else NCCL
+    if setting == "auto" and placement.one_node:
+        return IPC if len(placement.node) <= AUTO_IPC_RANKS else IPC_THEN_NCCL
     return IPC if setting == IPC and placement.one_node else NCCL
 
 

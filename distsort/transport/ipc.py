@@ -23,7 +23,9 @@ Calls that move few bytes (the sample, most tests) go through host memory and MP
 two host collectives cost more than the copies save. NCCL moves them faster (about 1 ms a sort
 on 2 H200s, bench/RESULTS.md runs 257-258) but takes seconds to start in every process, so it is
 started for them only once a process has made PROMOTE_AFTER of them: a program or a service
-that sorts again and again pays that start once; a one-sort job (the command line) never.
+that sorts again and again pays that start once; a one-sort job (the command line) never. On
+more than two GPUs NCCL's exchanges are the faster (bench/RESULTS.md, run 144): there, once
+started, it takes every call (`every_call`), and the mappings are closed.
 A peer's allocation, once mapped, stays mapped: the memory pool hands the same allocations to
 sort after sort, and opening one is costly (tens of ms).
 The price: memory stays allocated while another rank maps it, even once its owner's pool frees
@@ -93,16 +95,17 @@ class IpcFailed(DistsortError):
 class IpcTransport:
     name = "ipc"
 
-    def __init__(self, comm, small, promote=None):
+    def __init__(self, comm, small, promote=None, every_call: bool = False):
         """small: the transport of calls under DISTSORT_IPC_MIN_BYTES (host memory and MPI);
         promote(): the one that takes them over after PROMOTE_AFTER (NCCL; built then, every
-        rank alike). Collective, and raises on every rank where some rank cannot map another's
-        memory."""
+        rank alike), and with every_call the large ones too. Collective, and raises on every
+        rank where some rank cannot map another's memory."""
         import cupy
         from cupy.cuda import runtime
 
         self.cp, self.rt, self.comm, self.small = cupy, runtime, comm, small
-        self.promote, self.small_calls = promote, 0
+        self.promote, self.small_calls, self.every_call = promote, 0, every_call
+        self.taken_over = None  # promote()'s transport, where it takes every call
         self.rank, self.size, self.align_rows = comm.Get_rank(), comm.Get_size(), small.align_rows
         self.streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(self.size)]
         # (peer, handle) -> (pointer here, (base, end) in the peer), least recently used first
@@ -160,6 +163,9 @@ class IpcTransport:
     def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
                   send_displs=None, recv_displs=None, outs: list | None = None) -> list:
         """Every column's blocks by copies into the receivers' buffers (see the module)."""
+        if self.taken_over is not None:
+            return self.taken_over.alltoallv(columns, send_counts, recv_counts, send_displs,
+                                             recv_displs, outs)
         send_displs, recv_displs, outs = call_layout(self.cp, columns, send_counts, recv_counts,
                                                      send_displs, recv_displs, outs)
         sent = int(np.asarray(send_counts).max(initial=0)) * sum(row_bytes(c) for c in columns)
@@ -178,7 +184,11 @@ class IpcTransport:
             try:
                 self.small = promote()
             except DistsortError:
-                pass
+                return self.small
+            if self.every_call:  # every rank alike: the same call promotes on every rank
+                self.release()
+                self.taken_over = self.small
+                self.name, self.align_rows = self.small.name, self.small.align_rows
         return self.small
 
     def _copy_all(self, columns, send_counts, recv_counts, send_displs, recv_displs, outs):
@@ -283,11 +293,12 @@ class IpcTransport:
         self.rt.ipcCloseMemHandle(self.mapped.pop(key)[0])
 
 
-def connect(comm, small, nccl=None):
+def connect(comm, small, nccl=None, every_call: bool = False):
     """The copy-engine transport where every rank (all on one node: transport/choice.py) can
     reach every other's memory, its small calls through `small` (taken over by nccl() after a
-    few, where given), else nccl() (default: `small` itself); collective."""
+    few, where given; with every_call, all calls), else nccl() (default: `small` itself);
+    collective."""
     try:
-        return IpcTransport(comm, small, nccl)
+        return IpcTransport(comm, small, nccl, every_call)
     except DistsortError:  # raised on every rank alike (IpcFailed, or RemoteError naming it)
         return nccl() if nccl is not None else small

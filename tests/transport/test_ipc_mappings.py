@@ -140,7 +140,39 @@ def test_small_calls_go_to_nccl_once_a_process_has_made_a_few(starts):
         return "nccl"
 
     t = object.__new__(ipc.IpcTransport)
-    t.small, t.promote, t.small_calls = "host", nccl, 0
+    t.small, t.promote, t.small_calls, t.every_call = "host", nccl, 0, False
     used = [t._small() for _ in range(ipc.PROMOTE_AFTER + 3)]
     after = "nccl" if starts else "host"
     assert used == ["host"] * ipc.PROMOTE_AFTER + [after] * 3 and started == [1]
+
+
+class FakeNccl:
+    name, align_rows = "nccl", 512
+
+    def alltoallv(self, columns, *layout):
+        return ["by nccl", len(columns)]
+
+
+@pytest.mark.parametrize("starts", [True, False])
+def test_on_more_gpus_nccl_once_started_takes_every_call_and_the_mappings_go(starts):
+    """every_call (more than AUTO_IPC_RANKS GPUs): once NCCL starts, large calls go to it too,
+    the report names it, blocks align as it wants, and the copy engines' mappings are closed
+    (release); where it fails to start, nothing changes."""
+    def nccl():
+        if not starts:
+            raise DistsortError("NCCL could not connect the ranks' GPUs")
+        return FakeNccl()
+
+    t = object.__new__(ipc.IpcTransport)
+    t.small, t.promote, t.small_calls, t.every_call = "host", nccl, 0, True
+    t.taken_over, t.align_rows, released = None, 1024, []
+    t.release = lambda: released.append(1)
+    for _ in range(ipc.PROMOTE_AFTER + 1):
+        t._small()
+    if starts:
+        assert t.taken_over is not None and released == [1]
+        assert (t.name, t.align_rows) == ("nccl", 512)
+        assert t.alltoallv([1, 2], None, None) == ["by nccl", 2]  # a large call: NCCL's too
+    else:
+        assert t.taken_over is None and released == [] and (t.name, t.align_rows) == ("ipc",
+                                                                                      1024)

@@ -9,7 +9,15 @@ import pytest
 from distsort import runtime
 from distsort.errors import DistsortError
 from distsort.transport import build, choice, ipc, nccl, staged
-from distsort.transport.choice import ALONE, HOST, IPC, IPC_HOST, NCCL, Placement
+from distsort.transport.choice import (
+    ALONE,
+    HOST,
+    IPC,
+    IPC_HOST,
+    IPC_THEN_NCCL,
+    NCCL,
+    Placement,
+)
 
 
 def place(devices: str, nodes: str | None = None) -> Placement:
@@ -21,8 +29,9 @@ def place(devices: str, nodes: str | None = None) -> Placement:
 
 @pytest.mark.parametrize("setting, devices, nodes, want", [
     ("auto", "0", None, ALONE), ("ipc", "0", None, IPC), ("nccl", "0", None, NCCL),
-    ("auto", "01", None, IPC), ("auto", "012", None, NCCL),
-    ("auto", "0123", None, NCCL), ("ipc", "0123", None, IPC), ("nccl", "01", None, NCCL),
+    ("auto", "01", None, IPC), ("auto", "012", None, IPC_THEN_NCCL),
+    ("auto", "0123", None, IPC_THEN_NCCL), ("auto", "0123", "0011", NCCL),
+    ("ipc", "0123", None, IPC), ("nccl", "01", None, NCCL), ("nccl", "0123", None, NCCL),
     ("ipc", "01", "01", NCCL),  # across nodes the copy engines cannot reach: NCCL
     ("auto", "00", None, IPC_HOST), ("auto", "0000", None, IPC_HOST),
     ("ipc", "0000", None, IPC_HOST), ("auto", "010", None, IPC_HOST),  # 3 ranks on 2 GPUs
@@ -90,7 +99,8 @@ class Comm:
 
 
 @pytest.mark.parametrize("devices, nodes, built", [
-    ("01", None, "ipc over host, then nccl"), ("0123", None, "nccl"),
+    ("01", None, "ipc over host, then nccl"), ("0123", None, "ipc over host, then nccl, all"),
+    ("0123", "0011", "nccl"),
     ("0000", None, "ipc over host"),
     ("0000", "0011", "host"), ("0", None, "alone"),
 ])
@@ -98,8 +108,9 @@ def test_the_runtime_builds_the_choice(monkeypatch, devices, nodes, built):
     monkeypatch.delenv("DISTSORT_TRANSPORT", raising=False)
     monkeypatch.setattr(nccl, "NcclTransport", lambda comm: "nccl")
     monkeypatch.setattr(staged, "StagedTransport", lambda comm, name="host": name)
-    monkeypatch.setattr(ipc, "connect", lambda comm, small, nccl=None: f"ipc over {small}"
-                        + (f", then {nccl()}" if nccl else ""))
+    monkeypatch.setattr(ipc, "connect", lambda comm, small, nccl=None, every_call=False:
+                        f"ipc over {small}" + (f", then {nccl()}" if nccl else "")
+                        + (", all" if every_call else ""))
     assert build.gpu_transport(Comm(), place(devices, nodes)) == built
 
 
