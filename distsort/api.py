@@ -53,7 +53,7 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
     outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending, "stable": stable,
                                                       "order": order},
                                      [keys_check(keys, order)], _listed(out), [(keys.dtype, ())],
-                                     device_memory))
+                                     device_memory, report))
     if keys.dtype.names is not None:
         rows = _by_fields(native(keys), [native(keys)], order, descending, comm, backend, report,
                           device_memory, outs)
@@ -85,7 +85,7 @@ def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: boo
                                      {"descending": descending, "stable": stable,
                                       "order": order},
                                      [keys_check(keys, order), rows_match], out, like,
-                                     device_memory))
+                                     device_memory, report))
     if keys.dtype.names is not None:
         keys_out, values_out = _by_fields(native(keys), [native(keys), native(values)], order,
                                           descending, comm, backend, report, device_memory, outs)
@@ -109,7 +109,7 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
     keys = as_array(keys, "keys")
     outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending, "order": order},
                                      [keys_check(keys, order)], _listed(out), [(np.int64, ())],
-                                     device_memory))
+                                     device_memory, report))
     if keys.dtype.names is not None:
         start = _offset(comm if comm is not None else MPI.COMM_WORLD, len(keys))
         positions = np.arange(start, start + len(keys), dtype=np.int64)
@@ -154,7 +154,7 @@ def sort_records(records, key_size: int, comm=None, *, descending: bool = False,
     outs = begin(comm, backend, Call({"records": records},
                                      {"key_size": key_size, "descending": descending}, [check],
                                      _listed(out), [(records.dtype, records.shape[1:])],
-                                     device_memory))
+                                     device_memory, report))
     job = outofcore.plan(records, comm, backend, device_memory)
     if job:
         return outofcore.sort_records(job, records, key_size, descending,

@@ -25,6 +25,8 @@ def sortable(dtype: np.dtype, order=None) -> np.dtype:
     first), else DistsortError; order names fields of structured keys only."""
     if dtype.names is not None:
         key_fields(dtype, order)
+        if dtype.itemsize == 0:
+            raise DistsortError(f"cannot sort keys of dtype {dtype}: its rows hold no bytes")
         return dtype
     if order is not None:
         raise DistsortError(f"order= names fields of structured keys; these are {dtype}")
@@ -68,15 +70,19 @@ def key_fields(dtype: np.dtype, order) -> list[str]:
 
 
 def encode(records: np.ndarray, fields: list[str], descending: bool) -> np.ndarray:
-    """(n, key_size) uint8: every row's key, the fields' big-endian codes side by side."""
-    if not len(fields):
-        return np.zeros((len(records), 0), np.uint8)
-    return np.concatenate([_field_bytes(records[name], descending) for name in fields], axis=1)
+    """(n, key_size) uint8: every row's key, the fields' big-endian codes side by side; fields
+    of no bytes (S0, U0, V0: every row equal) only, one zero byte (a key is never empty)."""
+    codes = [_field_bytes(records[name], descending) for name in fields]
+    if not sum(c.shape[1] for c in codes):
+        return np.zeros((len(records), 1), np.uint8)
+    return np.concatenate(codes, axis=1)
 
 
 def _field_bytes(values: np.ndarray, descending: bool) -> np.ndarray:
     """(n, width) uint8: one field's codes, big-endian, ascending in the wanted order."""
     kind, n = values.dtype.kind, len(values)
+    if values.dtype.itemsize == 0:  # S0, U0, V0: no bytes to compare (NumPy's view cannot
+        return np.zeros((n, 0), np.uint8)  # make rows of them)
     if kind in "iuf":
         codes = NumericCodec(values.dtype, descending, canonical=True).encode(values, np)
     elif kind in "bMm":

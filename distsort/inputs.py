@@ -19,6 +19,7 @@ from mpi4py import MPI
 from . import fields
 from .errors import DistsortError, agree
 from .memory import parse_size
+from .report import SortReport
 from .runtime import requested_backend
 
 
@@ -34,6 +35,7 @@ class Call:
     out: object = None
     like: list = field(default_factory=list)
     device_memory: int | str | None = None
+    report: object = None  # a SortReport (each rank's own, or None), checked like the rest
 
 
 def as_array(x, name: str):
@@ -84,6 +86,9 @@ def begin(comm, backend: str | None, call: Call) -> list | None:
     One message, and every rank raises, where any rank's call is wrong or differs; else the
     out= arrays (or None)."""
     comm = comm if comm is not None else MPI.COMM_WORLD
+    if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:  # every rank sees it
+        raise DistsortError(f"comm: give an mpi4py intracommunicator (MPI.COMM_WORLD, a Split "
+                            f"of it), not {comm!r}")
     same = _alike(backend, call) if comm.Get_size() > 1 else None  # alone: nothing to compare
 
     def check() -> list | None:
@@ -92,6 +97,9 @@ def begin(comm, backend: str | None, call: Call) -> list | None:
                 raise a.error
         for a_check in call.checks:
             a_check()
+        if call.report is not None and not isinstance(call.report, SortReport):
+            raise DistsortError(f"report: give a distsort.SortReport or None, not "
+                                f"{type(call.report).__name__}")
         if call.device_memory is not None:
             try:
                 parse_size(call.device_memory)

@@ -61,7 +61,7 @@ class Runtime:
 _cache: dict[tuple, Runtime] = {}
 # The backend each (communicator, request) resolved to: choosing takes two collectives, and
 # what they find (every rank has a GPU, a safe CuPy) cannot change while the process runs.
-_chosen: dict[tuple, str] = {}
+_chosen: dict[tuple, tuple[MPI.Comm, str]] = {}
 
 
 def get_runtime(comm=None, backend: str | None = None, engine: str | None = None) -> Runtime:
@@ -73,7 +73,8 @@ def get_runtime(comm=None, backend: str | None = None, engine: str | None = None
     handle, name = MPI._handleof(comm), _choice(comm, requested_backend(backend))
     engine = engine or settings.value("DISTSORT_ENGINE") or None
     key = (handle, name, engine)
-    if key not in _cache:
+    if key not in _cache or _cache[key].comm == MPI.COMM_NULL:  # MPI hands a freed
+        # communicator's handle to the next one made
         _cache[key] = _build(comm, name, engine)
         use_threads(threads_for(_cache[key].node_ranks))  # the rank's share of its node's cores
     return _cache[key]
@@ -97,9 +98,11 @@ def array_module(comm, backend: str | None):
 def _choice(comm, backend: str) -> str:
     """choose_backend's answer for (comm, backend), once per process (two collectives)."""
     handle = MPI._handleof(comm)
-    if (handle, backend) not in _chosen:  # collective: every rank makes the same calls
-        _chosen[handle, backend] = choose_backend(comm, backend)
-    return _chosen[handle, backend]
+    known = _chosen.get((handle, backend))
+    if known is None or known[0] == MPI.COMM_NULL:  # collective: every rank makes the same
+        # calls; a freed communicator's handle may come back for another one
+        _chosen[handle, backend] = (comm, choose_backend(comm, backend))
+    return _chosen[handle, backend][1]
 
 
 def release(comm=None) -> None:
@@ -110,7 +113,7 @@ def release(comm=None) -> None:
     work."""
     handle = MPI._handleof(comm if comm is not None else MPI.COMM_WORLD)
     for (owner, *_), rt in _cache.items():  # built by collective calls: the same on every rank
-        if owner == handle:
+        if owner == handle and rt.comm != MPI.COMM_NULL:  # not a freed one's, of that handle
             rt.transport.release()
 
 

@@ -362,6 +362,10 @@ WRONG_CALLS = {  # problem: (the last rank's call, words of its message, needs a
                         "out= (given on every rank or on none)", True),
     "outs overlap": (lambda x: distsort.sort_pairs(x, x, out=(np.empty(4 * len(x), x.dtype),) * 2),
                      "must not overlap", False),
+    "report not one": (lambda x: distsort.sort(x, report={}), "report: give a distsort.SortReport",
+                       False),
+    "rows of no bytes": (lambda x: distsort.sort(np.zeros(len(x), [("a", "S0")])),
+                         "its rows hold no bytes", False),
 }
 RIGHT_CALLS = {
     "key_size not an int": lambda x: distsort.sort_records(x.view(np.uint8).reshape(-1, 8), 4),
@@ -384,6 +388,38 @@ def _fielded(x: np.ndarray) -> np.ndarray:
     rows = np.empty(len(x), [("a", np.int32), ("b", np.int32)])
     rows["a"], rows["b"] = x, x[::-1]
     return rows
+
+
+def test_a_field_of_no_bytes_sorts_as_numpy_sorts_it_with_an_empty_rank():
+    """S0 and V0 fields compare equal (no bytes): the rows sort by the others; rank 0 holds
+    none (its reshape of no rows passed where the others' raised alone, and it waited)."""
+    rows = np.zeros(0 if COMM.Get_rank() == 0 else 500, [("a", "S0"), ("b", "i4"), ("c", "V0")])
+    rows["b"] = np.random.default_rng(COMM.Get_rank()).integers(0, 50, len(rows))
+    got = everything(distsort.sort(rows, order="a"))
+    np.testing.assert_array_equal(got["b"], np.sort(everything(rows), order="a",
+                                                    kind="stable")["b"])
+
+
+def test_a_freed_communicators_handle_given_to_a_new_one_sorts_on_the_new_one():
+    """MPI hands a freed communicator's handle to the next one made: the runtime kept for the
+    freed one (its communicator null now) is not the new one's."""
+    x = local_data("uniform", "int32", 1000, seed=35)
+    for _ in range(3):
+        sub = COMM.Split(0, COMM.Get_rank())
+        np.testing.assert_array_equal(everything(distsort.sort(x, comm=sub)),
+                                      np.sort(everything(x)))
+        sub.Free()
+
+
+@pytest.mark.skipif(COMM.Get_size() < 2, reason="an intercommunicator joins two groups")
+def test_an_intercommunicator_is_refused_on_every_rank():
+    rank = COMM.Get_rank()
+    half = COMM.Split(rank % 2, rank)
+    inter = half.Create_intercomm(0, COMM, 1 - rank % 2, tag=7)
+    with pytest.raises(distsort.DistsortError, match="give an mpi4py intracommunicator"):
+        distsort.sort(np.arange(5), comm=inter)
+    inter.Free()
+    half.Free()
 
 
 def test_options_that_numpy_holds_call_alike_with_pythons():
