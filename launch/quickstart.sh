@@ -13,11 +13,17 @@ if python3 -c "import mpi4py.MPI, numpy" 2>/dev/null; then
   # an MPI stack (and CuPy, on GPU machines) is importable already: use it as it is
   python=$(command -v python3)  # absolute: Open MPI's mpirun may put its own bin/ first on PATH
   export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-  mpirun=$(command -v mpirun || command -v mpiexec)
+  mpirun=$(command -v mpirun || command -v mpiexec) || {
+    echo "quickstart: python3 imports mpi4py, but neither mpirun nor mpiexec is on PATH: add" \
+      "your MPI's bin folder (e.g. ~/.local/bin, or load its module)" >&2
+    exit 2
+  }
 else
-  if [ ! -x .venv/bin/python ]; then
+  if [ ! -e .venv/.distsort-installed ]; then  # none yet, or an install cut short: again
+    rm -rf .venv
     python3 -m venv .venv
     .venv/bin/python -m pip install -q -e ".[mpich]"
+    touch .venv/.distsort-installed
   fi
   python=.venv/bin/python
   mpirun=.venv/bin/mpiexec

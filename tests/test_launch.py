@@ -402,3 +402,19 @@ def test_quickstart_refuses_a_rank_count_that_is_no_whole_number(ranks):
             run.stdout + run.stderr
     else:
         assert run.returncode == 2 and f"DISTSORT_RANKS='{ranks}'" in run.stderr, run.stderr
+
+
+@pytest.mark.skipif(any(shutil.which(m, path="/usr/bin:/bin") for m in ("mpirun", "mpiexec")),
+                    reason="this machine has an MPI launcher of its own on PATH")
+def test_quickstart_says_so_where_python_has_mpi4py_but_path_has_no_launcher(tmp_path):
+    """mpi4py and NumPy import (pip install --user mpi4py mpich), but no mpirun or mpiexec is
+    on PATH (~/.local/bin missing from it): one line says what to add, exit 2 (it ended
+    silently, exit 1)."""
+    wrapper = tmp_path / "python3"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
+    env = dict(os.environ, PATH=f"{tmp_path}:/usr/bin:/bin")
+    run = subprocess.run(["bash", str(ROOT / "launch" / "quickstart.sh")], capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "neither mpirun nor mpiexec is on PATH" in run.stderr
