@@ -142,10 +142,14 @@ def parser(kind: type = _OneVoice) -> argparse.ArgumentParser:
 
 
 class _JobWords(_OneVoice):
-    """The parser of a service's jobs: wrong words are the job's error, not the service's end."""
+    """The parser of a service's jobs: wrong words are the job's error, not the service's end,
+    and it prints nothing (--help would land in the output of the job running then)."""
 
     def error(self, message: str):
         raise DistsortError(message)
+
+    def _print_message(self, message: str, file=None) -> None:
+        pass
 
 
 def parse_job(argv: list[str]) -> argparse.Namespace:

@@ -2,7 +2,8 @@
 
 A job is the words of a `sort`, `gen` or `check` command line and the folder they are relative
 to. Rank 0 refuses a job before it is queued where the words do not parse or name a path
-outside the roots the service was started with (after `..` and symlinks are resolved). A job
+outside the roots the service was started with (after `..` and symlinks are resolved), and
+fails it unrun where a path is outside when its turn comes (a link changed meanwhile). A job
 that fails as the command line would fail (a DistsortError every rank agreed on) fails alone:
 its client gets the message and the next job runs. What would end a command line's job on every
 rank (an error one rank saw alone, running out of memory where other ranks may wait for the one
@@ -54,6 +55,10 @@ JOB_TAG = 71  # the MPI tag of the jobs rank 0 hands the other ranks
 IDLE_POLL = 0.002  # seconds between an idle rank's looks for its next job: no busy wait
 KEPT = 100  # finished jobs that status still lists
 STOP_GRACE = 10.0  # seconds the running job has to reach its next phase after SIGTERM
+REQUEST_BYTES = 1 << 20  # the longest request line read (before its token is checked)
+REQUEST_SECONDS = 30.0  # a connection that sends no whole request by then is closed
+ACCEPT_RETRY = 0.1  # seconds before accepting again where the process ran out of descriptors
+JOB_WORDS = 1000  # the most words a job may have (parsing takes the square of their number)
 COMMANDS = ("sort", "gen", "check")
 PATHS = ("input", "output", "values", "values_output", "report")  # the jobs' path arguments
 
@@ -227,6 +232,8 @@ class Listener:
         """The next job not cancelled while it waited (None: the service stops)."""
         while True:
             job = self.queue.get()
+            if job is not None and job.state == "queued" and not self._still_inside(job):
+                continue
             with self.lock:
                 if self.stopping:
                     self._not_run(job)
@@ -289,6 +296,24 @@ class Listener:
         self._reply(job, job.public())
         return {"job": number, "state": "cancelled"}
 
+    def _still_inside(self, job: Job) -> bool:
+        """Are the job's paths inside the roots still (a link under a root may have been
+        pointed elsewhere while the job waited)? Where not, the job fails unrun, its client
+        told. (A folder gone meanwhile fails the job as it is entered: _enter says so.)"""
+        try:
+            if os.path.isdir(job.cwd):
+                self._check(job.argv, job.cwd)
+            return True
+        except DistsortError as exc:
+            with self.lock:
+                if job.state != "queued":  # cancelled meanwhile: answered already
+                    return False
+                job.state, job.exit, job.error = "failed", 2, f"{exc} (when the job's turn came)"
+                self.done = (self.done + [job])[-KEPT:]
+        self._log(job)
+        self._reply(job, job.public())
+        return False
+
     def _log(self, job: Job) -> None:
         self.log.write(json.dumps(job.public()) + "\n")  # the service's log: a line a job
         self.log.flush()
@@ -324,18 +349,26 @@ class Listener:
         while True:
             try:
                 conn, _ = self.sock.accept()
-            except OSError:  # closed: the service stops
-                return
-            threading.Thread(target=self._talk, args=(conn,), daemon=True).start()
+            except OSError:
+                if self.sock.fileno() < 0:  # closed: the service stops
+                    return
+                time.sleep(ACCEPT_RETRY)  # out of descriptors for now: the open ones end
+                continue
+            conn.settimeout(REQUEST_SECONDS)
+            try:
+                threading.Thread(target=self._talk, args=(conn,), daemon=True).start()
+            except RuntimeError:  # no thread to be had: this client is turned away
+                conn.close()
 
     def _talk(self, conn: socket.socket) -> None:
         kept = False
         try:
-            request = next(lines(conn), None)
+            request = next(lines(conn, REQUEST_BYTES), None)
             if request is not None and not isinstance(request, dict):
                 raise ValueError(f"a request is a JSON object, not {type(request).__name__}")
             kept = request is not None and self._answer(conn, request)
-        except (OSError, ValueError, TypeError) as exc:  # TypeError: a field of the wrong kind
+        except (OSError, ValueError, TypeError, RecursionError) as exc:  # TypeError: a field
+            # of the wrong kind; RecursionError: JSON nested deeper than Python parses
             with contextlib.suppress(OSError):
                 send(conn, {"state": "refused", "error": f"a bad request: {exc}"})
         finally:
@@ -357,7 +390,10 @@ class Listener:
             self.queue.put(None)
             send(conn, {"state": "stopping"})
         elif op == "cancel":
-            send(conn, self.cancel(int(request.get("job", 0))))
+            job = request.get("job")
+            if type(job) is not int:
+                raise ValueError(f"cancel names a job by its number, not {job!r}")
+            send(conn, self.cancel(job))
         elif op == "submit":
             argv, cwd = request.get("argv"), request.get("cwd") or "/"
             try:
@@ -380,6 +416,8 @@ class Listener:
         the command line would take, or name a path outside the roots."""
         if not (isinstance(argv, list) and argv and all(isinstance(w, str) for w in argv)):
             raise DistsortError("a job is a list of words: a command line without `distsort`")
+        if len(argv) > JOB_WORDS:
+            raise DistsortError(f"a job of {len(argv)} words: give at most {JOB_WORDS}")
         if not (isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
             raise DistsortError(f"a job's folder is an absolute path to a folder: {cwd!r}")
         if argv[0] not in COMMANDS:

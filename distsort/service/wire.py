@@ -62,8 +62,11 @@ def send(conn: socket.socket, message: dict) -> None:
     conn.sendall(json.dumps(message).encode() + b"\n")
 
 
-def lines(conn: socket.socket):
-    """The JSON objects the peer sends, one a line, until it closes the connection."""
+def lines(conn: socket.socket, limit: int | None = None):
+    """The JSON objects the peer sends, one a line, until it closes the connection; a line of
+    more than `limit` bytes is a ValueError (read no further: a peer may send without end)."""
     with conn.makefile("rb") as stream:
-        for line in stream:
+        while line := stream.readline(-1 if limit is None else limit + 1):
+            if limit is not None and len(line) > limit:
+                raise ValueError(f"a request of more than {limit} bytes")
             yield json.loads(line)

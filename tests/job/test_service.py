@@ -81,14 +81,63 @@ def test_paths_out_of_the_roots_through_dots_or_links_are_refused(service, tmp_p
     assert not list(outside.iterdir())
 
 
-@pytest.mark.parametrize("line", [b"[1, 2]", b"not json", b'{"op": "cancel", "job": [1]}'])
+@pytest.mark.parametrize("line", [b"[1, 2]", b"not json", b'{"op": "cancel", "job": [1]}',
+                                  b'{"op": "cancel", "job": 3.7}', b"[" * 100_000,
+                                  b'{"op": "status", "pad": "' + b"x" * (2 << 20) + b'"}'])
 def test_a_request_that_is_not_one_is_answered_and_the_service_serves_on(service, line):
+    """Not a JSON object, a field of the wrong kind, JSON nested past Python's parser, a line
+    longer than the service reads (its memory was the sender's to fill)."""
     with socket.socket(socket.AF_UNIX) as conn:
         conn.connect(service.socket)
-        conn.sendall(line + b"\n")
+        try:
+            conn.sendall(line + b"\n")
+        except (BrokenPipeError, ConnectionResetError):  # answered, and closed, mid-line
+            pass
         reply = json.loads(conn.makefile("rb").readline())
     assert reply["state"] == "refused" and "a bad request" in reply["error"], reply
     assert service.client.status()["running"] is None
+
+
+def test_a_job_of_too_many_words_is_refused(service, tmp_path, monkeypatch):
+    """Parsing takes the square of the words' number: 20,000 words held the listener 41 s."""
+    monkeypatch.chdir(tmp_path)
+    reply = service.client.submit(["gen", "g.npy", "--count", "10"] + ["--quiet"] * 1000)
+    assert reply["state"] == "refused" and "give at most 1000" in reply["error"], reply
+
+
+def test_a_link_pointed_outside_while_its_job_waits_fails_the_job(tmp_path, monkeypatch):
+    """Job 2 names d/in.npy and d/o.npy; while it waits behind job 1, d (a folder under the
+    root) becomes a link to a folder outside: job 2 fails when its turn comes, nothing is
+    read or written outside, and job 3 runs. Help asked for in a job prints nowhere (it went
+    into the running job's output)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    np.save(tmp_path / "d" / "in.npy", np.arange(10, dtype=np.int32))
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    np.save(outside / "in.npy", np.arange(10, dtype=np.int32))
+    service, go = _held_at_read(tmp_path, np.arange(20_000, dtype=np.int64))
+    try:
+        first, got_first = _waiting_job(service.client, ["sort", "in.npy", "-o", "a.npy"])
+        _running(service, first)
+        assert service.client.submit(["gen", "--help"])["state"] == "refused"
+        second, got_second = _waiting_job(service.client, ["sort", "d/in.npy", "-o", "d/o.npy"])
+        while not service.client.status()["queue"]:  # wait for the event: job 2 queued
+            assert second.is_alive()
+        (tmp_path / "d").rename(tmp_path / "d_before")
+        (tmp_path / "d").symlink_to(outside)
+        go.touch()
+        first.join(timeout=120)
+        second.join(timeout=120)
+        assert got_first[0]["state"] == "done" and "usage" not in got_first[0]["output"]
+        failed = got_second[0]
+        assert failed["state"] == "failed" and failed["exit"] == 2, failed
+        assert "outside the folders" in failed["error"] and "turn came" in failed["error"]
+        assert sorted(p.name for p in outside.iterdir()) == ["in.npy"]
+        assert service.client.submit(["sort", "in.npy", "-o", "c.npy"])["state"] == "done"
+    finally:
+        assert service.stop() == 0
+    assert "usage" not in service.proc.stdout.read()
 
 
 def test_one_service_a_socket_and_shutdown_ends_every_rank(service, tmp_path):
