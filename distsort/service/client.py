@@ -33,7 +33,7 @@ class Client:
         outcome once it ran (state 'done', 'failed' or 'cancelled', exit, error, output), else
         its place in the queue. A job the service refuses comes back with state 'refused'."""
         reply = self._ask({"op": "submit", "argv": list(argv), "wait": wait,
-                           "cwd": os.getcwd()})[-1]
+                           "cwd": _folder()})[-1]
         if wait and reply["state"] not in ("done", "failed", "refused", "cancelled"):
             raise DistsortError(f"the service on {self.path} ended before job {reply['job']} "
                                 "was done")
@@ -57,8 +57,8 @@ class Client:
         try:
             conn = self._connect()
         except OSError as exc:
-            raise DistsortError(f"no service answers on {self.path} ({exc.strerror}): start one "
-                                "with `mpirun -n P python -m distsort serve`") from None
+            raise DistsortError(f"no service answers on {self.path} ({exc.strerror or exc}): "
+                                "start one with `mpirun -n P python -m distsort serve`") from None
         try:
             with conn:
                 send(conn, {**request, "token": self.token} if self.token else request)
@@ -115,6 +115,15 @@ def jobs(args, comm) -> int:
     for job in now["done"] + ([now["running"]] if now["running"] else []) + now["queue"]:
         print(job_line(job))
     return 0
+
+
+def _folder() -> str:
+    """The folder a job's relative paths start from: this process's."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise DistsortError("the folder this client runs in was removed: change to one that "
+                            "exists (the job's relative paths start from it)") from None
 
 
 def job_line(job: dict) -> str:

@@ -199,7 +199,7 @@ def _enter(cwd: str) -> None:
     try:
         os.chdir(cwd)
     except OSError as exc:
-        raise DistsortError(f"cannot enter the job's folder {cwd}: {exc.strerror}") from None
+        raise DistsortError(f"cannot enter the job's folder {cwd}: {exc.strerror or exc}") from None
 
 
 class Listener:
@@ -461,7 +461,7 @@ def _bind_tcp(host: str, port: int) -> socket.socket:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         return socket.create_server((host, port), family=family, backlog=64)
     except OSError as exc:
-        raise DistsortError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+        raise DistsortError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 def _bind(path: str) -> socket.socket:
@@ -485,7 +485,7 @@ def _bind(path: str) -> socket.socket:
     try:
         sock.bind(path)
     except OSError as exc:
-        raise DistsortError(f"cannot listen on {path}: {exc.strerror}") from None
+        raise DistsortError(f"cannot listen on {path}: {exc.strerror or exc}") from None
     finally:
         os.umask(old)
     sock.listen(64)

@@ -36,7 +36,7 @@ def read_token(path: str | None) -> str:
             with open(path) as f:
                 token = f.readline().strip()
         except OSError as exc:
-            raise DistsortError(f"--token-file {path}: {exc.strerror}") from None
+            raise DistsortError(f"--token-file {path}: {exc.strerror or exc}") from None
     else:
         token = settings.value("DISTSORT_TOKEN")
     return checked_token(token)
