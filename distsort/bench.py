@@ -15,9 +15,8 @@ import numpy as np
 
 from . import api
 from .errors import DistsortError, agree
-from .gen import generate
+from .gen import check_dist, generate
 from .io import rank_range
-from .io.formats import parse_dtype
 from .io.writer import writable
 from .report import PHASES, SortReport, duration, rate
 from .runtime import get_runtime
@@ -27,9 +26,11 @@ DEFAULT_MAX_PER_RANK = {"gpu": 2**28, "cpu": 2**21}
 
 def run_bench(args, comm) -> int:
     rt = agree(comm, lambda: get_runtime(comm, args.backend))
-    dtype = agree(comm, lambda: parse_dtype(args.dtype))
+    dtype = agree(comm, lambda: check_dist(args.dist, args.dtype))
     agree(comm, lambda: _arguments_usable(args) if comm.Get_rank() == 0 else None)
-    top = args.count or DEFAULT_MAX_PER_RANK[rt.backend.name] * comm.Get_size()
+    top = args.count
+    if top is None:
+        top = DEFAULT_MAX_PER_RANK[rt.backend.name] * comm.Get_size()
     sizes = [top >> (2 * k) for k in range(args.steps)][::-1]
     rows = [_measure(rt, comm, dtype, n, args) for n in sizes if n > 0]
     if comm.Get_rank() == 0:
@@ -62,11 +63,12 @@ def _max():
 
 
 def _arguments_usable(args) -> None:
-    """Before any work: --steps and --reps from 1 on, and the report and the plot can be
+    """Before any work: --steps, --reps and --count from 1 on, and the report and the plot can be
     written (the plot: matplotlib there, and a file type it draws)."""
-    for name in ("steps", "reps"):
-        if getattr(args, name) < 1:
-            raise DistsortError(f"--{name} {getattr(args, name)}: give 1 or more")
+    for name in ("steps", "reps", "count"):  # --count: None where not given
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise DistsortError(f"--{name} {value}: give 1 or more")
     writable(args.report)
     if args.plot:
         writable(args.plot, "the plot", others=(args.report,))

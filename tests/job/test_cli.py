@@ -311,6 +311,8 @@ def test_gen_then_sort_then_check(tmp_path):
     (["sort", "in.npy", "-o", "o.npy", "--values", "v.npy", "--values-output", "./o.npy"],
      "both be written to o.npy"),
     (["bench", "--count", "2^10", "--reps", "0"], "--reps 0: give 1 or more"),
+    (["bench", "--count", "0"], "--count 0: give 1 or more"),
+    (["bench", "--count", "2^10", "--dist", "foo"], "unknown --dist 'foo'"),
     (["bench", "--count", "2^10", "--report", "nodir/b.json"], "the report nodir/b.json"),
     (["bench", "--count", "2^10", "--plot", "nodir/b.png"], "nodir"),
 ])
