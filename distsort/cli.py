@@ -57,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
             args.parser.error(f"{' '.join(alien)}: not an option of {args.command}")
         args.parser.error(f"{' '.join(early)}: give options after the command "
                           f"(python -m distsort {args.command} ... {' '.join(early)})")
+    if getattr(args, "token_file", None) and not args.tcp:  # a Unix socket is its user's alone
+        args.parser.error("--token-file is for --tcp: a service's Unix socket takes no token")
     quiet, shown = getattr(args, "quiet", False), getattr(args, "progress", False)
     progress.configure(False if quiet else (True if shown else None))
 

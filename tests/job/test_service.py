@@ -467,14 +467,16 @@ def test_a_file_at_the_socket_path_is_kept_and_a_job_may_not_write_the_socket(se
 
 
 @pytest.mark.parametrize("command", ["serve", "submit", "jobs"])
-def test_a_socket_and_a_tcp_address_together_are_refused(tmp_path, command):
-    """One of them would have been dropped without a word (--tcp won)."""
+@pytest.mark.parametrize("where, says", [(["--tcp", "127.0.0.1:0"], "not allowed with argument"),
+                                         (["--token-file", "t"], "--token-file is for --tcp")])
+def test_a_socket_and_a_tcp_address_or_token_together_are_refused(tmp_path, command, where,
+                                                                    says):
+    """One of them would have been dropped without a word (--tcp won; the token was unused)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(),
                                                        os.environ.get("PYTHONPATH", "")]))
     words = [sys.executable, "-m", "distsort", command, "--socket", str(tmp_path / "s.sock"),
-             "--tcp", "127.0.0.1:0"] + (["sort", "a.npy", "-o", "b.npy"] if command == "submit"
-                                        else [])
+             *where] + (["sort", "a.npy", "-o", "b.npy"] if command == "submit" else [])
     run = subprocess.run(words, cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=120)
-    assert run.returncode == 2 and "not allowed with argument" in run.stderr, run.stderr
+    assert run.returncode == 2 and says in run.stderr, run.stderr
     assert os.listdir(tmp_path) == []
