@@ -311,7 +311,7 @@ def gen_file(args, comm) -> int:
     from .gen import gen_file as generate_file
     from .gen import gen_format
 
-    records = args.dist == "gensort" or args.record_size
+    records = args.dist == "gensort" or args.record_size is not None or args.key_size is not None
     dtype = args.dtype or (None if records else "uint32")
     fmt = agree(comm, lambda: gen_format(args.output, args.dist, dtype, args.record_size,
                                          args.key_size))

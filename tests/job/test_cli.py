@@ -312,6 +312,8 @@ def test_gen_then_sort_then_check(tmp_path):
      "both be written to o.npy"),
     (["bench", "--count", "2^10", "--reps", "0"], "--reps 0: give 1 or more"),
     (["bench", "--count", "0"], "--count 0: give 1 or more"),
+    (["gen", "g.dat", "--count", "10", "--record-size", "0"],
+     "--record-size must be a positive whole number of bytes, not 0"),
     (["bench", "--count", "2^10", "--dist", "foo"], "unknown --dist 'foo'"),
     (["bench", "--count", "2^10", "--report", "nodir/b.json"], "the report nodir/b.json"),
     (["bench", "--count", "2^10", "--plot", "nodir/b.png"], "nodir"),
