@@ -83,6 +83,9 @@ class Client:
         return conn
 
 
+WHERE_OPTIONS = ("--socket", "--tcp", "--token-file")  # the service's, not a job's
+
+
 def client_of(args) -> Client:
     """The client the command line's --socket, or --tcp and --token-file, name."""
     if args.tcp:
@@ -92,6 +95,10 @@ def client_of(args) -> Client:
 
 def submit(args, comm) -> int:
     """`submit`: one job; its output as the command would print it, its exit status."""
+    misplaced = [w for w in args.job if w.split("=")[0] in WHERE_OPTIONS]
+    if misplaced:  # the job's words would carry them, and the default service be asked
+        raise DistsortError(f"{' '.join(misplaced)}: give where the service listens before the "
+                            "job's words (distsort submit --socket PATH sort IN -o OUT)")
     reply = client_of(args).submit(args.job, wait=not args.no_wait)
     if reply["state"] == "refused":
         raise DistsortError(f"the service refused the job: {reply['error']}")

@@ -466,6 +466,17 @@ def test_a_file_at_the_socket_path_is_kept_and_a_job_may_not_write_the_socket(se
     assert reply["state"] == "refused" and "this service's socket" in reply["error"]
 
 
+def test_where_the_service_listens_after_the_jobs_words_is_named(tmp_path):
+    """--socket after the words went into the job, and the default service was asked."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    words = [sys.executable, "-m", "distsort", "submit", "sort", "a.npy", "-o", "b.npy",
+             "--socket", str(tmp_path / "s.sock")]
+    run = subprocess.run(words, cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2 and "before the job's words" in run.stderr, run.stderr
+
+
 @pytest.mark.parametrize("command", ["serve", "submit", "jobs"])
 @pytest.mark.parametrize("where, says", [(["--tcp", "127.0.0.1:0"], "not allowed with argument"),
                                          (["--token-file", "t"], "--token-file is for --tcp")])
