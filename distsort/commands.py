@@ -447,16 +447,14 @@ def _publish_report(path: str | None, comm, summary: dict) -> None:
     def write():
         if not path or comm.Get_rank() != 0:
             return
-        temp = None
+        temp = temp_beside(path)
         try:
-            temp = temp_beside(path)
             with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w") as f:
                 json.dump(summary, f, indent=2)
             os.replace(temp, path)
         except OSError as exc:
-            if temp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
+            with contextlib.suppress(OSError):  # not made, or made and cut short
+                os.unlink(temp)
             written = ", ".join(f["path"] for f in summary.get("files", []))
             stand = f" (the job's outputs are written: {written})" if written else ""
             raise DistsortError(f"cannot write the report {path}: {exc.strerror}{stand}") from exc
