@@ -21,12 +21,14 @@ import os
 import numpy as np
 
 from ..workers import spread
+from .ahead import PagesAhead
 
 PIECE = 4 << 20  # bytes a request: large enough that a call's cost vanishes, small enough to
 # spread one 64 MiB staging buffer over all of a rank's threads (workers.MAX_THREADS)
 NODE_MAPPED_WRITERS = 16  # threads copying into one file's mapping, all the node's ranks
 # together: more stall each other (4 ranks of 16 threads wrote 16 GiB at 2.9 GB/s, of 4 at 11.5;
 # one rank of 16 or 64 at 10.7: bench/RESULTS.md, run 305)
+AHEAD_SHARE = 4  # a rank's writers over the threads that fault its pages in ahead (ahead.py)
 
 
 def pread_into(fd: int, view: memoryview, offset: int) -> int:
@@ -71,22 +73,29 @@ class FileRange:
     """Bytes [offset, offset + nbytes) of a file open for reading and writing, written piece by
     piece by the pool's threads: copied into a shared mapping of them when `mapped` (the file's
     blocks reserved: see the module doc), by at most NODE_MAPPED_WRITERS / `sharers` threads at
-    once (sharers: the node's ranks that write the file), else by positioned writes. Close it
-    after use."""
+    once (sharers: the node's ranks that write the file), else by positioned writes; `ahead`
+    (lo, hi): the bytes of the range that this rank will write, whose pages are faulted in
+    until the first write (ahead.py). Close it after use."""
 
-    def __init__(self, fd: int, offset: int, nbytes: int, mapped: bool, sharers: int = 1):
+    def __init__(self, fd: int, offset: int, nbytes: int, mapped: bool, sharers: int = 1,
+                 ahead: tuple[int, int] | None = None):
         self.fd, self.offset = fd, offset
         self.writers = max(1, NODE_MAPPED_WRITERS // sharers)
         self._map: mmap.mmap | None = None
         self._bytes: np.ndarray | None = None
+        self._ahead: PagesAhead | None = None
         if mapped and nbytes:
             skip = offset % mmap.ALLOCATIONGRANULARITY  # a mapping starts on a page
             self._map = mmap.mmap(fd, skip + nbytes, offset=offset - skip)
             self._bytes = np.frombuffer(self._map, np.uint8)[skip:]
+            if ahead is not None:
+                self._ahead = PagesAhead(self._bytes[slice(*ahead)],
+                                         max(1, self.writers // AHEAD_SHARE))
 
     def write(self, data: np.ndarray, at: int) -> None:
         """Write data's bytes at byte `at` of the range. Raises OSError as os.pwritev does."""
         data = data.reshape(-1).view(np.uint8)
+        self._stop_ahead()  # faults taken ahead while writes fault too contend, slower than either
         if self._bytes is None:
             pwrite_from(self.fd, memoryview(data), self.offset + at)
             return
@@ -97,6 +106,7 @@ class FileRange:
     def close(self) -> None:
         """Unmap the range; where a view of it is still held (the frames of an interrupted
         write's traceback hold theirs), it is unmapped with its last view instead."""
+        self._stop_ahead()  # its threads use the mapping
         self._bytes = None  # the mapping's one export, released before it closes
         if self._map is not None:
             try:
@@ -104,6 +114,11 @@ class FileRange:
             except BufferError:
                 pass
             self._map = None
+
+    def _stop_ahead(self) -> None:
+        if self._ahead is not None:
+            self._ahead.stop()
+            self._ahead = None
 
 
 def _read_piece(fd: int, view: memoryview, offset: int) -> int:

@@ -35,6 +35,7 @@ from . import staging
 from .formats import FileFormat
 from .guard import TempGuard, remove_later
 from .parallel import FileRange, pwrite_from, reserve
+from .reader import rank_range
 
 TEMP_MARK = "distsort-tmp"
 FREE_LATER = 64 << 20  # bytes: an old output at least this large is freed in the background
@@ -211,10 +212,14 @@ class ShardWriter:
     def _data_range(self) -> FileRange:
         """The file's bytes after the header, for every write: one mapping for the writer's
         life where mapped (a mapping a write call, as the out-of-core rounds make, wrote half as
-        fast: bench/RESULTS.md, run 223)."""
+        fast: bench/RESULTS.md, run 223), its pages faulted in ahead over this rank's even
+        share of the rows (where its shard lies, give or take the sort's balance)."""
         span = self.nbytes - len(self.header)
+        rows = rank_range(self.total, self.comm.Get_rank(), self.comm.Get_size())
+        share = (rows[0] * self.fmt.itemsize, rows[1] * self.fmt.itemsize)
         try:
-            return FileRange(self._fd, len(self.header), span, self._mapped, self._sharers)
+            return FileRange(self._fd, len(self.header), span, self._mapped, self._sharers,
+                             ahead=share)
         except OSError:  # a file system that maps no files: write them
             return FileRange(self._fd, len(self.header), span, False)
 

@@ -1,0 +1,82 @@
+"""An output mapping's pages faulted in ahead of its writes (io/ahead.py, parallel.FileRange)."""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+
+import numpy as np
+import pytest
+
+from distsort.io import ahead
+from distsort.io.parallel import FileRange, reserve
+
+PAGE = mmap.PAGESIZE
+
+
+def _resident(view: np.ndarray) -> np.ndarray:
+    """Which pages from the one view starts in are in memory (mincore)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    address = view.ctypes.data - view.ctypes.data % PAGE
+    length = view.ctypes.data + len(view) - address
+    pages = np.zeros(-(-length // PAGE), np.uint8)
+    if libc.mincore(address, length, pages.ctypes.data) != 0:
+        pytest.skip(f"mincore: {os.strerror(ctypes.get_errno())}")
+    return pages & 1
+
+
+def _reserved(path, nbytes: int, fill: bytes = b"") -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    if not reserve(fd, nbytes):
+        os.close(fd)
+        pytest.skip("this file system reserves no blocks: nothing is mapped")
+    os.pwrite(fd, fill, 0)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # written out of the page cache
+    return fd
+
+
+def test_a_share_that_starts_mid_page_is_faulted_in_and_keeps_its_bytes(tmp_path):
+    nbytes, share = 64 * PAGE, (PAGE + 100, 40 * PAGE + 7)  # not on page bounds, as after a header
+    fd = _reserved(tmp_path / "f", nbytes, b"kept")
+    try:
+        mapping = mmap.mmap(fd, nbytes)
+        view = np.frombuffer(mapping, np.uint8)
+        target = view[slice(*share)]
+        if _resident(target).all():
+            pytest.skip("the file's pages are in memory before any write (tmpfs?)")
+        madvise = ahead._madvise()
+        if madvise is None or madvise(view.ctypes.data + nbytes - PAGE, PAGE,
+                                      ahead.MADV_POPULATE_WRITE):
+            pytest.skip("this kernel refuses MADV_POPULATE_WRITE (before Linux 5.14)")
+        pages = ahead.PagesAhead(target, threads=3)
+        for thread in pages._threads:  # until every piece is in
+            thread.join()
+        assert not pages._stopped  # not refused: whole pages asked for
+        assert _resident(target).all()
+        assert bytes(view[:4]) == b"kept" and not view[4:].any()  # no byte changed
+        pages.stop()
+        del view, target
+        mapping.close()
+    finally:
+        os.close(fd)
+
+
+def test_writes_land_whether_or_not_the_pages_came_in_first(tmp_path, monkeypatch):
+    nbytes = 256 * PAGE
+    data = np.random.default_rng(0).integers(0, 256, nbytes - 300, dtype=np.uint8)
+    for refused in (False, True):
+        if refused:  # a kernel without MADV_POPULATE_WRITE: the threads stop, writes go on
+            monkeypatch.setattr(ahead, "_madvise", lambda: lambda *args: -1)
+        path = tmp_path / f"out{refused}"
+        fd = _reserved(path, nbytes)
+        try:
+            target = FileRange(fd, 300, nbytes - 300, True, ahead=(0, nbytes - 300))
+            target.write(data[: len(data) // 2], 0)  # ends the faults ahead, wherever they are
+            target.write(data[len(data) // 2 :], len(data) // 2)
+            target.close()
+            target.close()  # twice is harmless
+        finally:
+            os.close(fd)
+        assert np.array_equal(np.fromfile(path, np.uint8)[300:], data)
