@@ -23,9 +23,10 @@ def threads_for(ranks_on_node: int) -> int:
     return max(1, min(MAX_THREADS, (os.cpu_count() or 1) // max(ranks_on_node, 1)))
 
 
-def _unbound() -> None:
-    """Let a pool thread run on any of the node's cores: launchers bind a rank to one core
-    (Open MPI does at 1 or 2 ranks), where its threads would take turns."""
+def unbind() -> None:
+    """Let this thread (a pool's, or another that works beside the rank's main thread) run on
+    any of the node's cores: launchers bind a rank to one core (Open MPI does at 1 or 2
+    ranks), where its threads would take turns with the main thread."""
     try:
         os.sched_setaffinity(0, range(os.cpu_count() or 1))  # this thread only; the cpuset
     except (AttributeError, OSError):  # still applies
@@ -44,7 +45,7 @@ def use_threads(threads: int) -> None:
 def _executor() -> ThreadPoolExecutor:
     if "executor" not in _pool:
         _pool["executor"] = ThreadPoolExecutor(_pool["threads"], thread_name_prefix="distsort",
-                                               initializer=_unbound)
+                                               initializer=unbind)
     return _pool["executor"]
 
 

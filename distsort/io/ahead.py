@@ -19,6 +19,8 @@ import threading
 
 import numpy as np
 
+from ..workers import unbind
+
 MADV_POPULATE_WRITE = 23  # linux/mman.h
 PIECE = 64 << 20  # bytes a call: stop() waits for at most one
 
@@ -41,6 +43,7 @@ class PagesAhead:
             thread.start()
 
     def _run(self, madvise) -> None:
+        unbind()  # the faults are the kernel's work: on the rank's one core they held it up
         for k in self._pieces:
             lo = k * PIECE
             if self._stopped or lo >= self._size:

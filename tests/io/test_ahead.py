@@ -80,3 +80,25 @@ def test_writes_land_whether_or_not_the_pages_came_in_first(tmp_path, monkeypatc
         finally:
             os.close(fd)
         assert np.array_equal(np.fromfile(path, np.uint8)[300:], data)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2,
+                    reason="needs two cores and thread affinity")
+def test_the_threads_are_not_held_to_the_core_the_launcher_bound_the_rank_to(monkeypatch):
+    seen = []
+
+    def madvise(*args):  # notes the cores it may run on; refuses, so the thread stops
+        seen.append(os.sched_getaffinity(0))
+        return -1
+
+    monkeypatch.setattr(ahead, "_madvise", lambda: madvise)
+    everywhere = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, [min(everywhere)])  # as Open MPI binds 1 or 2 ranks
+    try:
+        view = np.zeros(4 * PAGE, np.uint8)
+        pages = ahead.PagesAhead(view, threads=1)
+        for thread in pages._threads:  # it stops at the refusal
+            thread.join()
+    finally:
+        os.sched_setaffinity(0, everywhere)
+    assert seen and len(seen[0]) == (os.cpu_count() or 1)
