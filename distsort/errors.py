@@ -89,8 +89,14 @@ def _first_difference(values: list[dict], rank: int) -> tuple[list, DistsortErro
 
 
 def abort(comm, code: int, message: str | None = None) -> NoReturn:
-    """End the whole job with exit code `code` on every rank, after writing message (if any)
-    to stderr and giving the launcher ABORT_GRACE seconds to pass on what stderr holds."""
+    """End the whole job with exit code `code` on every rank, after removing the temporary
+    outputs this process holds, writing message (if any) to stderr and giving the launcher
+    ABORT_GRACE seconds to pass on what stderr holds."""
+    from .io.guard import remove_held  # here: io's modules import this one
+
+    # no partial output once the launcher returns: the killed ranks' watchers remove their
+    # files too, but perhaps only after it has
+    remove_held()
     if message is not None:
         sys.stderr.write(message + "\n")
     sys.stderr.flush()

@@ -84,7 +84,24 @@ class _Watcher:
         return self._proc is not None
 
 
+    def remove_held(self) -> None:
+        """Remove every file held now (the job is being aborted: the watcher would, but after
+        the launcher may have returned)."""
+        with self._lock:
+            held = list(self._held)
+        for name in held:
+            try:
+                os.unlink(name)
+            except OSError:
+                pass
+
+
 _watcher = _Watcher()
+
+
+def remove_held() -> None:
+    """Remove the temporary files this process holds, now (errors.abort, before the job ends)."""
+    _watcher.remove_held()
 
 
 class TempGuard:
