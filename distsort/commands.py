@@ -88,52 +88,72 @@ def sort_file(args, comm) -> int:
     began = time.perf_counter()
     report = SortReport()
     report.timed["start"] = started  # the launch, imports and MPI start-up
-    with phase(report, "init", HostClock()):  # the device, the kernels, the files' layouts
-        rt = agree(comm, lambda: get_runtime(comm, args.backend or "auto"))
-        fmt = agree(comm, lambda: _input_format(args))
-        source = agree(comm, lambda: open_input(args.input, fmt))
-        out_fmt = agree(comm, lambda: _output_format(args, fmt))
-        values = agree(comm, lambda: _open_values(args, source.count))
-        paths = agree(comm, lambda: _output_paths(args, out_fmt, values))
-        agree(comm, lambda: writable(args.report, others=(args.input, args.values)
-                                     + tuple(path for path, _ in paths)))
-        budget = agree(comm, lambda: plan.budget(rt, args.device_memory))
-    start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
-    read_row = fmt.itemsize + (values.fmt.itemsize if values else 0)  # key and value bytes
-    row = read_row + 8 * bool(args.argsort)
-    if fmt.structured:  # the library plans its sort, within the same budget
-        _sort_by_fields(args, comm, source, values, (start, stop), paths, report, budget)
-    elif plan.over_budget(rt, plan.in_memory_bytes(rt, stop - start, row), budget):
-        outofcore_files.sort_file(rt, args, fmt, source, values, paths, budget, report)
-    else:
-        stand = fmt.stand_ins(args.descending)
-        order = stand.sort_descending if stand else args.descending
-        with phase(report, "read", HostClock()):
-            local = agree(comm, lambda: _read(comm, source, start, stop, rt.xp, "read"))
-            local_values = agree(comm, lambda: _read(comm, values, start, stop, rt.xp,
-                                                     "values read")) if values else None
-        if stand:  # bool, datetime64, timedelta64: sorted and checked as their stand-ins
-            with phase(report, "encode", rt.backend.clock()):
-                local = stand.encode(local)
-        outputs = _sort_local(args, fmt, local, local_values, comm, report, budget, order)
-        if args.verify:
-            with phase(report, "verify", HostClock(rt.backend.synchronize)):
-                _verify(comm, local, local_values, outputs, rt.xp, order, fmt.key_size)
-        if stand and not args.argsort:
-            with phase(report, "decode", rt.backend.clock()):
-                outputs[0] = stand.bits(outputs[0])
-        del local, local_values
-        with phase(report, "write", HostClock()):
-            _write(comm, paths, outputs, args.durable)
+    writers = []
+    try:
+        with phase(report, "init", HostClock()):  # the device, the kernels, the files' layouts
+            rt = agree(comm, lambda: get_runtime(comm, args.backend or "auto"))
+            fmt = agree(comm, lambda: _input_format(args))
+            source = agree(comm, lambda: open_input(args.input, fmt))
+            out_fmt = agree(comm, lambda: _output_format(args, fmt))
+            values = agree(comm, lambda: _open_values(args, source.count))
+            paths = agree(comm, lambda: _output_paths(args, out_fmt, values))
+            agree(comm, lambda: writable(args.report, others=(args.input, args.values)
+                                         + tuple(path for path, _ in paths)))
+            budget = agree(comm, lambda: plan.budget(rt, args.device_memory))
+            for path, fmt_out in paths:  # made now: their pages come in while the job reads
+                writers.append(ShardWriter(path, fmt_out, source.count, comm, args.durable))
+        _sort_to(args, comm, rt, (fmt, source, values), writers, report, budget)
+    finally:
+        for writer in writers:
+            writer.abort()
     report.wall = started + time.perf_counter() - began
     summary = summarize(comm.allgather(report.as_dict()), source.count)
-    summary.update(file_facts(summary, args.input, source.count * read_row, paths))
+    summary.update(file_facts(summary, args.input, source.count * _read_row(fmt, values),
+                              paths))
     _publish_report(args.report, comm, summary)
     if comm.Get_rank() == 0 and not args.quiet:
         written = ", ".join(f"{f['path']} ({f['format']})" for f in summary["files"])
         print(describe(summary, f"{source.count} {fmt.describe()} from {args.input}", report)
               + f"\n  wrote {written}" + ("  (verified)" if args.verify else ""), flush=True)
     return 0
+
+
+def _sort_to(args, comm, rt, inputs: tuple, writers: list, report, budget: int) -> None:
+    """Sort the input (format, keys file, values file or None) into the writers' files: by
+    fields, out of core or in memory, as the input's kind and size ask."""
+    fmt, source, values = inputs
+    start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
+    row = _read_row(fmt, values) + 8 * bool(args.argsort)
+    if fmt.structured:  # the library plans its sort, within the same budget
+        _sort_by_fields(args, comm, source, values, (start, stop), writers, report, budget)
+        return
+    if plan.over_budget(rt, plan.in_memory_bytes(rt, stop - start, row), budget):
+        outofcore_files.sort_file(rt, args, fmt, source, values, writers, budget, report)
+        return
+    stand = fmt.stand_ins(args.descending)
+    order = stand.sort_descending if stand else args.descending
+    with phase(report, "read", HostClock()):
+        local = agree(comm, lambda: _read(comm, source, start, stop, rt.xp, "read"))
+        local_values = agree(comm, lambda: _read(comm, values, start, stop, rt.xp,
+                                                 "values read")) if values else None
+    if stand:  # bool, datetime64, timedelta64: sorted and checked as their stand-ins
+        with phase(report, "encode", rt.backend.clock()):
+            local = stand.encode(local)
+    outputs = _sort_local(args, fmt, local, local_values, comm, report, budget, order)
+    if args.verify:
+        with phase(report, "verify", HostClock(rt.backend.synchronize)):
+            _verify(comm, local, local_values, outputs, rt.xp, order, fmt.key_size)
+    if stand and not args.argsort:
+        with phase(report, "decode", rt.backend.clock()):
+            outputs[0] = stand.bits(outputs[0])
+    del local, local_values
+    with phase(report, "write", HostClock()):
+        _write(comm, writers, outputs)
+
+
+def _read_row(fmt: FileFormat, values) -> int:
+    """Bytes a row of the input: its key's and its value's (values: InputFile or None)."""
+    return fmt.itemsize + (values.fmt.itemsize if values else 0)
 
 
 def file_facts(summary: dict, input_path: str, nbytes: int, paths: list) -> dict:
@@ -151,7 +171,7 @@ def file_facts(summary: dict, input_path: str, nbytes: int, paths: list) -> dict
                for step in moved}}
 
 
-def _sort_by_fields(args, comm, source, values, span: tuple, paths: list, report,
+def _sort_by_fields(args, comm, source, values, span: tuple, writers: list, report,
                     budget: int) -> None:
     """A structured .npy, sorted by its fields (--order first) in host memory: each rank's rows
     go to the library (api.sort, argsort or sort_pairs with order=), which sorts them as byte
@@ -177,7 +197,7 @@ def _sort_by_fields(args, comm, source, values, span: tuple, paths: list, report
             after, _ = fields.keyed(outputs[0], args.order, args.descending, [outputs[0]])
             _verify(comm, before, local_values, [after] + outputs[1:], np, False, key_size)
     with phase(report, "write", HostClock()):  # in the form the writers take (payload.py)
-        _write(comm, paths, [stored(o) for o in outputs], args.durable)
+        _write(comm, writers, [stored(o) for o in outputs])
 
 
 def _read(comm, source, start: int, stop: int, xp, what: str):
@@ -281,21 +301,15 @@ def _output_paths(args, out_fmt: FileFormat, values) -> list:
     return paths
 
 
-def _write(comm, paths: list, outputs, durable: bool) -> None:
-    """Write every output under a temporary name; publish them only when all are written."""
-    counts = comm.allgather(len(outputs[0]))
-    start, total = sum(counts[: comm.Get_rank()]), sum(counts)
-    writers = []
-    try:
-        for (path, fmt), data in zip(paths, outputs):
-            writers.append(ShardWriter(path, fmt, total, comm, durable))
-            with progress.Bar(comm, f"write {os.path.basename(path)}", data.nbytes) as bar:
-                writers[-1].write(start, data, bar.add)
-        for writer in writers:
-            writer.commit()
-    finally:
-        for writer in writers:
-            writer.abort()
+def _write(comm, writers: list, outputs) -> None:
+    """Write every output (its writer's file, under a temporary name, made before); publish
+    them only when all are written. The caller aborts the writers on failure."""
+    start = comm.exscan(len(outputs[0])) or 0
+    for writer, data in zip(writers, outputs):
+        with progress.Bar(comm, f"write {os.path.basename(writer.path)}", data.nbytes) as bar:
+            writer.write(start, data, bar.add)
+    for writer in writers:
+        writer.commit()
 
 
 def _values_path(output: str, fmt: FileFormat) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..check import Summary, checksum, combine
 from ..errors import DistsortError, agree
-from ..io import FileFormat, InputFile, ShardWriter, rank_range
+from ..io import FileFormat, InputFile, rank_range
 from ..io.staging import load
 from ..payload import restored
 from ..phases import phase
@@ -30,10 +30,11 @@ from .writes import WritesBehind
 
 
 def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: InputFile | None,
-              paths: list, budget: int, report: SortReport) -> None:
+              writers: list, budget: int, report: SortReport) -> None:
     """Sort the file out of core, within `budget` bytes of device memory per rank.
 
-    paths: (path, format) of the output and, with values, of the values output. Collective.
+    writers: ShardWriters of the output and, with values, of the values output (the caller
+    made them, and aborts them on failure). Collective.
     """
     comm = rt.comm
     start, stop = rank_range(source.count, comm.Get_rank(), comm.Get_size())
@@ -42,26 +43,22 @@ def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: Inp
     order = stand.sort_descending if stand else args.descending
     check = StreamCheck(order, fmt.key_size) if args.verify else None
     like = None if values is None else np.empty(0, values.fmt.native_dtype)  # 1-D or uint8 rows
-    writers, behind = [], None
+
+    def write(row: int, columns: list) -> None:  # host columns, on the writes' thread
+        if values is not None:  # back to the values' dtype where they travelled as bytes
+            columns = [columns[0], restored(columns[1], like)]
+        for writer, column in zip(writers, columns):
+            writer.write(row, column)
+
+    def put(row: int, columns: list) -> None:  # a round's columns, on the device
+        if check:  # the bytes as they travelled: the checksum reads bytes alike
+            check.wrote(columns, rt.xp)
+        if stand and not args.argsort:  # the keys' bits from their stand-ins
+            columns = [stand.bits(columns[0])] + columns[1:]
+        behind.put(row, columns)
+
+    behind = WritesBehind(rt, write)
     try:
-        with phase(report, "init", HostClock()):  # the output files made: their layouts
-            for path, out_fmt in paths:
-                writers.append(ShardWriter(path, out_fmt, source.count, comm, args.durable))
-
-        def write(row: int, columns: list) -> None:  # host columns, on the writes' thread
-            if values is not None:  # back to the values' dtype where they travelled as bytes
-                columns = [columns[0], restored(columns[1], like)]
-            for writer, column in zip(writers, columns):
-                writer.write(row, column)
-
-        def put(row: int, columns: list) -> None:  # a round's columns, on the device
-            if check:  # the bytes as they travelled: the checksum reads bytes alike
-                check.wrote(columns, rt.xp)
-            if stand and not args.argsort:  # the keys' bits from their stand-ins
-                columns = [stand.bits(columns[0])] + columns[1:]
-            behind.put(row, columns)
-
-        behind = WritesBehind(rt, write)
         piecewise = file_source(rt, args, fmt, source, values, start, stop, check, stand)
         external_sort(rt, piecewise, budget, report, write=put)
         with phase(report, "write", HostClock()):  # what the rounds did not hide
@@ -73,10 +70,7 @@ def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: Inp
             for writer in writers:
                 writer.commit()
     finally:
-        if behind is not None:
-            behind.stop()
-        for writer in writers:
-            writer.abort()
+        behind.stop()  # before the caller aborts the files it writes into
 
 
 def file_source(rt, args, fmt: FileFormat, source: InputFile, values: InputFile | None,

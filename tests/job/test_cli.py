@@ -43,6 +43,31 @@ def test_sort_npy_matches_numpy(tmp_path, dtype):
     assert sorted(os.listdir(tmp_path)) == ["in.npy", "out.npy"]  # no temporary left
 
 
+@pytest.mark.parametrize("budget", [[], ["--device-memory", "1MiB"]])
+def test_the_outputs_are_made_before_the_input_is_read(tmp_path, monkeypatch, budget):
+    """So their pages come in while the job reads and sorts (io/ahead.py), in memory and out of
+    core; the values' output too."""
+    from distsort.cli import main
+    from distsort.outofcore import files
+
+    made = []
+
+    def watched(load):
+        def read(*args, **kwargs):
+            made.append(sum(TEMP_MARK in name for name in os.listdir(tmp_path)))
+            return load(*args, **kwargs)
+        return read
+
+    monkeypatch.setattr(commands, "load", watched(commands.load))
+    monkeypatch.setattr(files, "load", watched(files.load))
+    np.save(tmp_path / "in.npy", np.arange(50_000, dtype=np.uint32)[::-1])
+    np.save(tmp_path / "v.npy", np.arange(50_000, dtype=np.int64))
+    code = main(["sort", str(tmp_path / "in.npy"), "-o", str(tmp_path / "out.npy"), "--values",
+                 str(tmp_path / "v.npy"), "--quiet", "--backend", "cpu", *budget])
+    assert code == 0 and np.array_equal(np.load(tmp_path / "out.npy"), np.arange(50_000))
+    assert made and set(made) == {2}  # keys' and values' outputs, at every read
+
+
 def test_sort_raw_descending_and_check(tmp_path):
     x = mixed_keys("float32")
     x.tofile(tmp_path / "in.bin")
