@@ -83,7 +83,6 @@ class _Watcher:
             self._proc = None
         return self._proc is not None
 
-
     def remove_held(self) -> None:
         """Remove every file held now (the job is being aborted: the watcher would, but after
         the launcher may have returned)."""
