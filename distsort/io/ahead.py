@@ -8,6 +8,9 @@ its own from the moment the file is made, while the job reads and sorts, front t
 the writes will come (madvise MADV_POPULATE_WRITE, Linux 5.14 on, which leaves the bytes as
 they are), until the first write: faults taken ahead beside the writes' own faults in one file
 contend and make the writes slower (run 308). A hint only: where the kernel refuses, it stops.
+The pages it faults in are dirty (of zeros, until the writes come): no more of them than the
+kernel lets build up before it starts writing dirty pages back (room()), or it would write the
+zeros to disk and then the data.
 """
 
 from __future__ import annotations
@@ -31,16 +34,21 @@ class PagesAhead:
 
     def __init__(self, view: np.ndarray, threads: int):
         address = view.ctypes.data  # madvise takes whole pages: from the page it starts in
+        self._view = view  # held while the threads run: the mapping cannot go before them
         self._base = address - address % mmap.PAGESIZE  # (the mapping starts on a page)
         self._size = len(view) + address - self._base
         self._pieces = itertools.count()  # next() is atomic under the GIL
         self._stopped = False
         madvise = _madvise()
-        self._threads = [threading.Thread(target=self._run, args=(madvise,), daemon=True,
-                                          name="distsort-pages") for _ in range(threads)
-                         if madvise is not None and self._size]
-        for thread in self._threads:
-            thread.start()
+        self._threads: list[threading.Thread] = []
+        for _ in range(threads if madvise is not None and len(view) else 0):
+            self._threads.append(threading.Thread(target=self._run, args=(madvise,),
+                                                  daemon=True, name="distsort-pages"))
+            try:
+                self._threads[-1].start()
+            except RuntimeError:  # no more threads: those started do the work
+                self._threads.pop()
+                break
 
     def _run(self, madvise) -> None:
         unbind()  # the faults are the kernel's work: on the rank's one core they held it up
@@ -57,6 +65,24 @@ class PagesAhead:
         self._stopped = True
         for thread in self._threads:
             thread.join()
+
+
+def room(sharers: int) -> int:
+    """Bytes one of `sharers` ranks of a node may fault in ahead: its share of the dirty page
+    cache the kernel lets build up before it writes back (vm.dirty_background_bytes, else
+    dirty_background_ratio percent of the available memory); 0 where that is not known."""
+    try:
+        with open("/proc/sys/vm/dirty_background_bytes") as f:
+            limit = int(f.read())
+        if not limit:
+            with open("/proc/sys/vm/dirty_background_ratio") as f:
+                ratio = int(f.read())
+            with open("/proc/meminfo") as f:
+                kib = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
+            limit = kib * 1024 * ratio // 100
+    except (OSError, ValueError, StopIteration):
+        return 0
+    return limit // max(sharers, 1)
 
 
 def _madvise():

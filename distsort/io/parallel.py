@@ -21,7 +21,7 @@ import os
 import numpy as np
 
 from ..workers import spread
-from .ahead import PagesAhead
+from .ahead import PagesAhead, room
 
 PIECE = 4 << 20  # bytes a request: large enough that a call's cost vanishes, small enough to
 # spread one 64 MiB staging buffer over all of a rank's threads (workers.MAX_THREADS)
@@ -74,8 +74,9 @@ class FileRange:
     piece by the pool's threads: copied into a shared mapping of them when `mapped` (the file's
     blocks reserved: see the module doc), by at most NODE_MAPPED_WRITERS / `sharers` threads at
     once (sharers: the node's ranks that write the file), else by positioned writes; `ahead`
-    (lo, hi): the bytes of the range that this rank will write, whose pages are faulted in
-    until the first write (ahead.py). Close it after use."""
+    (lo, hi): the bytes of the range that this rank will write, whose pages (the first
+    ahead.room() bytes of them) are faulted in until the first write (ahead.py). Close it
+    after use."""
 
     def __init__(self, fd: int, offset: int, nbytes: int, mapped: bool, sharers: int = 1,
                  ahead: tuple[int, int] | None = None):
@@ -89,7 +90,9 @@ class FileRange:
             self._map = mmap.mmap(fd, skip + nbytes, offset=offset - skip)
             self._bytes = np.frombuffer(self._map, np.uint8)[skip:]
             if ahead is not None:
-                self._ahead = PagesAhead(self._bytes[slice(*ahead)],
+                lo, hi = ahead
+                hi = min(hi, lo + room(sharers))  # the first bytes: the writes come in order
+                self._ahead = PagesAhead(self._bytes[lo:max(lo, hi)],
                                          max(1, self.writers // AHEAD_SHARE))
 
     def write(self, data: np.ndarray, at: int) -> None:

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from distsort.io import ahead
+from distsort.io import ahead, parallel
 from distsort.io.parallel import FileRange, reserve
 
 PAGE = mmap.PAGESIZE
@@ -57,7 +57,7 @@ def test_a_share_that_starts_mid_page_is_faulted_in_and_keeps_its_bytes(tmp_path
         assert _resident(target).all()
         assert bytes(view[:4]) == b"kept" and not view[4:].any()  # no byte changed
         pages.stop()
-        del view, target
+        del view, target, pages
         mapping.close()
     finally:
         os.close(fd)
@@ -102,3 +102,34 @@ def test_the_threads_are_not_held_to_the_core_the_launcher_bound_the_rank_to(mon
     finally:
         os.sched_setaffinity(0, everywhere)
     assert seen and len(seen[0]) == (os.cpu_count() or 1)
+
+
+def test_an_empty_share_faults_nothing_not_even_its_neighbours_page(tmp_path):
+    fd = _reserved(tmp_path / "f", 4 * PAGE)
+    try:
+        mapping = mmap.mmap(fd, 4 * PAGE)
+        view = np.frombuffer(mapping, np.uint8)
+        pages = ahead.PagesAhead(view[PAGE + 100 : PAGE + 100], threads=2)
+        assert pages._threads == []
+        pages.stop()
+        del view, pages
+        mapping.close()
+    finally:
+        os.close(fd)
+
+
+def test_no_more_is_faulted_in_than_the_kernel_lets_stay_dirty(tmp_path, monkeypatch):
+    """The faulted pages are dirty (zeros): past the room the kernel allows before it writes
+    dirty pages back, it would write the zeros to disk, then the data. So only the share's
+    first bytes, as many as one of the node's writers' room."""
+    assert ahead.room(1) > 0 and ahead.room(4) <= ahead.room(1) // 4 + 1  # read from /proc
+    nbytes = 64 * PAGE
+    monkeypatch.setattr(parallel, "room", lambda sharers: 8 * PAGE // sharers)
+    fd = _reserved(tmp_path / "f", nbytes)
+    try:
+        target = FileRange(fd, 0, nbytes, True, sharers=2, ahead=(PAGE, nbytes))
+        assert target._ahead._base == target._bytes.ctypes.data + PAGE
+        assert target._ahead._size == 4 * PAGE  # the room of one of 2 sharers
+        target.close()
+    finally:
+        os.close(fd)
