@@ -8,6 +8,7 @@ rank calls it after a step that can fail locally, and either all ranks go on or 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
@@ -89,19 +90,22 @@ def _first_difference(values: list[dict], rank: int) -> tuple[list, DistsortErro
 
 
 def abort(comm, code: int, message: str | None = None) -> NoReturn:
-    """End the whole job with exit code `code` on every rank, after removing the temporary
-    outputs this process holds, writing message (if any) to stderr and giving the launcher
-    ABORT_GRACE seconds to pass on what stderr holds."""
+    """End the whole job with exit code `code` on every rank, after writing message (if any)
+    to stderr and giving the launcher ABORT_GRACE seconds to pass on what stderr holds, while
+    the temporary outputs this process holds are removed (at most another ABORT_GRACE: a file
+    system that hangs does not hold the abort)."""
     from .io.guard import remove_held  # here: io's modules import this one
 
     # no partial output once the launcher returns: the killed ranks' watchers remove their
     # files too, but perhaps only after it has
-    remove_held()
+    removal = threading.Thread(target=remove_held, daemon=True)
+    removal.start()
     if message is not None:
         sys.stderr.write(message + "\n")
     sys.stderr.flush()
     try:
         time.sleep(ABORT_GRACE)
+        removal.join(ABORT_GRACE)
     except KeyboardInterrupt:  # a second Ctrl-C: abort at once
         pass
     comm.Abort(code)
