@@ -86,7 +86,7 @@ def sort_file(args, comm) -> int:
     (outofcore/files.py)."""
     started = since_start() if args.launched is None else args.launched
     began = time.perf_counter()
-    report = SortReport()
+    report = SortReport(rank=comm.Get_rank())  # the phases before the sort's know their rank
     report.timed["start"] = started  # the launch, imports and MPI start-up
     writers = []
     try:

@@ -473,6 +473,21 @@ def test_a_rank_that_runs_out_of_memory_in_its_finish_ends_the_job_with_one_mess
     assert os.listdir(tmp_path) == ["in.npy"]
 
 
+def test_a_fault_in_an_early_phase_strikes_the_rank_it_names(tmp_path):
+    """The phases before the sort know their rank: a fault injected in rank 1's read once fired
+    on every rank as rank 0's, and never as rank 1's (the failure tests aimed past rank 0 in
+    those phases tested nothing)."""
+    np.save(tmp_path / "in.npy", np.arange(300_000, dtype=np.int64)[::-1])
+    env = dict(os.environ, DISTSORT_BACKEND="cpu", PYTHONPATH=os.getcwd(),
+               DISTSORT_FAULT="read:1:oom")
+    cmd = [mpiexec(), "-n", "3", sys.executable, "-m", "distsort", "sort", "in.npy", "-o", "o.npy"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert run.returncode != 0
+    assert run.stderr.count("distsort: error:") == 1, run.stderr
+    assert "rank 1 ran out of memory (injected fault read:1:oom)" in run.stderr
+    assert os.listdir(tmp_path) == ["in.npy"]
+
+
 def job_processes(name: str, value: str) -> list[int]:
     """Processes whose environment holds name=value (Linux /proc; skips elsewhere)."""
     if not os.path.isdir("/proc/self"):
