@@ -98,6 +98,16 @@ def ensure_replaceable(path) -> None:
                             "new file to its name, which would replace it; give a file name")
 
 
+def _keep_mode(temp: str, path: str) -> None:
+    """Give temp the permission bits of the file at path, if there is one (cp onto a file and
+    np.save over it keep them; a new file would take the umask's)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    os.chmod(temp, stat.S_IMODE(mode))
+
+
 def temp_beside(path) -> str:
     """A new temporary name beside path: .NAME.distsort-tmp-XXXXXXXX, NAME cut where the whole
     would be longer than the folder's file names may be (an output name of 233-255 bytes)."""
@@ -295,8 +305,9 @@ class ShardWriter:
         two names instead (as atomic), and free the old file in the background: renaming over
         it would wait while ext4 writes the new file out (it does so on a rename that replaces
         a file, which takes seconds for a large one) and then frees the old one's pages
-        (slow too)."""
+        (slow too). The new file takes the old one's permissions, as a copy onto it would."""
         try:
+            _keep_mode(self.temp, self.path)
             if self._large_file_there() and _exchange(self.temp, self.path):
                 remove_later(self.temp)  # the old output, under the temporary name now
             else:

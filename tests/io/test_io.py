@@ -316,6 +316,18 @@ def test_output_permissions_follow_the_umask(tmp_path):
     assert (tmp_path / "o.raw").stat().st_mode & 0o777 == 0o644
 
 
+@pytest.mark.parametrize("size", [2, 1 << 20])  # renamed over, names exchanged (FREE_LATER)
+def test_a_replaced_output_keeps_its_permissions(tmp_path, monkeypatch, size):
+    from distsort.io import writer
+
+    monkeypatch.setattr(writer, "FREE_LATER", 1 << 16)
+    out = tmp_path / "o.raw"
+    out.write_bytes(b"old" * size)
+    out.chmod(0o640)
+    write_shards(COMM, out, FileFormat.raw("u1"), np.ones(size, np.uint8))
+    assert out.read_bytes() == b"\x01" * size and out.stat().st_mode & 0o777 == 0o640
+
+
 def test_wrong_pieces_are_programming_errors(tmp_path):
     with ShardWriter(tmp_path / "o.raw", FileFormat.raw("u4"), 4, COMM) as w:
         with pytest.raises(ValueError):
