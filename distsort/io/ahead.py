@@ -22,6 +22,7 @@ import threading
 
 import numpy as np
 
+from ..memory import available_host_memory
 from ..workers import unbind
 
 MADV_POPULATE_WRITE = 23  # linux/mman.h
@@ -76,11 +77,8 @@ def room(sharers: int) -> int:
             limit = int(f.read())
         if not limit:
             with open("/proc/sys/vm/dirty_background_ratio") as f:
-                ratio = int(f.read())
-            with open("/proc/meminfo") as f:
-                kib = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
-            limit = kib * 1024 * ratio // 100
-    except (OSError, ValueError, StopIteration):
+                limit = available_host_memory() * int(f.read()) // 100
+    except (OSError, ValueError):
         return 0
     return limit // max(sharers, 1)
 
