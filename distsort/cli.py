@@ -40,7 +40,7 @@ EXAMPLES = """examples:
   mpirun -n 4 python -m distsort sort big.npy -o out.npy --device-memory 8GiB   # out of core
   mpirun -n 4 python -m distsort bench --count 2^30 --plot bench.png
   python -m distsort info --json
-  python -m distsort compile                                  # once per machine or image (GPUs)
+  mpirun -n 2 python -m distsort compile                      # once per machine or image (GPUs)
 """
 
 

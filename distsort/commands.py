@@ -389,29 +389,34 @@ def _argsort_checks_keys() -> None:
 
 def compile_kernels(args, comm) -> int:
     """`compile`: every CUDA kernel a sort may use into the kernel cache (cuda_source.py): ours,
-    and CuPy's own that a small sort of every kind compiles."""
+    and CuPy's own that small sorts of every kind compile: a rank's alone and, where compile
+    runs on several ranks, theirs together, split and folded (steps/fold.py). Those of several
+    ranks differ (the steps, the transport): at one rank a note says how to compile them."""
     from . import check as check_module
     from . import keys
     from .backend import gpu_count
     from .cuda_source import compile_apart, kernel_cache, use_kernel_cache
     from .local import digit_partition, partition, radix, rows, tiles
     from .steps import sample
+    from .transport.choice import FOLD, SPLIT
 
     if not comm.allreduce(gpu_count() > 0, op=MPI.LAND):
         agree(comm, _no_gpu_to_compile_for)
-    rt = agree(comm, lambda: get_runtime(comm, "gpu"))  # built for this GPU's architecture
-    use_kernel_cache(fill=True)
+    use_kernel_cache(fill=True)  # first: building a runtime of several ranks runs kernels
+    agree(comm, lambda: get_runtime(comm, "gpu"))  # built for this GPU's architecture
     start = time.perf_counter()
     modules = (radix, digit_partition, check_module, keys, sample, partition, rows, tiles)
     compile_apart([module.compile_all for module in modules])
-    for dtype in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-                  "float16", "float32", "float64"):
-        _warm_up(comm, rt.xp, np.dtype(dtype))
-    records = (rt.xp.arange(16 << 16) % 251).astype(np.uint8).reshape(-1, 16)
-    api.sort_records(records, 10, comm)
+    _warm_up(MPI.COMM_SELF)
+    for sharing in (SPLIT, FOLD) if comm.Get_size() > 1 else ():
+        with _environment("DISTSORT_SHARED_GPU", sharing):
+            _warm_up(comm)
     seconds = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
     if comm.Get_rank() == 0:
         print(f"distsort: the CUDA kernels are compiled in {kernel_cache()} ({seconds:.1f} s)")
+        if comm.Get_size() == 1:
+            print("distsort: those of jobs on several ranks were not: run `mpirun -n 2 python -m "
+                  "distsort compile` (or your launcher) for them", flush=True)
     return 0
 
 
@@ -420,21 +425,48 @@ def _no_gpu_to_compile_for() -> None:
                         "and a visible GPU on every rank (on CPUs there is nothing to compile)")
 
 
-def _warm_up(comm, xp, dtype: np.dtype) -> None:
+@contextlib.contextmanager
+def _environment(name: str, value: str):
+    """$name set to value within (every rank alike), then as it was."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
+
+
+def _warm_up(comm) -> None:
+    """Sorts of every kind and dtype on comm's ranks, so that CuPy compiles the kernels of its
+    own that they use."""
+    xp = get_runtime(comm, "gpu").xp
+    for dtype in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                  "float16", "float32", "float64"):
+        _warm_up_dtype(comm, xp, np.dtype(dtype))
+    records = (xp.arange(16 << 16) % 251).astype(np.uint8).reshape(-1, 16)
+    api.sort_records(records, 10, comm)
+
+
+def _warm_up_dtype(comm, xp, dtype: np.dtype) -> None:
     """Sorts of every kind for keys of this dtype, small (CUB) and past our radix engine's
-    smallest size, so that CuPy compiles the kernels of its own that they use."""
+    smallest size, distinct and with ties (the splitters' tie-break at several ranks)."""
     from .local.radix import MIN_N
 
     sizes = [1 << 16] + ([MIN_N["sort" if dtype.itemsize == 4 else "sort64"] + 1]
                          if dtype.itemsize in (4, 8) else [])
     for n in sizes:
-        keys = xp.arange(n, 0, -1).astype(dtype)
-        for options in ({}, {"stable": True}, {"descending": True}):
-            out = api.sort(keys, comm, **options)
-            verify(comm, keys, out, descending=options.get("descending", False), xp=xp)
-        api.argsort(keys, comm)
-        api.sort_pairs(keys, xp.arange(n, dtype=np.uint32), comm)
-        api.sort(keys.get()[:4096], comm, backend="gpu", device_memory="16KiB")  # out of core
+        for keys in (xp.arange(n, 0, -1).astype(dtype), (xp.arange(n) % 7).astype(dtype)):
+            for options in ({}, {"stable": True}, {"descending": True}):
+                out = api.sort(keys, comm, **options)
+                verify(comm, keys, out, descending=options.get("descending", False), xp=xp)
+            api.argsort(keys, comm)
+            for values in (xp.arange(n, dtype=np.uint32), xp.arange(n, dtype=np.int64)):
+                out, values_out = api.sort_pairs(keys, values, comm)
+                verify(comm, keys, out, xp=xp, values_in=values, values_out=values_out)
+            api.sort(keys.get()[:4096], comm, backend="gpu", device_memory="16KiB")  # out of core
 
 
 def info(args, comm) -> int:

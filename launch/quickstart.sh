@@ -52,6 +52,7 @@ else
   ranks=4 why="no GPU visible: on the CPUs; DISTSORT_RANKS=N to choose"
 fi
 echo "quickstart: $ranks rank(s) ($why), $gpus GPU(s)"
-# the CUDA kernels, compiled once into distsort's kernel cache (quick where they are there)
-[ "$gpus" -gt 0 ] && "$python" -m distsort compile
+# the CUDA kernels, compiled once into distsort's kernel cache (quick where they are there): on
+# 2 ranks, so that those of jobs on several ranks are there too
+[ "$gpus" -gt 0 ] && "$mpirun" "${flags[@]}" -n 2 "$python" -m distsort compile
 exec "$mpirun" "${flags[@]}" -n "$ranks" "$python" -m distsort "$@"
