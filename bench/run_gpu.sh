@@ -42,7 +42,7 @@ for step in $steps; do
              tests/local/test_landing_gpu.py tests/local/test_digit_partition_gpu.py \
              tests/outofcore/test_external_gpu.py tests/job/test_oom_gpu.py \
              tests/job/test_byte_order.py tests/io/test_staging_gpu.py \
-             tests/test_pinned_gpu.py tests/job/test_service_gpu.py 2>&1 \
+             tests/test_pinned_gpu.py tests/job/test_service_gpu.py tests/job/test_cold_gpu.py 2>&1 \
              | tail -25 ;;
     mpitests) # ranks that share a GPU (fewer than 4): every count split (each rank sorts its
               # share: the multi-GPU code paths), then folded (rank 0 sorts all) at 3 ranks;
@@ -79,7 +79,7 @@ for step in $steps; do
              [ "$p" -le "$gpus" ] || continue
              timeout 300 $mpi -n "$p" python3 bench/dist_sort.py --out "$OUT" 2>&1 | tail -6
            done ;;
-    filejob) timeout 200 python3 -m distsort compile 2>&1 | tail -1
+    filejob) timeout 300 $mpi -n 2 python3 -m distsort compile 2>&1 | tail -1
              timeout 500 python3 bench/file_job.py --count "${FILEJOB_COUNT:-2^30}" \
                --ranks "${FILEJOB_RANKS:-1}" --reps "${FILEJOB_REPS:-3}" --dir /tmp --out "$OUT" \
                ${FILEJOB_ARGS:-} \
@@ -115,12 +115,16 @@ for step in $steps; do
            python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
            timeout 300 python3 bench/file_steps.py "$dir/in.npy" --reps 3 --out "$OUT" 2>&1 | tail -20
            rm -rf "$dir" ;;
-    cold) # which kernels a fresh process still compiles after `compile` (names in the cubins)
+    cold) # which kernels a fresh process still compiles after `compile` (names in the cubins),
+          # at FILEJOB_RANKS ranks (DISTSORT_SHARED_GPU: how ranks beyond the GPUs share them)
           dir=$(mktemp -d); mkdir -p "$dir/h" "$dir/x" "$dir/c"
           python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
           HOME=$dir/h XDG_CACHE_HOME=$dir/x CUPY_CACHE_DIR=$dir/c timeout 200 $mpi -x HOME \
-            -x XDG_CACHE_HOME -x CUPY_CACHE_DIR -n 1 python3 -m distsort sort "$dir/in.npy" \
-            -o "$dir/out.npy" 2>&1 | tail -4
+            -x XDG_CACHE_HOME -x CUPY_CACHE_DIR -x DISTSORT_SHARED_GPU -n "${FILEJOB_RANKS:-1}" \
+            python3 -m distsort sort "$dir/in.npy" -o "$dir/out.npy" --report "$dir/r.json" \
+            2>&1 | tail -4
+          python3 -c "import json, sys; [print('rank', r['rank'], {k: round(v, 2) for k, v in \
+            r['phases'].items()}) for r in json.load(open(sys.argv[1]))['per_rank']]" "$dir/r.json"
           find "$dir/h" "$dir/x" "$dir/c" -type f | head -40 | while read -r f; do
             python3 -c "import re, sys; names = re.findall(rb'[A-Za-z_][A-Za-z0-9_]{12,}', \
               open(sys.argv[1], 'rb').read()); print(sys.argv[1][-40:], sorted(set(names))[:6])" "$f"

@@ -1,0 +1,96 @@
+"""A fresh process finds every CUDA kernel it uses once `mpirun -n 2 python -m distsort
+compile` has run: file jobs of every kind at 1 rank, and at 2 ranks sharing the GPU (folded
+onto rank 0, and split: each rank sorts its share, as on two GPUs), each in a fresh HOME,
+XDG_CACHE_HOME, CUPY_CACHE_DIR and CUDA_CACHE_PATH, leave no kernel compiled by NVRTC there:
+each costs a cluster job (a fresh container) up to a second. The driver's cache
+(CUDA_CACHE_PATH) is not counted: every fresh process leaves one small module of PTX there
+(named default_program, not one of the kernel cache's), at no measurable cost (bench/RESULTS.md,
+run 324: 2 ranks, cold 2.71 s, warm 2.87 s). Skipped where no GPU is found.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from helpers import mpiexec
+
+pytestmark = pytest.mark.gpu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FRESH = ("HOME", "XDG_CACHE_HOME", "CUPY_CACHE_DIR", "CUDA_CACHE_PATH")
+
+
+def _env(**more: str) -> dict:
+    env = dict(os.environ, DISTSORT_BACKEND="gpu", NCCL_NVLS_ENABLE="0", **more)
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
+    return env
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict:
+    """The kernels compiled at two ranks as the README says (quick where they were), and the
+    jobs' input files."""
+    done = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-m", "distsort", "compile"],
+                          env=_env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path_factory.mktemp("inputs")
+    rng = np.random.default_rng(5)
+    files = {"u32": rng.integers(0, 2**32, 1 << 26, dtype=np.uint32),
+             "f64": rng.standard_normal(1 << 20),
+             "i32": rng.integers(-1000, 1000, 1 << 20).astype(np.int32),
+             "v": np.arange(1 << 20, dtype=np.int64)}
+    for name, data in files.items():
+        np.save(folder / f"{name}.npy", data)
+    return {name: str(folder / f"{name}.npy") for name in files}
+
+
+def _jobs(inputs: dict, out: str) -> list[list[str]]:
+    sorts = [[inputs["u32"], "-o", f"{out}/a.npy", "--verify"],
+             [inputs["f64"], "-o", f"{out}/b.npy", "--values", inputs["v"], "--values-output",
+              f"{out}/bv.npy", "--stable", "--verify"],
+             [inputs["i32"], "-o", f"{out}/c.npy", "--argsort"],
+             [inputs["f64"], "-o", f"{out}/d.npy", "--descending", "--device-memory", "4MiB"]]
+    return [["sort", *args, "--quiet"] for args in sorts] + [["check", inputs["u32"],
+                                                              f"{out}/a.npy"]]
+
+
+def _compiled(folder) -> list[str]:
+    """The kernels named in what the fresh folders hold (CuPy keeps each one's source
+    beside it: CUPY_CACHE_SAVE_CUDA_SOURCE; the driver's entries hold their symbols)."""
+    found = []
+    for where, _, names in os.walk(folder):
+        for name in names:
+            with open(os.path.join(where, name), "rb") as f:
+                text = f.read()
+            kernels = (re.findall(rb"__global__\s+void\s+(\w+)", text)
+                       or re.findall(rb"(?:cupy_|_Z|default_program)\w*", text))
+            if kernels:  # not an index or a lock file
+                found.append(f"{os.path.relpath(os.path.join(where, name), folder)}: "
+                             f"{sorted(set(k.decode() for k in kernels), key=len)[-6:]}")
+    return found
+
+
+@pytest.mark.parametrize("ranks, shared", [(1, "fold"), (2, "fold"), (2, "split")])
+def test_a_fresh_job_compiles_no_kernel_after_compile(tmp_path, inputs, ranks, shared):
+    fresh = {name: str(tmp_path / "fresh" / name) for name in FRESH}
+    for path in fresh.values():
+        os.makedirs(path)
+    env = _env(DISTSORT_SHARED_GPU=shared, CUPY_CACHE_SAVE_CUDA_SOURCE="1", **fresh)
+    compiled: dict = {}
+    for job in _jobs(inputs, str(tmp_path)):
+        done = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, "-m", "distsort",
+                               *job], env=env, capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        for entry in _compiled(tmp_path / "fresh"):
+            if not entry.startswith("CUDA_CACHE_PATH"):  # see the module doc
+                compiled.setdefault(entry, " ".join(job[:2] + job[3:4]))
+    assert not compiled, "compiled at run time:\n" + "\n".join(f"{job}: {entry}" for entry, job
+                                                                 in compiled.items())
+    np.testing.assert_array_equal(np.load(tmp_path / "c.npy"),
+                                  np.argsort(np.load(inputs["i32"]), kind="stable"))
