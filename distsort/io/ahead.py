@@ -24,6 +24,7 @@ import numpy as np
 
 from ..memory import available_host_memory
 from ..workers import unbind
+from . import libc
 
 MADV_POPULATE_WRITE = 23  # linux/mman.h
 PIECE = 64 << 20  # bytes a call: stop() waits for at most one
@@ -84,11 +85,5 @@ def room(sharers: int) -> int:
 
 
 def _madvise():
-    """libc's madvise (it lets go of the GIL while it runs), or None where there is none."""
-    try:
-        call = ctypes.CDLL(None, use_errno=True).madvise
-    except (AttributeError, OSError):
-        return None
-    call.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    call.restype = ctypes.c_int
-    return call
+    """The C library's madvise, or None where there is none."""
+    return libc.function("madvise", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int))

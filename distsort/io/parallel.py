@@ -21,6 +21,7 @@ import os
 import numpy as np
 
 from ..workers import spread
+from . import libc
 from .ahead import PagesAhead, room
 
 PIECE = 4 << 20  # bytes a request: large enough that a call's cost vanishes, small enough to
@@ -60,10 +61,9 @@ def reserve(fd: int, nbytes: int) -> bool:
 def _fallocate(fd: int, nbytes: int) -> None:
     # fallocate(2), not os.posix_fallocate: where the file system cannot reserve blocks, glibc's
     # posix_fallocate writes zeros through the whole file instead, the very pass we avoid.
-    call = getattr(ctypes.CDLL(None, use_errno=True), "fallocate", None)
+    call = libc.function("fallocate", (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64))
     if call is None:
         raise OSError(errno.ENOSYS, "this C library has no fallocate")
-    call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
     if call(fd, 0, 0, nbytes) != 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))

@@ -31,7 +31,7 @@ from ..errors import DistsortError, agree
 from ..faults import inject_fault
 from ..inputs import on_gpu
 from ..node import node_place
-from . import staging
+from . import libc, staging
 from .formats import FileFormat
 from .guard import TempGuard, remove_later
 from .parallel import FileRange, pwrite_from, reserve
@@ -356,11 +356,10 @@ class ShardWriter:
 def _exchange(a: str, b: str) -> bool:
     """Swap the two names in one step (Linux renameat2 RENAME_EXCHANGE); False where the
     system or the file system cannot."""
-    try:
-        call = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
+    call = libc.function("renameat2", (ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                                        ctypes.c_char_p, ctypes.c_uint))
+    if call is None:
         return False
-    call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     return call(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
 
 
