@@ -404,8 +404,8 @@ def _values_file(path, keys, dtype=None, record_size=None):
     """The values file beside a keys file: one value per key."""
     found = open_input(path, detect_format(path, dtype, record_size, payload=True))
     if found.count != keys.count:
-        raise DistsortError(f"{path} holds {found.count} values but {keys.path} holds "
-                            f"{keys.count} keys")
+        raise DistsortError(f"{path} holds {found.count} value{'s' * (found.count != 1)} but "
+                            f"{keys.path} holds {keys.count} key{'s' * (keys.count != 1)}")
     return found
 
 

@@ -314,3 +314,14 @@ def test_one_pass_kernels_agree_with_the_cpu_at_every_size(dtype):
             if places == [n // 2] and n > 33:
                 assert want == n // 2
             assert check._device_first_descent(cupy.asarray(broken)) == want, (n, places)
+
+
+def test_a_values_file_of_another_length_is_named_with_its_count(tmp_path):
+    from distsort.check import _values_file
+    from distsort.io import detect_format, open_input
+
+    np.save(tmp_path / "k.npy", np.zeros(1, np.uint32))
+    np.save(tmp_path / "v.npy", np.zeros(2, np.int64))
+    keys = open_input(str(tmp_path / "k.npy"), detect_format(str(tmp_path / "k.npy")))
+    with pytest.raises(DistsortError, match=r"v.npy holds 2 values but .*k.npy holds 1 key$"):
+        _values_file(str(tmp_path / "v.npy"), keys)
