@@ -11,7 +11,8 @@ in rotation for --reps rounds (medians reported):
 - plain (GPU): a script that does np.load, cupy.sort, np.save; (CPU): np.load, np.sort, np.save;
 - sort: `mpirun -n R python -m distsort sort IN -o OUT`; cold: the same in a fresh process whose
   HOME, XDG_CACHE_HOME and CUPY_CACHE_DIR are new empty folders (what every container starts
-  with; distsort's kernel cache, filled by `python -m distsort compile`, is in the package);
+  with; distsort's kernel cache, filled by `mpirun -n 2 python -m distsort compile`, is in the
+  package);
 - verify: the sort with --verify (the last sort's, cold's and verify's --report phases are kept);
 - check: `mpirun -n R python -m distsort check IN OUT`.
 --cold-page-cache drops the files from the page cache (posix_fadvise) before every timed run.
