@@ -403,11 +403,14 @@ def compile_kernels(args, comm) -> int:
     if not comm.allreduce(gpu_count() > 0, op=MPI.LAND):
         agree(comm, _no_gpu_to_compile_for)
     use_kernel_cache(fill=True)  # first: building a runtime of several ranks runs kernels
-    agree(comm, lambda: get_runtime(comm, "gpu"))  # built for this GPU's architecture
+    rt = agree(comm, lambda: get_runtime(comm, "gpu"))  # built for this GPU's architecture
     start = time.perf_counter()
     modules = (radix, digit_partition, check_module, keys, sample, partition, rows, tiles)
     compile_apart([module.compile_all for module in modules])
-    _warm_up(MPI.COMM_SELF)
+    # alone on the GPU comm bound (on COMM_SELF a rank would take GPU 0 where no launcher names
+    # its local rank), its failure every rank's (the others would wait in the next round)
+    with _environment("DISTSORT_DEVICE", str(rt.xp.cuda.Device().id)):
+        agree(comm, lambda: _warm_up(MPI.COMM_SELF))
     for sharing in (SPLIT, FOLD) if comm.Get_size() > 1 else ():
         with _environment("DISTSORT_SHARED_GPU", sharing):
             _warm_up(comm)

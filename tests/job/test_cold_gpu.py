@@ -1,6 +1,6 @@
 """A fresh process finds every CUDA kernel it uses once `mpirun -n 2 python -m distsort
-compile` has run: file jobs of every kind at 1 rank, and at 2 ranks sharing the GPU (folded
-onto rank 0, and split: each rank sorts its share, as on two GPUs), each in a fresh HOME,
+compile` has run (on one GPU): file jobs of every kind at 1 rank, and at 2 ranks sharing the GPU
+(folded onto rank 0, and split: each rank sorts its share, as on two GPUs), each in a fresh HOME,
 XDG_CACHE_HOME, CUPY_CACHE_DIR and CUDA_CACHE_PATH, leave no kernel compiled by NVRTC there:
 each costs a cluster job (a fresh container) up to a second. The driver's cache
 (CUDA_CACHE_PATH) is not counted: every fresh process leaves one small module of PTX there
@@ -27,7 +27,9 @@ FRESH = NVRTC + ("CUDA_CACHE_PATH",)
 
 
 def _env(**more: str) -> dict:
-    env = dict(os.environ, DISTSORT_BACKEND="gpu", NCCL_NVLS_ENABLE="0", **more)
+    """On the first GPU alone: two ranks share it, folded or split, on a host of any GPUs."""
+    env = dict(os.environ, DISTSORT_BACKEND="gpu", NCCL_NVLS_ENABLE="0", CUDA_VISIBLE_DEVICES="0",
+               **more)
     env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
     return env
 
