@@ -53,6 +53,7 @@ else
 fi
 echo "quickstart: $ranks rank(s) ($why), $gpus GPU(s)"
 # the CUDA kernels, compiled once into distsort's kernel cache (quick where they are there): on
-# 2 ranks, so that those of jobs on several ranks are there too
-[ "$gpus" -gt 0 ] && "$mpirun" "${flags[@]}" -n 2 "$python" -m distsort compile
+# the job's ranks, at least 2, so that those of jobs on several ranks, laid out as this one, are
+# there too
+[ "$gpus" -gt 0 ] && "$mpirun" "${flags[@]}" -n $((ranks > 2 ? ranks : 2)) "$python" -m distsort compile
 exec "$mpirun" "${flags[@]}" -n "$ranks" "$python" -m distsort "$@"
