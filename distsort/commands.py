@@ -390,8 +390,9 @@ def _argsort_checks_keys() -> None:
 def compile_kernels(args, comm) -> int:
     """`compile`: every CUDA kernel a sort may use into the kernel cache (cuda_source.py): ours,
     and CuPy's own that small sorts of every kind compile: a rank's alone and, where compile
-    runs on several ranks, theirs together, split and folded (steps/fold.py). Those of several
-    ranks differ (the steps, the transport): at one rank a note says how to compile them."""
+    runs on several ranks, theirs together, split and (on one GPU) folded (steps/fold.py).
+    Those of several ranks differ (the steps, the transport): at one rank a note says how to
+    compile them."""
     from . import check as check_module
     from . import keys
     from .backend import gpu_count
@@ -411,7 +412,10 @@ def compile_kernels(args, comm) -> int:
     # its local rank), its failure every rank's (the others would wait in the next round)
     with _environment("DISTSORT_DEVICE", str(rt.xp.cuda.Device().id)):
         agree(comm, lambda: _warm_up(MPI.COMM_SELF))
-    for sharing in (SPLIT, FOLD) if comm.Get_size() > 1 else ():
+    sharings = [SPLIT] if comm.Get_size() > 1 else []
+    if rt.placement.one_gpu:  # ranks fold only where they all share one GPU (steps/fold.py):
+        sharings.append(FOLD)  # elsewhere the folded round would be the split one again
+    for sharing in sharings:
         with _environment("DISTSORT_SHARED_GPU", sharing):
             _warm_up(comm)
     seconds = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
