@@ -3,32 +3,88 @@
    Why: a rank that sorts its keys before cutting them at the splitters (partition.sorted_first)
    sorts every key twice, once there and once more, merged or sorted, where they land; with
    one thread a rank and many ranks that second sort costs more than these two passes:
-   classify counts each key's destination (a branch-free binary search over the splitters),
-   scatter copies each key to its destination's next slot (partition.SCATTER_MIN_RANKS says
-   where). Keys keep their input order within a destination (global position order), as the
-   exchange expects.
+   classify counts each key's destination, scatter copies each key to its destination's next
+   slot (partition.SCATTER_MIN_RANKS says where). Keys keep their input order within a
+   destination (global position order), as the exchange expects.
 
    A key's destination is the number of splitters (key, global position) at or below its own
-   (key, offset + i): splitters.classify's order, in which equal keys are cut by position. */
+   (key, offset + i): splitters.classify's order, in which equal keys are cut by position.
+
+   Classify compares a block of keys with every splitter in turn, the same compare for every
+   key, so the compiler makes each one a vector compare (16 keys an instruction with AVX-512):
+   a binary search's steps depend on each other's loads and bounded the pass (bench/RESULTS.md,
+   run 294). A block in which some key equals a splitter (rare but for keys of few values), and
+   every key where there are many splitters, is found by a branch-free binary search, with a tie
+   cut by position. */
 #include <stdint.h>
 
+#define BLOCK 512 /* keys a block: their counters stay in L1 through the splitters' loop */
+/* Past this many bytes of splitters a key's compares cost more than a search's dependent steps. */
+#define COMPARE_MAX_BYTES 64
+
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
+#if __has_attribute(target_clones) /* the widest vectors the CPU has, chosen at load time */
+#define WIDEST __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef WIDEST
+#define WIDEST
+#endif
 
 #define CLASSIFY(NAME, T)                                                                  \
-  void NAME(const T *keys, int64_t n, int64_t offset, const T *skeys, const int64_t *spos,  \
-            int64_t ns, int64_t steps, uint16_t *dest, int64_t *counts) {                   \
+  static void NAME##_search(const T *keys, int64_t n, int64_t offset, const T *skeys,      \
+                            const int64_t *spos, int64_t ns, int64_t steps, uint16_t *dest, \
+                            int64_t *counts) {                                               \
     for (int64_t i = 0; i < n; i++) {                                                        \
       const T k = keys[i];                                                                   \
       int64_t lo = 0;                                                                        \
       for (int64_t step = steps; step > 0; step >>= 1) { /* the same steps for every key */  \
         lo += (skeys[lo + step - 1] < k) * step; /* no branch on the data */                 \
       }                                                                                      \
-      if (lo < ns && skeys[lo] == k) { /* a tie with a splitter (rare): cut by position */   \
+      if (lo < ns && skeys[lo] == k) { /* a tie with a splitter: cut by position */          \
         const int64_t at = offset + i;                                                       \
         while (lo < ns && skeys[lo] == k && spos[lo] <= at) lo++;                            \
       }                                                                                      \
       dest[i] = (uint16_t)lo;                                                                \
       counts[lo]++;                                                                          \
     }                                                                                        \
+  }                                                                                          \
+                                                                                             \
+  static WIDEST void NAME##_compare(const T *keys, int64_t n, int64_t offset, const T *skeys, \
+                                    const int64_t *spos, int64_t ns, uint16_t *dest,         \
+                                    int64_t *counts) {                                       \
+    T below[BLOCK], lane[BLOCK]; /* of the key's width: a compare's lanes are the counters' */ \
+    for (int64_t i = 0; i < BLOCK; i++) lane[i] = (T)i;                                      \
+    for (int64_t at = 0; at < n; at += BLOCK) {                                              \
+      const T *k = keys + at;                                                                \
+      const int64_t m = n - at < BLOCK ? n - at : BLOCK;                                     \
+      T above_prev = (T)m;                                                                   \
+      for (int64_t i = 0; i < m; i++) below[i] = 0;                                          \
+      for (int64_t j = 0; j < ns; j++) {                                                     \
+        const T s = skeys[j];                                                                \
+        /* a key equal to s is above the splitter from the block's lane `from` on */          \
+        const int64_t rel = spos[j] - (offset + at);                                         \
+        const T from = (T)(rel < 0 ? 0 : rel > BLOCK ? BLOCK : rel);                         \
+        T above = 0; /* keys above splitter j: those of destination j + 1 or later */        \
+        for (int64_t i = 0; i < m; i++) {                                                    \
+          const T past = (s < k[i]) | ((s == k[i]) & (from <= lane[i]));                     \
+          below[i] += past;                                                                  \
+          above += past;                                                                     \
+        }                                                                                    \
+        counts[j] += above_prev - above;                                                     \
+        above_prev = above;                                                                  \
+      }                                                                                      \
+      counts[ns] += above_prev;                                                              \
+      for (int64_t i = 0; i < m; i++) dest[at + i] = (uint16_t)below[i];                     \
+    }                                                                                        \
+  }                                                                                          \
+                                                                                             \
+  void NAME(const T *keys, int64_t n, int64_t offset, const T *skeys, const int64_t *spos,  \
+            int64_t ns, int64_t steps, uint16_t *dest, int64_t *counts) {                   \
+    if (ns * (int64_t)sizeof(T) <= COMPARE_MAX_BYTES)                                        \
+      NAME##_compare(keys, n, offset, skeys, spos, ns, dest, counts);                        \
+    else                                                                                     \
+      NAME##_search(keys, n, offset, skeys, spos, ns, steps, dest, counts);                  \
   }
 
 #define SCATTER(NAME, T)                                                                     \

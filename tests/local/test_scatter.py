@@ -41,3 +41,23 @@ def test_only_4_and_8_byte_keys():
     assert not scatter.available(np.zeros(4, np.uint16), 2)
     assert not scatter.available(np.zeros(4, np.int32), 2)
     assert not scatter.available(np.zeros(4, np.uint32), scatter.MAX_RANKS + 1)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("p", [3, 9, 17, 40])
+def test_ties_cut_by_positions_on_other_ranks(three_threads, dtype, p):
+    """Splitters picked among all ranks' rows of a few values: this rank's keys equal to a
+    splitter go before or after it by global position, whether the splitter's row is before
+    this rank's rows, among them (inside a block of the vector compare, or at its edges) or
+    after them."""
+    rng = np.random.default_rng(p)
+    everything = rng.integers(0, 4, 50_000, dtype=np.uint64).astype(dtype)
+    offset, n = 12_345, 20_000
+    splitters = splitters_of(everything, 0, p, rng)
+    splitters[:, 1][::2] = rng.integers(0, len(everything), len(splitters[::2]))
+    splitters = splitters[np.lexsort((splitters[:, 1], splitters[:, 0]))]
+    keys = everything[offset:offset + n]
+    dest = classify([keys], offset, splitters, np)
+    grouped, counts = scatter.by_rank(keys, offset, splitters)
+    np.testing.assert_array_equal(counts, np.bincount(dest, minlength=p))
+    np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
