@@ -5,6 +5,7 @@
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
 #   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD)
+#   cpuab (AB_OLD, CPUSORT_ARGS)
 #   steps cold tune trees apiab passprof a2a ce fresh
 #   ipctests
 #   ipcalone take service (SERVICE_RANKS: 1 2, SERVICE_ARGS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
@@ -101,6 +102,14 @@ for step in $steps; do
             done
             python3 -m distsort check "$dir/in.npy" "$dir/out.npy" 2>&1 | tail -2
             rm -rf "$dir" ;;
+    cpuab) for i in 1 2; do  # the CPU backend of the tree in $AB_OLD (.abold) and this one, alternated
+             for tree in "${AB_OLD:-.abold}" .; do
+               (cd "$tree" && DISTSORT_BACKEND=cpu timeout 280 python3 bench/cpu_sort.py \
+                  ${CPUSORT_ARGS:---cases u32 --count 2^28 --ranks 4,8,16 --reps 3} \
+                  --out "$OUT/cpuab_$(basename "$tree")_$i" 2>&1 | tail -6 | cut -c1-220 \
+                  | sed "s|^|$tree $i: |")
+             done
+           done ;;
     profile) dir=$(mktemp -d)  # one rank's file job under cProfile (the main thread's calls)
              python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
              for i in 1 2; do  # the second run is profiled: page cache and kernels warm

@@ -2,9 +2,9 @@
 
 Each element is partitioned once: on GPUs, rows are counted per destination chunk by chunk and
 grouped while the exchange runs (ChunkedRows, chunks.py); elsewhere they are grouped now, stably
-(GroupedRows): on CPUs, rows whose first column is their key are sorted first and cut where
-the splitters fall (plain keys on many ranks by two passes of a C scatter instead); other rows
-by a sort of their destinations.
+(GroupedRows): on CPUs, plain keys by two passes of a C scatter, rows whose first column is
+their key (pairs) are sorted first and cut where the splitters fall; other rows by a sort of
+their destinations.
 """
 
 from __future__ import annotations
@@ -25,12 +25,6 @@ from . import chunks
 from .finish import landing_sort
 from .splitters import classify, key_range, outside_key
 
-# From this many ranks on, CPU ranks group plain keys with the C scatter (scattered) rather than
-# sorting them first, where that measured faster (bench/cpu_sort.py, bench/RESULTS.md runs
-# 244-246): with fewer ranks a rank's sort runs on several threads and the merge of its few
-# received runs costs one to three cheap passes, which beat the scatter and a second sort.
-SCATTER_MIN_RANKS = 16
-
 
 def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, int],
               splitters):
@@ -49,8 +43,7 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
         return ChunkedRows(columns, words, layout,
                            landing_sort(rt, columns, words, layout, splitters))
     if rt.backend.name == "cpu" and own_key(columns, words) and rt.transport.align_rows == 1:
-        if len(columns) == 1 and p >= SCATTER_MIN_RANKS and _everywhere(
-                rt, scatter.available(columns[0], p)):
+        if len(columns) == 1 and _everywhere(rt, scatter.available(columns[0], p)):
             return scattered(rt, columns[0], offset, -(-total // p), splitters)
         return sorted_first(rt, columns, offset, -(-total // p), splitters)
     xp = rt.xp

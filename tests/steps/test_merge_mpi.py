@@ -29,14 +29,11 @@ from distsort.steps import finish, partition
 pytestmark = [pytest.mark.mpi(min_size=2)]
 
 
-@pytest.fixture(params=["merged", "scattered", "no compiler", "rank 1 without compiler"])
+@pytest.fixture(params=["compiled", "no compiler", "rank 1 without compiler"])
 def merges(request, monkeypatch) -> list:
-    """Count the merges and scatters that ran; "scattered": plain keys grouped by the C scatter
-    at every rank count (partition.SCATTER_MIN_RANKS); "no compiler": the C kernels could not
-    be built here; "rank 1 without compiler": on rank 1 only, the scatter allowed at every rank
-    count (the ranks must still partition alike and pick the same splitters)."""
-    if request.param in ("scattered", "rank 1 without compiler"):
-        monkeypatch.setattr(partition, "SCATTER_MIN_RANKS", 2)
+    """Count the merges and scatters that ran; "no compiler": the C kernels could not be built
+    here; "rank 1 without compiler": on rank 1 only (the ranks must still partition alike, all
+    sorting first, and pick the same splitters)."""
     if request.param == "no compiler" or (request.param == "rank 1 without compiler"
                                           and COMM.rank == 1):
         monkeypatch.setattr(clib, "library", lambda: None)
