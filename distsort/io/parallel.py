@@ -29,7 +29,9 @@ PIECE = 4 << 20  # bytes a request: large enough that a call's cost vanishes, sm
 NODE_MAPPED_WRITERS = 16  # threads copying into one file's mapping, all the node's ranks
 # together: more stall each other (4 ranks of 16 threads wrote 16 GiB at 2.9 GB/s, of 4 at 11.5;
 # one rank of 16 or 64 at 10.7: bench/RESULTS.md, run 305)
-AHEAD_SHARE = 4  # a rank's writers over the threads that fault its pages in ahead (ahead.py)
+AHEAD_SHARE = 2  # a rank's writers over the threads that fault its pages in ahead (ahead.py):
+# with a quarter of them 8 GiB were not faulted in by the first write (2 ranks: 2.5-3.5 of 4 GiB
+# each); with all of them the reads beside them slowed (bench/RESULTS.md, runs 329-330)
 
 
 def pread_into(fd: int, view: memoryview, offset: int) -> int:
