@@ -1,10 +1,9 @@
 /* The CPU backend's partition of plain keys by destination rank, in two passes.
 
    Why: a rank that sorts its keys before cutting them at the splitters (partition.sorted_first)
-   sorts every key twice, once there and once more, merged or sorted, where they land; with
-   one thread a rank and many ranks that second sort costs more than these two passes:
-   classify counts each key's destination, scatter copies each key to its destination's next
-   slot (partition.SCATTER_MIN_RANKS says where). Keys keep their input order within a
+   sorts every key twice, once there and once more, merged or sorted, where they land; these
+   two passes cost less than that second sort: classify counts each key's destination, scatter
+   copies each key to its destination's next slot. Keys keep their input order within a
    destination (global position order), as the exchange expects.
 
    A key's destination is the number of splitters (key, global position) at or below its own

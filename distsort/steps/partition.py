@@ -2,9 +2,9 @@
 
 Each element is partitioned once: on GPUs, rows are counted per destination chunk by chunk and
 grouped while the exchange runs (ChunkedRows, chunks.py); elsewhere they are grouped now, stably
-(GroupedRows): on CPUs, plain keys by two passes of a C scatter, rows whose first column is
-their key (pairs) are sorted first and cut where the splitters fall; other rows by a sort of
-their destinations.
+(GroupedRows): on CPUs, plain keys of 4 or 8 bytes by two passes of a C scatter, other rows
+whose first column is their key (pairs) sorted first and cut where the splitters fall; other
+rows by a sort of their destinations.
 """
 
 from __future__ import annotations
