@@ -2,9 +2,9 @@
 
 Each element is partitioned once: on GPUs, rows are counted per destination chunk by chunk and
 grouped while the exchange runs (ChunkedRows, chunks.py); elsewhere they are grouped now, stably
-(GroupedRows): on CPUs, plain keys of 4 or 8 bytes by two passes of a C scatter, other rows
-whose first column is their key (pairs) sorted first and cut where the splitters fall; other
-rows by a sort of their destinations.
+(GroupedRows): on CPUs, plain keys of 4 or 8 bytes (and their values) by two passes of a C
+scatter, other rows whose first column is their key sorted first and cut where the splitters
+fall; other rows by a sort of their destinations.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
         return ChunkedRows(columns, words, layout,
                            landing_sort(rt, columns, words, layout, splitters))
     if rt.backend.name == "cpu" and own_key(columns, words) and rt.transport.align_rows == 1:
-        if len(columns) == 1 and _everywhere(rt, scatter.available(columns[0], p)):
-            return scattered(rt, columns[0], offset, -(-total // p), splitters)
+        if len(columns) <= 2 and _everywhere(rt, scatter.available(columns[0], p, *columns[1:])):
+            return scattered(rt, columns, offset, -(-total // p), splitters)
         return sorted_first(rt, columns, offset, -(-total // p), splitters)
     xp = rt.xp
     small = classify(words, offset, splitters, xp).astype(np.uint16 if p < 2**16 else np.uint32)
@@ -67,24 +67,24 @@ def _everywhere(rt: Runtime, mine: bool) -> bool:
     return rt.comm.allreduce(mine, op=MPI.LAND)
 
 
-def scattered(rt: Runtime, keys, offset: int, even_rows: int, splitters: np.ndarray
+def scattered(rt: Runtime, columns: list, offset: int, even_rows: int, splitters: np.ndarray
               ) -> GroupedRows:
-    """Plain keys on CPUs: grouped by destination in two passes (local/scatter.py), each group
-    in input order, so that a key is sorted once, by its receiver (sorting first and merging
-    what arrives sorts it twice, in effect)."""
-    grouped, counts = scatter.by_rank(keys, offset, splitters)
-    low, top, _ = key_range(splitters, rt.comm.Get_rank(), keys.dtype)
-    return GroupedRows([grouped], [], counts, displacements(counts), even_rows,
-                       outside_key(keys.dtype, low, top))
+    """Plain keys, or keys and their values, on CPUs: grouped by destination in two passes
+    (local/scatter.py), each group in input order, so that a key is sorted once, by its
+    receiver (sorting first and merging what arrives sorts it twice, in effect)."""
+    grouped, counts = scatter.by_rank(columns[0], offset, splitters, *columns[1:])
+    low, top, _ = key_range(splitters, rt.comm.Get_rank(), columns[0].dtype)
+    return GroupedRows(grouped, [], counts, displacements(counts), even_rows,
+                       outside_key(columns[0].dtype, low, top))
 
 
 def sorted_first(rt: Runtime, columns: list, offset: int, even_rows: int,
                  splitters: np.ndarray) -> GroupedRows:
-    """Rows whose first column is their key, on CPUs: sorted first (by the engine: plain keys
-    and pairs in one sort, rows with more columns by a stable order and gathers), where a count
-    and a scatter by destination take several passes, then cut where the splitters fall: each
-    rank's rows are then contiguous and in order, and the receiver merges the sorted runs
-    (finish.merged)."""
+    """Rows whose first column is their key that the C scatter does not take (keys of 1 or 2
+    bytes, values of other sizes, more columns; no C compiler), on CPUs: sorted first (by the
+    engine: plain keys and pairs in one sort, rows with more columns by a stable order and
+    gathers), then cut where the splitters fall: each rank's rows are then contiguous and in
+    order, and the receiver merges the sorted runs (finish.merged)."""
     keys = columns[0]
     if len(columns) == 1:
         ordered = [rt.backend.engine.sort(keys)]

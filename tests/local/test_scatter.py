@@ -1,5 +1,5 @@
-"""Plain keys grouped by destination rank on CPUs (local/scatter.py, scatter.c), against
-splitters.classify and a stable grouping by NumPy."""
+"""Plain keys (and their values) grouped by destination rank on CPUs (local/scatter.py,
+scatter.c), against splitters.classify and a stable grouping by NumPy."""
 
 from __future__ import annotations
 
@@ -32,15 +32,37 @@ def test_grouped_as_classify_puts_them(three_threads, dtype, n, distinct, p):
     offset = 1000
     splitters = splitters_of(keys, offset, min(p, n), rng)
     dest = classify([keys], offset, splitters, np)
-    grouped, counts = scatter.by_rank(keys, offset, splitters)
+    (grouped,), counts = scatter.by_rank(keys, offset, splitters)
     np.testing.assert_array_equal(counts, np.bincount(dest, minlength=len(splitters) + 1))
     np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
 
 
-def test_only_4_and_8_byte_keys():
+@pytest.mark.parametrize("keys_dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("values_dtype", [np.float32, np.int64, "datetime64[ns]"])
+def test_values_go_with_their_keys(three_threads, keys_dtype, values_dtype):
+    """Keys of few values with values that tell each row apart: every group's rows in input
+    order (ties stay in position order, which a stable sort of what a rank receives keeps)."""
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 6, 150_001, dtype=np.uint64).astype(keys_dtype)
+    values = np.arange(len(keys)).astype(np.int64).astype(values_dtype)
+    offset = 77
+    splitters = splitters_of(keys, offset, 9, rng)
+    dest = classify([keys], offset, splitters, np)
+    (grouped, moved), counts = scatter.by_rank(keys, offset, splitters, values)
+    order = np.argsort(dest, kind="stable")
+    np.testing.assert_array_equal(counts, np.bincount(dest, minlength=9))
+    np.testing.assert_array_equal(grouped, keys[order])
+    assert moved.dtype == values.dtype
+    np.testing.assert_array_equal(moved, values[order])
+
+
+def test_only_4_and_8_byte_keys_and_values():
     assert not scatter.available(np.zeros(4, np.uint16), 2)
     assert not scatter.available(np.zeros(4, np.int32), 2)
     assert not scatter.available(np.zeros(4, np.uint32), scatter.MAX_RANKS + 1)
+    assert not scatter.available(np.zeros(4, np.uint32), 2, np.zeros(4, np.int16))
+    assert not scatter.available(np.zeros(4, np.uint32), 2, np.zeros((4, 2), np.int32))
+    assert scatter.available(np.zeros(4, np.uint64), 2, np.zeros(4, np.float32))
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
@@ -58,6 +80,6 @@ def test_ties_cut_by_positions_on_other_ranks(three_threads, dtype, p):
     splitters = splitters[np.lexsort((splitters[:, 1], splitters[:, 0]))]
     keys = everything[offset:offset + n]
     dest = classify([keys], offset, splitters, np)
-    grouped, counts = scatter.by_rank(keys, offset, splitters)
+    (grouped,), counts = scatter.by_rank(keys, offset, splitters)
     np.testing.assert_array_equal(counts, np.bincount(dest, minlength=p))
     np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
