@@ -1,5 +1,6 @@
 """The CPU backend's C kernels (merge.c: merges of sorted runs; scatter.c: the partition of
-plain keys by destination; lsd.c: the radix sort), compiled into one library once per machine.
+keys and their values by destination; lsd.c: the radix sort), compiled into one library once
+per machine.
 
 The C compiler Python was built with (sysconfig's CC, else `cc`) builds it into distsort's
 kernel cache (cuda_source.kernel_cache), else the package's own kernel folder (where the Docker

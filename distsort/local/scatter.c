@@ -1,20 +1,23 @@
-/* The CPU backend's partition of plain keys by destination rank, in two passes.
+/* The CPU backend's partition of keys (and a column of values) by destination rank, in two
+   passes.
 
    Why: a rank that sorts its keys before cutting them at the splitters (partition.sorted_first)
    sorts every key twice, once there and once more, merged or sorted, where they land; these
    two passes cost less than that second sort: classify counts each key's destination, scatter
-   copies each key to its destination's next slot. Keys keep their input order within a
+   copies each key (or value) to its destination's next slot. Rows keep their input order within a
    destination (global position order), as the exchange expects.
 
    A key's destination is the number of splitters (key, global position) at or below its own
    (key, offset + i): splitters.classify's order, in which equal keys are cut by position.
 
    Classify compares a block of keys with every splitter in turn, the same compare for every
-   key, so the compiler makes each one a vector compare (16 keys an instruction with AVX-512):
-   a binary search's steps depend on each other's loads and bounded the pass (bench/RESULTS.md,
-   run 294). A block in which some key equals a splitter (rare but for keys of few values), and
-   every key where there are many splitters, is found by a branch-free binary search, with a tie
-   cut by position. */
+   key, so the compiler makes each one a vector compare (16 uint32 keys an instruction with
+   AVX-512): a binary search's steps depend on each other's loads and bounded the pass
+   (bench/RESULTS.md, run 294). A key equal to a splitter is cut in the same vectors, by its
+   lane's index against the splitter's position in the block. Where there are many splitters
+   a key's destination is found by a branch-free binary search instead, a tie cut by position.
+   (The clones are named by feature, not x86-64-v4/v3: GCC before 12 refuses those names, and
+   a library that does not build leaves the CPU ranks without any C kernel.) */
 #include <stdint.h>
 
 #define BLOCK 512 /* keys a block: their counters stay in L1 through the splitters' loop */
@@ -23,7 +26,7 @@
 
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
 #if __has_attribute(target_clones) /* the widest vectors the CPU has, chosen at load time */
-#define WIDEST __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define WIDEST __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 #endif
 #ifndef WIDEST

@@ -1,6 +1,7 @@
-"""On CPUs each rank groups plain keys of 4 or 8 bytes by destination with the C scatter
-(partition.scattered, local/scatter.py) and sorts what it receives; other rows it sorts first
-and receives one sorted run from every rank, which it merges (finish.merged, local/merge.py), as
+"""On CPUs each rank groups keys of 4 or 8 bytes, alone or with 4- or 8-byte values, by
+destination with the C scatter (partition.scattered, local/scatter.py) and sorts what it
+receives; other rows (and all rows where some rank has no C compiler) it sorts first and
+receives one sorted run from every rank, which it merges (finish.merged, local/merge.py), as
 out of core each round's slices of the runs (outofcore/merge.py). Without a C compiler it sorts
 them, with the same results.
 
