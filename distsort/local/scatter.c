@@ -4,8 +4,8 @@
    Why: a rank that sorts its keys before cutting them at the splitters (partition.sorted_first)
    sorts every key twice, once there and once more, merged or sorted, where they land; these
    two passes cost less than that second sort: classify counts each key's destination, scatter
-   copies each key (or value) to its destination's next slot. Rows keep their input order within a
-   destination (global position order), as the exchange expects.
+   copies each key (or value) to its destination's next slot. Rows keep their input order
+   within a destination (global position order), as the exchange expects.
 
    A key's destination is the number of splitters (key, global position) at or below its own
    (key, offset + i): splitters.classify's order, in which equal keys are cut by position.
@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define BLOCK 512 /* keys a block: their counters stay in L1 through the splitters' loop */
-/* Past this many bytes of splitters a key's compares cost more than a search's dependent steps. */
+/* Past this many bytes of splitters a key's compares cost more than a search's steps. */
 #define COMPARE_MAX_BYTES 64
 
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
