@@ -46,15 +46,15 @@ def by_rank(keys: np.ndarray, offset: int, splitters: np.ndarray,
     starts = np.cumsum(counts, axis=0) - counts + (np.cumsum(total) - total)  # each run's slots
     columns = [keys] if values is None else [keys, np.ascontiguousarray(values)]
     grouped = [np.empty_like(c) for c in columns]
+    moves = [(getattr(lib, f"scatter_u{8 * c.dtype.itemsize}"), c.view(WORDS[c.dtype.itemsize]),
+              out.view(WORDS[c.dtype.itemsize])) for c, out in zip(columns, grouped)]
 
     def scatter(c: int) -> None:
         lo, hi = cuts[c], cuts[c + 1]
-        for column, out in zip(columns, grouped):
-            word = WORDS[column.dtype.itemsize]
+        for move, column, out in moves:
             slots = np.array(starts[c])  # the kernel moves them on: a copy for each column
-            getattr(lib, f"scatter_u{8 * column.dtype.itemsize}")(
-                clib.pointer(column.view(word), lo), hi - lo, clib.pointer(dest, lo),
-                clib.pointer(slots), clib.pointer(out.view(word)))
+            move(clib.pointer(column, lo), hi - lo, clib.pointer(dest, lo), clib.pointer(slots),
+                 clib.pointer(out))
 
     each([lambda c=c: scatter(c) for c in range(len(cuts) - 1)])
     return grouped, total
