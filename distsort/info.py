@@ -179,17 +179,21 @@ def backend_info(comm, gpus: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def transport_info(comm, backend: str, device: str | None = None) -> str:
-    """How a sort's exchange would move the rows between the ranks: MPI between CPUs; on GPUs
-    what transport/choice.py picks (device: the PCI address of this rank's GPU). Collective."""
+    """How a sort's exchange would move the rows between the ranks: between CPUs what
+    build.host_transport makes, on GPUs what transport/choice.py picks (device: the PCI address
+    of this rank's GPU). Collective."""
     from mpi4py import MPI
 
     from .node import placement
     from .transport import choice
+    from .transport.build import host_transport
 
     comm = comm if comm is not None else MPI.COMM_WORLD
     where = placement(comm, device)  # collective: before any branch
+    if backend == "cpu":
+        return choice.DESCRIBED[host_transport(comm, where).name]
     if backend != "gpu":
-        return "MPI (host buffers)" if backend == "cpu" else "none: no backend"
+        return "none: no backend"
     try:
         setting = settings.value("DISTSORT_TRANSPORT")
         return choice.describe(choice.choose(setting, where), setting, where,

@@ -146,7 +146,8 @@ def choose_backend(comm, requested: str | None) -> str:
 
 def _build(comm, name: str, engine: str | None) -> Runtime:
     if name == "cpu":
-        return Runtime(comm, Backend(engine), host_transport(comm), placement(comm))
+        where = placement(comm)
+        return Runtime(comm, Backend(engine), host_transport(comm, where), where)
     use_kernel_cache()  # kernels that `compile` built, whatever this process's HOME
     where = placement(comm, device_id(bind_gpu(comm)))
     return Runtime(comm, GpuBackend(engine), gpu_transport(comm, where), where)

@@ -8,8 +8,15 @@ from . import Transport, choice
 from .mpi import MpiTransport
 
 
-def host_transport(comm) -> Transport:
-    """MPI between CPUs: the transport of the CPU backend."""
+def host_transport(comm, where: choice.Placement) -> Transport:
+    """The CPU backend's transport: the ranks read each other's memory where they all run on
+    one node and the kernel lets them (cma.py), else MPI. Collective."""
+    from .cma import connect
+
+    if len(where.node) > 1 and where.one_node:
+        cma = connect(comm)
+        if cma is not None:
+            return cma
     return MpiTransport(comm)
 
 

@@ -9,6 +9,8 @@ The runtime builds what it names and `info` prints what it says, so both always 
   Ranks that share a GPU map each other's memory on that GPU, so they exchange this way; their
   small exchanges (and everything, where IPC fails) go through host memory and MPI (staged.py).
 - One rank alone exchanges nothing: nothing is built.
+- CPU ranks (build.host_transport): on one node each reads its rows out of the others' memory
+  (cma.py) where the kernel lets them, else MPI.
 - With a GPU for every rank: the copy engines up to AUTO_IPC_RANKS ranks on one node (they beat
   NCCL on 2 GPUs and lost to it on 4: bench/RESULTS.md), their small exchanges through host
   memory and MPI until a process has made a few (NCCL takes seconds to start: ipc.py), NCCL
@@ -36,6 +38,7 @@ AUTO_IPC_RANKS = 2
 FOLD, SPLIT = settings.SETTINGS["DISTSORT_SHARED_GPU"].choices  # $DISTSORT_SHARED_GPU
 
 NCCL, IPC, IPC_HOST, HOST, ALONE = "nccl", "ipc", "ipc+host", "host", "alone"
+CMA, MPI_HOST = "cma", "mpi"  # the CPU backend's (build.host_transport)
 IPC_THEN_NCCL = "ipc, then nccl"
 DESCRIBED = {
     ALONE: "none (one rank: no rows move between ranks)",
@@ -48,6 +51,9 @@ DESCRIBED = {
     IPC_HOST: "device copies through CUDA IPC between ranks that share GPUs (host memory and "
               "MPI where IPC fails and for small exchanges)",
     HOST: "host memory and MPI (device to host, MPI all-to-all, host to device)",
+    CMA: "each rank reads its rows out of the other ranks' memory (cross-memory attach: the "
+         "ranks of one node)",
+    MPI_HOST: "MPI (host buffers)",
 }
 
 

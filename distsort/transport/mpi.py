@@ -18,7 +18,7 @@ INT_MAX = 2**31 - 1
 
 
 class MpiTransport:
-    name = "mpi"
+    name = "mpi"  # choice.MPI_HOST
     align_rows = 1  # blocks back to back
 
     def __init__(self, comm, chunk_bytes: int | None = None):

@@ -259,6 +259,7 @@ def test_aligned_blocks_leave_gaps_that_the_finish_closes(monkeypatch, chunk):
     """GPUs place each block at an aligned row (NCCL is faster so); here the MPI transport is
     made to do the same, so the gap handling runs on CPUs too, in one call and in rounds."""
     monkeypatch.setattr(MpiTransport, "align_rows", 7)
+    monkeypatch.setattr("distsort.transport.cma.connect", lambda comm: None)  # MPI, not cma.py
     if chunk:
         monkeypatch.setenv("DISTSORT_MPI_CHUNK_BYTES", str(chunk))
     monkeypatch.setattr("distsort.runtime._cache", {})  # fresh transports read the chunk size
