@@ -106,7 +106,7 @@ class NumpyEngine:
         return out
 
     def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
-        radix = self._note(lsd.available(keys))
+        radix = self._note(lsd.available(keys, positions=True))
         if _orders_in_pieces(keys):
             return _ordered_in_pieces(keys, threads())[1]
         return lsd.argsort(keys) if radix else np.argsort(keys, kind="stable")
@@ -115,7 +115,7 @@ class NumpyEngine:
         self, keys, values, begin_bit: int = 0, end_bit: int | None = None, **ignored: object
     ):
         if _orders_in_pieces(keys):
-            self._note(lsd.available(keys))
+            self._note(lsd.available(keys, positions=True))
             keys, order = _ordered_in_pieces(keys, threads())
             return keys, take(values, order)
         if lsd.available(keys, values):
@@ -130,18 +130,19 @@ class NumpyEngine:
         return radix
 
 
-def _in_pieces(keys: np.ndarray) -> bool:
-    """Are these keys sorted in pieces on the pool's threads, then merged?"""
+def _in_pieces(keys: np.ndarray, positions: bool = False) -> bool:
+    """Are these keys (positions: with their positions) sorted in pieces on the pool's
+    threads, then merged?"""
     if not (threads() > 1 and len(keys) >= PIECES_MIN and merge.available(keys)):
         return False
-    lsd.available(keys)  # the choice of sort made now, not by the threads at once (lsd.wins)
+    lsd.available(keys, positions=positions)  # the choice made now, not by the threads at once
     return True
 
 
 def _orders_in_pieces(keys: np.ndarray) -> bool:
     """Are these keys' order (and pairs) made in pieces on the pool's threads? Not for keys of
     16 bits or fewer: NumPy's stable sort of those is a radix sort already, faster alone."""
-    return keys.dtype.itemsize >= 4 and _in_pieces(keys)
+    return keys.dtype.itemsize >= 4 and _in_pieces(keys, positions=True)
 
 
 def _ordered_in_pieces(keys: np.ndarray, pieces: int) -> tuple[np.ndarray, np.ndarray]:

@@ -21,22 +21,36 @@ MARGIN = 1.5  # how much faster the radix sort must be there: in cache, where it
 SMALL = 1 << 16  # fewer keys: NumPy's sort (its call costs less; the choice is not worth it)
 
 
-def available(keys: np.ndarray, values: np.ndarray | None = None) -> bool:
-    """Is the radix sort the faster for these keys (and values), on this machine?"""
+def available(keys: np.ndarray, values: np.ndarray | None = None,
+              positions: bool = False) -> bool:
+    """Is the radix sort the faster for these keys (and values; positions: an argsort's int64
+    positions), on this machine?"""
+    width = 8 if positions else 0 if values is None else values.dtype.itemsize
     return (isinstance(keys, np.ndarray) and keys.ndim == 1 and len(keys) >= SMALL
             and keys.dtype in (np.uint32, np.uint64)
             and (values is None or (isinstance(values, np.ndarray) and values.ndim == 1
                                     and values.dtype.itemsize in (4, 8)))
-            and clib.library() is not None and wins(keys.dtype.itemsize))
+            and clib.library() is not None and wins(keys.dtype.itemsize, width))
 
 
 @functools.cache
-def wins(itemsize: int) -> bool:
-    """Does the radix sort beat np.sort by MARGIN on CALIBRATION random keys of this width?"""
+def wins(itemsize: int, value_bytes: int = 0) -> bool:
+    """Does the radix sort beat NumPy by MARGIN on CALIBRATION random keys of this width?
+    With values of value_bytes, against what NumPy has for pairs: a stable argsort and the
+    gathers (its SIMD sort, where it has one, sorts keys alone: an AVX-512 machine's keys go
+    to NumPy, its pairs to the radix sort, bench/RESULTS.md, session 39)."""
     dtype = np.dtype(f"u{itemsize}")
     keys = np.random.default_rng(0).integers(0, np.iinfo(dtype).max, CALIBRATION, dtype=dtype,
                                              endpoint=True)
-    return MARGIN * _best(lambda: sort(keys)) < _best(lambda: np.sort(keys))
+    if not value_bytes:
+        return MARGIN * _best(lambda: sort(keys)) < _best(lambda: np.sort(keys))
+    values = np.arange(CALIBRATION, dtype=f"u{value_bytes}")
+
+    def numpy_pairs() -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(keys, kind="stable")
+        return keys[order], values[order]
+
+    return MARGIN * _best(lambda: sort_pairs(keys, values)) < _best(numpy_pairs)
 
 
 def _best(call) -> float:

@@ -3,6 +3,8 @@ on either side of its choice (lsd.wins)."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -45,7 +47,7 @@ def test_keys_pairs_and_orders_as_numpy_stably(dtype, n, spread):
 
 @pytest.mark.parametrize("radix", [True, False])
 def test_the_engine_sorts_alike_on_either_side_of_the_choice(monkeypatch, radix):
-    monkeypatch.setattr(lsd, "wins", lambda itemsize: radix)
+    monkeypatch.setattr(lsd, "wins", lambda itemsize, value_bytes=0: radix)
     engine, rng = NumpyEngine(), np.random.default_rng(5)
     for dtype in (np.uint32, np.uint64):
         keys = rng.integers(0, 1000, 300_000).astype(dtype)  # ties: the order must be stable
@@ -65,7 +67,7 @@ def test_the_engine_sorts_in_pieces_on_threads_alike(monkeypatch, three_threads,
     then merged; equal keys (many here) keep their input order in orders and pairs."""
     from distsort.local.engine import PIECES_MIN
 
-    monkeypatch.setattr(lsd, "wins", lambda itemsize: radix)
+    monkeypatch.setattr(lsd, "wins", lambda itemsize, value_bytes=0: radix)
     engine = NumpyEngine()
     for dtype in (np.uint32, np.uint64):
         keys = keys_of(dtype, PIECES_MIN + 12_345, "narrow", 3)  # a pass that ends elsewhere
@@ -86,11 +88,30 @@ def test_the_choice_is_measured_once_a_width():
     assert not lsd.available(np.zeros(lsd.SMALL, np.int32))  # codes only: unsigned keys
 
 
+def test_pairs_are_chosen_against_numpy_pairs_not_its_key_sort(monkeypatch):
+    """Where NumPy's key sort wins (an AVX-512 machine's; here our key sort is slowed down),
+    pairs and orders still go to the radix sort: their rival is NumPy's stable argsort and the
+    gathers, which no SIMD sort speeds up."""
+    real = lsd.sort
+
+    def slow(keys, overwrite=False):
+        time.sleep(0.05)
+        return real(keys, overwrite)
+
+    monkeypatch.setattr(lsd, "sort", slow)
+    lsd.wins.cache_clear()
+    try:
+        assert not lsd.wins(8)
+        assert lsd.wins(8, 8) and lsd.wins(4, 8)
+    finally:
+        lsd.wins.cache_clear()
+
+
 @pytest.mark.parametrize("radix", [False, True])
 def test_the_engine_notes_which_sort_ran(monkeypatch, radix):
     """What a job's summary names: our radix sort where it ran, NumPy's where it did (few keys
     always: lsd.SMALL), for keys, orders and pairs alike."""
-    monkeypatch.setattr(lsd, "wins", lambda itemsize: radix)
+    monkeypatch.setattr(lsd, "wins", lambda itemsize, value_bytes=0: radix)
     engine, many = NumpyEngine(), keys_of(np.uint32, 2 * lsd.SMALL, "whole", 3)
     for call in (engine.sort, engine.argsort, lambda k: engine.sort_pairs(k, k.astype(np.int64))):
         engine.used.clear()
