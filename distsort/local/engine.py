@@ -116,6 +116,9 @@ class NumpyEngine:
     ):
         if _orders_in_pieces(keys):
             self._note(lsd.available(keys, positions=True))
+            if values.ndim == 1 and values.dtype.itemsize == 8:  # carried: no gather after
+                keys, words = _ordered_in_pieces(keys, threads(), values.view(np.int64))
+                return keys, words.view(values.dtype)
             keys, order = _ordered_in_pieces(keys, threads())
             return keys, take(values, order)
         if lsd.available(keys, values):
@@ -145,22 +148,25 @@ def _orders_in_pieces(keys: np.ndarray) -> bool:
     return keys.dtype.itemsize >= 4 and _in_pieces(keys, positions=True)
 
 
-def _ordered_in_pieces(keys: np.ndarray, pieces: int) -> tuple[np.ndarray, np.ndarray]:
-    """(keys sorted, the int64 positions that sort them, stably): pieces with their positions
-    sorted at once on the pool's threads, then merged with them."""
+def _ordered_in_pieces(keys: np.ndarray, pieces: int,
+                       carried: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(keys sorted, stably; and the int64 positions that sort them, or, given carried (int64
+    words, one a key), those words in their keys' order): pieces sorted with them at once on
+    the pool's threads, then merged with them (the merge moves 8 bytes beside each key)."""
     cuts = np.linspace(0, len(keys), pieces + 1).astype(np.int64)
-    out, at = np.empty_like(keys), np.arange(len(keys), dtype=np.int64)
+    out = np.empty_like(keys)
+    at = np.arange(len(keys), dtype=np.int64) if carried is None else carried.copy()
 
     def piece(lo: int, hi: int) -> None:
-        if lsd.available(keys[lo:hi], at[lo:hi]):
-            these, where = out[lo:hi], at[lo:hi]
+        these, where = out[lo:hi], at[lo:hi]
+        if lsd.available(keys[lo:hi], where):
             these[:] = keys[lo:hi]
             got, got_where = lsd.sort_pairs(these, where, overwrite=True)
             if got is not these:  # the passes ended in the scratch
                 these[:], where[:] = got, got_where
         else:
             order = np.argsort(keys[lo:hi], kind="stable")
-            out[lo:hi], at[lo:hi] = keys[lo:hi][order], order + lo
+            these[:], where[:] = keys[lo:hi][order], where[order]
 
     each([functools.partial(piece, int(lo), int(hi)) for lo, hi in zip(cuts[:-1], cuts[1:])])
     return merge.merge_runs(out, np.diff(cuts), positions=at, overwrite=True)

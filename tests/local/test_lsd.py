@@ -74,10 +74,14 @@ def test_the_engine_sorts_in_pieces_on_threads_alike(monkeypatch, three_threads,
         order = np.argsort(keys, kind="stable")
         np.testing.assert_array_equal(engine.sort(keys), keys[order])
         np.testing.assert_array_equal(engine.argsort(keys), order)
-        values = np.random.default_rng(4).standard_normal((len(keys), 2))  # rows of 2 floats
-        got_keys, got_values = engine.sort_pairs(keys, values)
-        np.testing.assert_array_equal(got_keys, keys[order])
-        np.testing.assert_array_equal(got_values, values[order])
+        floats = np.random.default_rng(4).standard_normal((len(keys), 2))
+        # rows of 2 floats (gathered by the order), 8-byte values (carried through the merge)
+        for values in (floats, floats[:, 0], floats[:, 1].astype(">f8"),
+                       np.arange(len(keys)).astype("datetime64[ns]")):
+            got_keys, got_values = engine.sort_pairs(keys, values)
+            np.testing.assert_array_equal(got_keys, keys[order])
+            np.testing.assert_array_equal(got_values, values[order])
+            assert got_values.dtype == values.dtype
 
 
 def test_the_choice_is_measured_once_a_width():
