@@ -96,16 +96,22 @@ class CmaTransport:
                          for d in send_displs], dtype=np.uint64).reshape(-1, len(sends))
         theirs = np.empty_like(mine)  # row q: where rank q's blocks for this rank lie
         self.comm.Alltoall(mine, theirs)
+        # every rank raises where any read fails, and none returns before all have read
+        agree(self.comm, lambda: self._read(self._reads(theirs, outs, widths, recv_counts,
+                                                        recv_displs)))
+        return outs
+
+    def _reads(self, theirs: np.ndarray, outs: list, widths: list, recv_counts,
+               recv_displs) -> list[tuple]:
+        """read_from's arguments for every block this rank receives."""
+        if not all(out.flags.c_contiguous for out in outs):
+            raise ValueError("receive buffers must be C-contiguous")
         reads = []
         for q, (count, at) in enumerate(zip(recv_counts, recv_displs)):
             for c, (out, width) in enumerate(zip(outs, widths)):
-                if not out.flags.c_contiguous:
-                    raise ValueError("receive buffers must be C-contiguous")
-                nbytes = int(count) * width
                 reads += _pieces(self.pids[q], int(theirs[q, c]),
-                                 out.ctypes.data + int(at) * width, nbytes)
-        agree(self.comm, lambda: self._read(reads))  # and no rank returns before all have read
-        return outs
+                                 out.ctypes.data + int(at) * width, int(count) * width)
+        return reads
 
     @staticmethod
     def _read(reads: list) -> None:
@@ -120,4 +126,3 @@ def _pieces(pid: int, remote: int, local: int, nbytes: int) -> list[tuple]:
     """read_from's arguments for [0, nbytes) of a block, in pieces of at most PIECE bytes."""
     return [(pid, remote + lo, local + lo, min(PIECE, nbytes - lo))
             for lo in range(0, nbytes, PIECE)]
-
