@@ -10,10 +10,12 @@ forever.
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import functools
 import os
 import sys
+import threading
 import traceback
 
 from mpi4py import MPI
@@ -63,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     progress.configure(False if quiet else (True if shown else None))
 
     comm = MPI.COMM_WORLD
+    sys.unraisablehook = interrupt_again
     try:
         if getattr(args, "checks_settings", True):
             agree(comm, settings.check_environment)  # once, agreed: not each rank in its steps
@@ -83,6 +86,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"distsort: internal error on rank {comm.Get_rank()}:", file=sys.stderr)
         traceback.print_exc()
         abort(comm, 1)
+
+
+def interrupt_again(unraisable) -> None:
+    """sys.unraisablehook: a Ctrl-C that came while a finalizer or a weakref callback ran (the
+    end of a worker thread, say) cannot be raised there: Python would print it with a traceback
+    and drop it, and the rank would go on. It is raised in the main thread again a moment later
+    instead (from a timer's thread: raised from the hook, it would land in the hook), so the
+    rank stops as on any other Ctrl-C."""
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        threading.Timer(0.01, _thread.interrupt_main).start()
+    else:
+        sys.__unraisablehook__(unraisable)
 
 
 def _before_command(argv: list[str], command: str | None) -> list[str]:

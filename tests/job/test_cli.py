@@ -15,6 +15,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -598,6 +599,23 @@ def test_ctrl_c_on_mpiexec_stops_every_rank_cleanly(tmp_path):
     assert job.returncode != 0
     assert "Traceback" not in err and err.count("distsort: interrupted") <= 1  # not once a rank
     assert sorted(os.listdir(tmp_path)) == ["in.npy"]
+
+
+def test_a_ctrl_c_that_lands_in_a_finalizer_is_raised_again(monkeypatch):
+    """Python prints a KeyboardInterrupt raised in a finalizer (or weakref callback) with a
+    traceback and drops it; under the CLI's hook it comes again once the finalizer is over."""
+    from distsort.cli import interrupt_again
+
+    class Interrupted:
+        def __del__(self):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(sys, "unraisablehook", interrupt_again)
+    deadline = time.monotonic() + 60
+    with pytest.raises(KeyboardInterrupt):
+        Interrupted()  # finalized at once; its interrupt goes to the hook
+        while time.monotonic() < deadline:  # until the interrupt comes back
+            pass
 
 
 @pytest.mark.parametrize("command", ["sort", "gen", "check", "bench", "info"])
