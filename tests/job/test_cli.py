@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -575,7 +576,6 @@ def test_ctrl_c_on_mpiexec_stops_every_rank_cleanly(tmp_path):
     piece (an injected hang: the job lives until it is interrupted) and says so on stderr; the
     interrupt is sent only when that line has come, whatever the machine's speed."""
     import queue
-    import signal
     import threading
 
     np.save(tmp_path / "in.npy", np.random.default_rng(0).integers(0, 2**31, 2**20))
@@ -611,11 +611,16 @@ def test_a_ctrl_c_that_lands_in_a_finalizer_is_raised_again(monkeypatch):
             raise KeyboardInterrupt
 
     monkeypatch.setattr(sys, "unraisablehook", interrupt_again)
+    # Python's own SIGINT handler, whatever was inherited (a shell's background job ignores it)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     deadline = time.monotonic() + 60
-    with pytest.raises(KeyboardInterrupt):
-        Interrupted()  # finalized at once; its interrupt goes to the hook
-        while time.monotonic() < deadline:  # until the interrupt comes back
-            pass
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            Interrupted()  # finalized at once; its interrupt goes to the hook
+            while time.monotonic() < deadline:  # until the interrupt comes back
+                pass
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.parametrize("command", ["sort", "gen", "check", "bench", "info"])
