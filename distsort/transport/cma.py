@@ -24,7 +24,7 @@ from mpi4py import MPI
 from .. import workers
 from ..errors import DistsortError, agree
 from ..io import libc
-from . import call_layout, row_bytes
+from . import call_layout, choice, row_bytes
 
 PIECE = 16 << 20  # bytes a thread reads in one call: pieces of the large blocks go to all threads
 
@@ -77,7 +77,7 @@ def connect(comm) -> CmaTransport | None:
 
 
 class CmaTransport:
-    name = "cma"
+    name = choice.CMA
     align_rows = 1  # blocks back to back
 
     def __init__(self, comm, pids: list[int]):
@@ -93,7 +93,8 @@ class CmaTransport:
         sends = [np.ascontiguousarray(c) for c in columns]  # held until every peer has read
         widths = [row_bytes(c) for c in sends]
         mine = np.array([[s.ctypes.data + int(d) * w for s, w in zip(sends, widths)]
-                         for d in send_displs], dtype=np.uint64).reshape(-1, len(sends))
+                         for d in send_displs], dtype=np.uint64).reshape(len(send_displs),
+                                                                         len(sends))
         theirs = np.empty_like(mine)  # row q: where rank q's blocks for this rank lie
         self.comm.Alltoall(mine, theirs)
         # every rank raises where any read fails, and none returns before all have read
@@ -104,8 +105,8 @@ class CmaTransport:
     def _reads(self, theirs: np.ndarray, outs: list, widths: list, recv_counts,
                recv_displs) -> list[tuple]:
         """read_from's arguments for every block this rank receives."""
-        if not all(out.flags.c_contiguous for out in outs):
-            raise ValueError("receive buffers must be C-contiguous")
+        if not all(out.flags.c_contiguous and out.flags.writeable for out in outs):
+            raise ValueError("receive buffers must be C-contiguous and writeable")
         reads = []
         for q, (count, at) in enumerate(zip(recv_counts, recv_displs)):
             for c, (out, width) in enumerate(zip(outs, widths)):
@@ -115,11 +116,20 @@ class CmaTransport:
 
     @staticmethod
     def _read(reads: list) -> None:
-        try:
-            workers.each([functools.partial(read_from, *r) for r in reads])
-        except OSError as exc:
-            raise DistsortError(f"the exchange could not read a peer rank's memory ({exc})") \
-                from None
+        """Every read, then the first failure's error: no read may still be writing into the
+        receive buffers once this returns or raises."""
+        failed: list[OSError] = []
+
+        def one(*args) -> None:
+            try:
+                read_from(*args)
+            except OSError as exc:
+                failed.append(exc)
+
+        workers.each([functools.partial(one, *r) for r in reads])
+        if failed:
+            raise DistsortError(f"the exchange could not read a peer rank's memory "
+                                f"({failed[0]})")
 
 
 def _pieces(pid: int, remote: int, local: int, nbytes: int) -> list[tuple]:

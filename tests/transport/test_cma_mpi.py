@@ -7,12 +7,14 @@ Run as `mpiexec -n P python -m pytest --with-mpi tests/transport/test_cma_mpi.py
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 import pytest
 from helpers import everything, local_data, reference
 
 import distsort
+from distsort import workers
 from distsort.errors import DistsortError, RemoteError
 from distsort.transport import cma
 from distsort.transport.mpi import MpiTransport
@@ -135,3 +137,36 @@ def test_a_failed_read_fails_every_rank(transport, monkeypatch):
         transport.alltoallv(columns_for(send, 4), send, recv)
     if COMM.Get_rank() == 0:
         assert "could not read a peer rank's memory" in str(caught.value)
+
+
+def test_a_failed_read_raises_once_every_other_read_is_over(transport):
+    """One read fails while the others run on the pool's threads: alltoallv raises only when
+    none is left writing into the receive buffer. The others wait (at most 0.5 s) for the error
+    to be caught: raised before they end, the count below is short."""
+    threads = workers.threads()
+    workers.use_threads(3)
+    send, recv = counts(6, 200)
+    send[:], recv[:] = 100, 100  # one read from every peer
+    caught, started, done = threading.Event(), [], []
+    real = cma.read_from
+
+    def reader(*args):
+        if not started:
+            started.append(args)
+            raise OSError(5, "Input/output error")
+        caught.wait(0.5)
+        real(*args)
+        done.append(args)
+
+    keys = columns_for(send, 6)[:1]
+    try:
+        if COMM.Get_rank() == 0:
+            cma.read_from = reader
+        with pytest.raises(DistsortError if COMM.Get_rank() == 0 else RemoteError):
+            transport.alltoallv(keys, send, recv)
+        if COMM.Get_rank() == 0:
+            assert len(done) == COMM.Get_size() - 1
+    finally:
+        cma.read_from = real
+        caught.set()
+        workers.use_threads(threads)
