@@ -38,7 +38,7 @@ AUTO_IPC_RANKS = 2
 FOLD, SPLIT = settings.SETTINGS["DISTSORT_SHARED_GPU"].choices  # $DISTSORT_SHARED_GPU
 
 NCCL, IPC, IPC_HOST, HOST, ALONE = "nccl", "ipc", "ipc+host", "host", "alone"
-CMA, MPI_HOST = "cma", "mpi"  # the CPU backend's (build.host_transport)
+CMA, MPI_HOST = "cma", "mpi"  # the CPU backend's (build.host_transport), and their names
 IPC_THEN_NCCL = "ipc, then nccl"
 DESCRIBED = {
     ALONE: "none (one rank: no rows move between ranks)",

@@ -12,13 +12,13 @@ import numpy as np
 from mpi4py import MPI
 
 from .. import settings
-from . import as_bytes, call_layout, displacements, row_bytes
+from . import as_bytes, call_layout, choice, displacements, row_bytes
 
 INT_MAX = 2**31 - 1
 
 
 class MpiTransport:
-    name = "mpi"  # choice.MPI_HOST
+    name = choice.MPI_HOST
     align_rows = 1  # blocks back to back
 
     def __init__(self, comm, chunk_bytes: int | None = None):
