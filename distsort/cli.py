@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     progress.configure(False if quiet else (True if shown else None))
 
     comm = MPI.COMM_WORLD
-    sys.unraisablehook = interrupt_again
+    before, sys.unraisablehook = sys.unraisablehook, functools.partial(interrupt_again,
+                                                                       sys.unraisablehook)
     try:
         if getattr(args, "checks_settings", True):
             agree(comm, settings.check_environment)  # once, agreed: not each rank in its steps
@@ -86,18 +87,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"distsort: internal error on rank {comm.Get_rank()}:", file=sys.stderr)
         traceback.print_exc()
         abort(comm, 1)
+    finally:
+        sys.unraisablehook = before  # main() may be called in a process that goes on
 
 
-def interrupt_again(unraisable) -> None:
-    """sys.unraisablehook: a Ctrl-C that came while a finalizer or a weakref callback ran (the
-    end of a worker thread, say) cannot be raised there: Python would print it with a traceback
-    and drop it, and the rank would go on. It is raised in the main thread again a moment later
-    instead (from a timer's thread: raised from the hook, it would land in the hook), so the
-    rank stops as on any other Ctrl-C."""
+def interrupt_again(others, unraisable) -> None:
+    """sys.unraisablehook while main() runs: a Ctrl-C that came while a finalizer or a weakref
+    callback ran (the end of a worker thread, say) cannot be raised there: Python would print it
+    with a traceback and drop it, and the rank would go on. It is raised in the main thread
+    again a moment later instead (from a timer's thread: raised from the hook, it would land in
+    the hook), so the rank stops as on any other Ctrl-C. Anything else goes to `others`, the
+    hook that was there before."""
     if issubclass(unraisable.exc_type, KeyboardInterrupt):
         threading.Timer(0.01, _thread.interrupt_main).start()
     else:
-        sys.__unraisablehook__(unraisable)
+        others(unraisable)
 
 
 def _before_command(argv: list[str], command: str | None) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import json
 import os
 import re
@@ -604,13 +605,15 @@ def test_ctrl_c_on_mpiexec_stops_every_rank_cleanly(tmp_path):
 def test_a_ctrl_c_that_lands_in_a_finalizer_is_raised_again(monkeypatch):
     """Python prints a KeyboardInterrupt raised in a finalizer (or weakref callback) with a
     traceback and drops it; under the CLI's hook it comes again once the finalizer is over."""
-    from distsort.cli import interrupt_again
+    from distsort.cli import interrupt_again, main
 
     class Interrupted:
         def __del__(self):
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(sys, "unraisablehook", interrupt_again)
+    hook = sys.unraisablehook
+    assert main(["info", "--json"]) == 0 and sys.unraisablehook is hook  # put back after main
+    monkeypatch.setattr(sys, "unraisablehook", functools.partial(interrupt_again, hook))
     # Python's own SIGINT handler, whatever was inherited (a shell's background job ignores it)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     deadline = time.monotonic() + 60
