@@ -15,8 +15,9 @@ No step holds more than about `budget` bytes on the device:
    elements the cut lies; a search in the key words of the at most t rows between decides.
 4. rounds: in round j every rank sends each rank d the slices of its runs in d's j-th piece.
    On GPUs the slices are copied from the pinned runs straight into a device buffer and sent
-   over NCCL when every rank's share fits its budget; otherwise (CPU backend, or a round made
-   too big by a skewed input) MPI moves host buffers (exchange_round). The receiver gets them
+   over NCCL when every rank's share fits its budget; otherwise host buffers move: on the CPU
+   backend over its transport (ranks reading each other's memory, or MPI), on GPUs, for a round
+   made too big by a skewed input, over MPI (exchange_round). The receiver gets them
    in (source rank, run) order, i.e. in global position order; one stable sort on the device
    puts them in order, and they are appended to its output.
 

@@ -83,7 +83,7 @@ def device_rounds(rt: Runtime, store: list, send_counts: list, room: int) -> np.
     """Which rounds go from device buffers over the backend's transport: on GPUs, those where
     every rank's send buffers of the round and the next (copied in ahead) fit the `room` its
     budget leaves beside the piece it receives. The others (all on the CPU backend, or rounds
-    made too big by a skewed input) move host buffers over MPI, which bounds the device
+    made too big by a skewed input) move host buffers (exchange_round), which bounds the device
     memory whatever the input. Collective on GPUs."""
     if rt.backend.name != "gpu":
         return np.zeros(len(send_counts), bool)
@@ -104,8 +104,9 @@ def stage(rt: Runtime, store: list, slices: list, lane: CopyLane) -> list:
 def exchange_round(rt: Runtime, columns: list, send_counts: np.ndarray, on_device: bool,
                    report: SortReport, lane: CopyLane) -> list:
     """One round's all-to-all of the send rows (grouped by destination); the rows received, by
-    source rank, on the device. Device buffers go over the backend's transport, host buffers
-    over MPI (and then to the device on the lane)."""
+    source rank, on the device. Device buffers go over the backend's transport; host buffers over
+    the CPU backend's (ranks reading each other's memory, or MPI), or on GPUs over MPI, and then
+    to the device on the lane."""
     alone, displs = rt.comm.Get_size() == 1, displacements(send_counts)
     if on_device:
         if alone:

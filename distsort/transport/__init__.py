@@ -1,5 +1,6 @@
-"""The transport seam: an all-to-all-v of rows between ranks, over MPI (host), or between GPUs by
-the copy engines (CUDA IPC, one node) or NCCL.
+"""The transport seam: an all-to-all-v of rows between ranks: host rows by MPI, or read out of
+each other's memory (the CPU ranks of one node), or between GPUs by the copy engines (CUDA IPC,
+one node) or NCCL.
 
 `alltoallv(columns, send_counts, recv_counts)` takes arrays whose first axis holds rows already
 grouped by destination rank (send_counts[j] rows for rank j, in rank order) and returns, for each,
