@@ -1,6 +1,6 @@
 """Which transport moves rows between GPUs (transport/choice.py), for every placement of ranks on
 nodes and devices and every $DISTSORT_TRANSPORT; and the runtime builds what it names (with the
-transports faked: no GPU here)."""
+transports faked: no GPU here). Between CPU ranks: which build.host_transport makes."""
 
 from __future__ import annotations
 
@@ -130,3 +130,27 @@ class Ranked:
 def test_ranks_that_share_a_device_split_its_budget(where, rank, sharers, shared):
     rt = runtime.Runtime(Ranked(rank), None, None, where)
     assert rt.sharers == sharers and rt.shared_devices == shared
+
+
+@pytest.mark.parametrize("nodes, reads, want", [
+    ("0000", True, choice.CMA),  # one node, and the kernel lets the ranks read each other
+    ("0000", False, choice.MPI_HOST),  # one node, refused (connect() says None)
+    ("0011", True, choice.MPI_HOST),  # two nodes: nobody tries
+    ("0", True, choice.MPI_HOST),  # one rank: nothing moves
+])
+def test_cpu_ranks_read_each_other_only_on_one_node_where_the_kernel_lets_them(
+        monkeypatch, nodes, reads, want):
+    from mpi4py import MPI
+
+    from distsort.transport import cma
+
+    tried = []
+
+    def connect(comm):
+        tried.append(comm)
+        return cma.CmaTransport(comm, [0] * len(nodes)) if reads else None
+
+    monkeypatch.setattr(cma, "connect", connect)
+    where = Placement(tuple((int(n), f"host{n}") for n in nodes), (None,) * len(nodes))
+    assert build.host_transport(MPI.COMM_SELF, where).name == want
+    assert bool(tried) == (len(nodes) > 1 and where.one_node)
