@@ -92,7 +92,7 @@ def worker(case: str, count: int, reps: int) -> None:
                           "peak_rss_bytes": peak * 1024, "phases": slowest,
                           "threads": workers.threads(), "c_kernels": clib.library_path(),
                           "radix": clib.library_path() is not None and lsd.wins(
-                              keys.dtype.itemsize)}))
+                              keys.dtype.itemsize, 0 if values is None else values.itemsize)}))
 
 
 def distsort_run(case: str, count: int, ranks: int, reps: int) -> dict:

@@ -171,11 +171,21 @@ def backend_info(comm, gpus: Mapping[str, Any]) -> dict[str, Any]:
 
     built = library_path()
     merge = built or "none (no C compiler here): CPU ranks sort what they receive"
-    sort = "NumPy's (no C compiler here)" if built is None else (
-        "our radix sort (local/lsd.c: faster than NumPy's here)" if lsd.wins(4)
-        else "NumPy's (faster than our radix sort here)")
+    sort = "NumPy's (no C compiler here)" if built is None else _cpu_sort(lsd.wins(4),
+                                                                          lsd.wins(4, 8))
     return {"available": available, "requested": requested, "selected": selected,
             "cpu_merge": merge, "cpu_sort": sort}
+
+
+def _cpu_sort(keys: bool, pairs: bool) -> str:
+    """Which sort CPU ranks run (lsd.wins: our radix sort won for keys, for pairs)."""
+    if keys == pairs:
+        return ("our radix sort (local/lsd.c: faster than NumPy's here)" if keys
+                else "NumPy's (faster than our radix sort here)")
+    if pairs:
+        return ("NumPy's for keys (its SIMD sort is the faster here), our radix sort (local/lsd.c) "
+                "for pairs and orders")
+    return "our radix sort (local/lsd.c) for keys, NumPy's for pairs and orders (faster here)"
 
 
 def transport_info(comm, backend: str, device: str | None = None) -> str:

@@ -67,6 +67,16 @@ def test_collect_info_without_cupy(no_cupy, monkeypatch):
     assert f"cpu sort    {d['backend']['cpu_sort']}" in text and "NumPy" in d["backend"]["cpu_sort"]
 
 
+@pytest.mark.parametrize("keys, pairs, words", [
+    (True, True, ["our radix sort"]), (False, False, ["NumPy's (faster"]),
+    (False, True, ["NumPy's for keys", "our radix sort (local/lsd.c) for pairs"]),
+    (True, False, ["our radix sort (local/lsd.c) for keys", "NumPy's for pairs"]),
+])
+def test_info_says_which_sort_cpu_ranks_run_for_keys_and_for_pairs(keys, pairs, words):
+    said = info._cpu_sort(keys, pairs)
+    assert all(w in said for w in words) and "NumPy" in said
+
+
 def test_info_says_where_cpu_ranks_have_no_merge(no_cupy, monkeypatch):
     from distsort.local import clib
 
