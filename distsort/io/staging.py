@@ -1,8 +1,9 @@
 """A rank's range of a file straight into device memory, and device arrays straight out to a
 file, through a few pinned host buffers.
 
-Threads read the file into one buffer (parallel.py) while the buffer before it is copied up to
-the device, and one buffer is copied down while the one before it is written out: the copies
+Pages in the page cache are copied up by the device straight from there (direct.py); others
+are read by threads into one buffer (parallel.py) while the buffer before it is copied up to
+the device. One buffer is copied down while the one before it is written out: the copies
 (fast over PCIe from pinned memory) hide behind the file's reads and writes, and no pageable
 copy or allocation of the whole range is made on the host. STAGES buffers of STAGE_BYTES are
 made once a process (page-locking is costly).
@@ -16,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..memory import host_empty
+from .direct import copy_cached
 
 STAGE_BYTES = 64 << 20
 STAGES = 3
@@ -32,20 +34,25 @@ def load(source, start: int, stop: int, xp, progress: Callable[[int], None] = la
     itemsize, per = source.fmt.itemsize, STAGE_BYTES // source.fmt.itemsize
     nbytes = (stop - start) * itemsize
     out = xp.empty(nbytes, np.uint8) if into is None else into[:nbytes]
-    if xp is not np:
+    if xp is np:  # straight into the result
+        for lo in range(start, stop, per):
+            hi = min(lo + per, stop)
+            source.read_into(lo, out[(lo - start) * itemsize : (hi - start) * itemsize])
+            progress((hi - lo) * itemsize)
+    else:
         ring = _buffers(xp)
         ring.lane.follow()  # out's memory may be the pool's, freed by work queued before
-    for i, lo in enumerate(range(start, stop, per)):
-        at, n = (lo - start) * itemsize, (min(lo + per, stop) - lo) * itemsize
-        if xp is np:  # straight into the result
-            source.read_into(lo, out[at : at + n])
-        else:
-            buf = ring.take(i)[:n]
-            source.read_into(lo, buf)
-            ring.lane.upload(buf, out=out[at : at + n])
-            ring.sent(i)
-        progress(n)
-    if xp is not np:
+        left = copy_cached(source, start, stop, out, ring.lane.stream)
+        if left is not None:
+            progress(nbytes - sum(hi - lo for lo, hi in left) * itemsize)
+        for a, b in left or [(start, stop)]:  # through the ring
+            for i, lo in enumerate(range(a, b, per)):
+                at, n = (lo - start) * itemsize, (min(lo + per, b) - lo) * itemsize
+                buf = ring.take(i)[:n]
+                source.read_into(lo, buf)
+                ring.lane.upload(buf, out=out[at : at + n])
+                ring.sent(i)
+                progress(n)
         ring.lane.join()
     like = source.fmt.empty_rows()
     return out.view(like.dtype).reshape((stop - start,) + like.shape[1:])

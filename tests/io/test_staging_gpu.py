@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from helpers import bool_or_time_order, keys_with_specials, same_bits, structured_rows
 
-from distsort.io import FileFormat, ShardWriter, open_input, staging
+from distsort.io import FileFormat, ShardWriter, direct, open_input, staging
 from distsort.payload import stored
 
 MPI = pytest.importorskip("mpi4py.MPI")
@@ -74,6 +74,46 @@ def test_load_and_store_round_trip_through_many_pieces(shared_dir, monkeypatch, 
         writer.commit()
     with open(out, "rb") as f, open(path, "rb") as g:
         assert f.read() == g.read()
+
+
+@pytest.mark.parametrize("refuse", [None, 0, 2])  # locks refused: none, the first, the third
+def test_pages_in_the_page_cache_go_up_from_there_and_are_unlocked_after(shared_dir, monkeypatch,
+                                                                         refuse):
+    """A range whose pages are in memory is copied by the device from the page cache (several
+    locks of a few pages, the partial pages at its ends read), bit for bit; every lock is
+    undone after; where a lock is refused, the reads bring the range instead."""
+    import mmap
+
+    import cupy
+
+    runtime, lock, taken = cupy.cuda.runtime, cupy.cuda.runtime.hostRegister, []
+
+    def register(ptr, size, flags):
+        if flags == direct.READ_ONLY:
+            taken.append(ptr)
+            if len(taken) - 1 == refuse:
+                raise runtime.CUDARuntimeError(1)  # cudaErrorInvalidValue
+        return lock(ptr, size, flags)
+
+    monkeypatch.setattr(runtime, "hostRegister", register)
+    monkeypatch.setattr(direct, "PIECE", 3 * mmap.PAGESIZE)
+    fmt, rank = FileFormat.raw("u4"), COMM.Get_rank()
+    path = f"{shared_dir}/direct.raw"
+    n = 50_000
+    keys = (np.arange(n, dtype=np.uint64) * 2654435761 % 2**32).astype(np.uint32)
+    write_file(path, fmt, keys if rank == 0 else None)
+    source = open_input(path, fmt)
+    lo, hi = 1001 + 7 * rank, n - 333
+    got = staging.load(source, lo, hi, cupy)
+    np.testing.assert_array_equal(cupy.asnumpy(got), source.read(lo, hi))
+    pages = hi * 4 // mmap.PAGESIZE - -(-lo * 4 // mmap.PAGESIZE)  # whole ones: locked
+    assert len(taken) == (-(-pages // 3) if refuse is None else refuse + 1)
+    with open(path, "rb") as f:  # no page of it still locked: the whole file locks again
+        view = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+        address = np.frombuffer(view, np.uint8).ctypes.data
+        lock(address, len(view), direct.READ_ONLY)
+        runtime.hostUnregister(address)
+        view.close()
 
 
 @pytest.mark.parametrize("case", ["keys >f8 descending", "argsort u4", "records", "pairs M8"])

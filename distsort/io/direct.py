@@ -1,0 +1,100 @@
+"""A range of an input file copied to the device straight out of the page cache.
+
+Where every page of the range is in memory already (a file just written or read: the warm
+case), the device's copy engines can read the bytes where they lie: a read-only mapping of the
+range is page-locked (cudaHostRegister, cudaHostRegisterReadOnly) piece by piece and copied up
+as each piece is locked, and the CPU copies nothing. staging.load's threads instead copy each
+byte from the page cache into a pinned buffer first, which an out-of-core job's other work on
+the CPU (its runs' store and the output's pages faulted in) slows threefold: 8 GiB of runs read
+in 1.0 s that way, in 0.29 s this way (bench/RESULTS.md, run 336).
+Left to the threads' reads: ranges with pages on disk (a lock would read them page by page on
+one thread), byte orders to swap, files whose pages the system will not lock, and the partial
+pages at a range's ends (the pages beside belong to another range, maybe another rank's).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+
+import numpy as np
+
+from . import libc
+from .reader import InputFile
+
+READ_ONLY = 8  # cudaHostRegisterReadOnly: the device only reads the pages
+PIECE = 256 << 20  # bytes locked at once: the next piece is locked while this one copies
+PAGE = mmap.PAGESIZE
+
+
+def copy_cached(source: InputFile, start: int, stop: int, out, stream) -> list | None:
+    """Copy the whole pages of elements [start, stop) of `source` into the CuPy uint8 array
+    `out` (the range's bytes) on `stream`, once copied, where they are all in memory and may
+    be locked, and return the element ranges left to read (those with bytes in the partial
+    pages at the ends); else copy nothing and return None."""
+    fmt = source.fmt
+    if fmt.kind != "records" and not fmt.dtype.isnative:
+        return None
+    first, last = source.offset + start * fmt.itemsize, source.offset + stop * fmt.itemsize
+    lo, hi = -(-first // PAGE) * PAGE, last // PAGE * PAGE
+    if hi <= lo or not _copy_pages(source.path, lo, hi, out.data.ptr + lo - first, stream):
+        return None
+    head = min(stop, start + -(-(lo - first) // fmt.itemsize))
+    tail = max(head, stop - -(-(last - hi) // fmt.itemsize))
+    return [(start, head), (tail, stop)]
+
+
+def _copy_pages(path, lo: int, hi: int, target: int, stream) -> bool:
+    """Bytes [lo, hi) (whole pages) of the file at path copied to device address target, where
+    all are in memory and may be locked; False (nothing copied) where not."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            if os.fstat(fd).st_size < hi:  # shorter than its header says: the reads say so
+                return False
+            view = mmap.mmap(fd, hi - lo, offset=lo, prot=mmap.PROT_READ)
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return False
+    try:
+        address = np.frombuffer(view, np.uint8).ctypes.data  # no export left behind
+        return _resident(address, hi - lo) and _copy_locked(address, hi - lo, target, stream)
+    finally:
+        view.close()
+
+
+def _copy_locked(address: int, nbytes: int, target: int, stream) -> bool:
+    """Lock [address, address + nbytes) piece by piece and copy each to the device at `target`
+    as soon as it is locked; unlock once every copy is done. False where a lock is refused
+    (the caller reads the range its own way: what was copied is copied again)."""
+    import cupy
+
+    runtime, locked = cupy.cuda.runtime, []
+    try:
+        for at in range(0, nbytes, PIECE):
+            size = min(PIECE, nbytes - at)
+            try:
+                runtime.hostRegister(address + at, size, READ_ONLY)
+            except runtime.CUDARuntimeError:
+                return False
+            locked.append(address + at)
+            runtime.memcpyAsync(target + at, address + at, size, runtime.memcpyHostToDevice,
+                                stream.ptr)
+        return True
+    finally:
+        stream.synchronize()  # no copy may still read a page once it is unlocked
+        for ptr in locked:
+            runtime.hostUnregister(ptr)
+
+
+def _resident(address: int, nbytes: int) -> bool:
+    """Whether every page of the mapping [address, address + nbytes) is in memory (mincore)."""
+    mincore = libc.function("mincore", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p))
+    if mincore is None:
+        return False
+    pages = np.empty(-(-nbytes // PAGE), np.uint8)
+    if mincore(address, nbytes, pages.ctypes.data) != 0:
+        return False
+    return bool(np.all(pages & 1))
