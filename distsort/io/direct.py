@@ -6,7 +6,7 @@ range is page-locked (cudaHostRegister, cudaHostRegisterReadOnly) piece by piece
 as each piece is locked, and the CPU copies nothing. staging.load's threads instead copy each
 byte from the page cache into a pinned buffer first, which an out-of-core job's other work on
 the CPU (its runs' store and the output's pages faulted in) slows threefold: 8 GiB of runs read
-in 1.0 s that way, in 0.29 s this way (bench/RESULTS.md, run 336).
+in 0.93-1.05 s that way, 0.29-0.34 s this way (bench/RESULTS.md, runs 336-338).
 Left to the threads' reads: ranges with pages on disk (a lock would read them page by page on
 one thread), byte orders to swap, files whose pages the system will not lock, and the partial
 pages at a range's ends (the pages beside belong to another range, maybe another rank's).
