@@ -1,4 +1,4 @@
-"""An output mapping's pages faulted in ahead of the writes into it.
+"""An output mapping's pages faulted in ahead of the writes into it, and let go behind them.
 
 The first write into each page of a new file's shared mapping faults: a page-cache page is
 made, zeroed and handed to the file system. Those faults, not the copy, are most of a mapped
@@ -11,6 +11,9 @@ contend and make the writes slower (run 308). A hint only: where the kernel refu
 The pages it faults in are dirty (of zeros, until the writes come): no more of them than the
 kernel lets build up before it starts writing dirty pages back (room()), or it would write the
 zeros to disk and then the data.
+Unmapping the written pages costs too: 0.34 s for 8 GiB at the mapping's close, after the last
+write (bench/RESULTS.md, run 341). So each write's whole pages are let go of by a thread of its
+own (PagesBehind) while the next ones are written, and the close finds few left.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import mmap
+import queue
 import threading
 
 import numpy as np
@@ -27,6 +31,7 @@ from ..workers import unbind
 from . import libc
 
 MADV_POPULATE_WRITE = 23  # linux/mman.h
+MADV_DONTNEED = 4
 PIECE = 64 << 20  # bytes a call: stop() waits for at most one
 
 
@@ -67,6 +72,50 @@ class PagesAhead:
         self._stopped = True
         for thread in self._threads:
             thread.join()
+
+
+class PagesBehind:
+    """Let go of the whole pages of written views of a shared mapping, on a thread of its own
+    (madvise MADV_DONTNEED: of a shared file mapping it only unmaps them; the bytes stay in
+    the page cache, dirty ones until written back, and a later touch maps them again); stop()
+    before the mapping is closed. Where the kernel refuses, the close unmaps them."""
+
+    def __init__(self):
+        self._ranges: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def written(self, view: np.ndarray) -> None:
+        """Let go of view's whole pages soon (view: bytes of the mapping, written)."""
+        page, first = mmap.PAGESIZE, view.ctypes.data
+        lo, hi = -(-first // page) * page, (first + len(view)) // page * page
+        if hi <= lo or not self._started():
+            return
+        self._ranges.put((lo, hi))
+
+    def _started(self) -> bool:
+        madvise = _madvise()
+        if self._thread is None and madvise is not None:
+            thread = threading.Thread(target=self._run, args=(madvise,), daemon=True,
+                                      name="distsort-behind")
+            try:
+                thread.start()
+            except RuntimeError:  # no more threads: the close unmaps them all
+                return False
+            self._thread = thread
+        return self._thread is not None
+
+    def _run(self, madvise) -> None:
+        unbind()  # the kernel's work, as the faults ahead
+        while (pages := self._ranges.get()) is not None:
+            lo, hi = pages
+            madvise(lo, hi - lo, MADV_DONTNEED)
+
+    def stop(self) -> None:
+        """Return once the pages given so far are let go of (at once where none were)."""
+        if self._thread is not None:
+            self._ranges.put(None)
+            self._thread.join()
+            self._thread = None
 
 
 def room(sharers: int) -> int:

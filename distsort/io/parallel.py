@@ -22,7 +22,7 @@ import numpy as np
 
 from ..workers import spread
 from . import libc
-from .ahead import PagesAhead, room
+from .ahead import PagesAhead, PagesBehind, room
 
 PIECE = 4 << 20  # bytes a request: large enough that a call's cost vanishes, small enough to
 # spread one 64 MiB staging buffer over all of a rank's threads (workers.MAX_THREADS)
@@ -77,8 +77,8 @@ class FileRange:
     blocks reserved: see the module doc), by at most NODE_MAPPED_WRITERS / `sharers` threads at
     once (sharers: the node's ranks that write the file), else by positioned writes; `ahead`
     (lo, hi): the bytes of the range that this rank will write, whose pages (the first
-    ahead.room() bytes of them) are faulted in until the first write (ahead.py). Close it
-    after use."""
+    ahead.room() bytes of them) are faulted in until the first write, and each write's pages
+    are let go of behind it (ahead.py). Close it after use."""
 
     def __init__(self, fd: int, offset: int, nbytes: int, mapped: bool, sharers: int = 1,
                  ahead: tuple[int, int] | None = None):
@@ -87,6 +87,7 @@ class FileRange:
         self._map: mmap.mmap | None = None
         self._bytes: np.ndarray | None = None
         self._ahead: PagesAhead | None = None
+        self._behind = PagesBehind()
         if mapped and nbytes:
             skip = offset % mmap.ALLOCATIONGRANULARITY  # a mapping starts on a page
             self._map = mmap.mmap(fd, skip + nbytes, offset=offset - skip)
@@ -107,11 +108,13 @@ class FileRange:
         target = self._bytes[at : at + len(data)]
         piece = max(PIECE, -(-len(data) // self.writers))  # writers pieces at the most
         spread(lambda lo, hi: np.copyto(target[lo:hi], data[lo:hi]), len(data), piece)
+        self._behind.written(target)
 
     def close(self) -> None:
         """Unmap the range; where a view of it is still held (the frames of an interrupted
         write's traceback hold theirs), it is unmapped with its last view instead."""
         self._stop_ahead()  # its threads use the mapping
+        self._behind.stop()
         self._bytes = None  # the mapping's one export, released before it closes
         if self._map is not None:
             try:

@@ -133,3 +133,39 @@ def test_no_more_is_faulted_in_than_the_kernel_lets_stay_dirty(tmp_path, monkeyp
         target.close()
     finally:
         os.close(fd)
+
+
+def _mapped(view: np.ndarray) -> np.ndarray:
+    """Which pages from the one view starts in are mapped into this process (/proc/self/pagemap:
+    bit 63 of each page's entry)."""
+    first = view.ctypes.data // PAGE
+    pages = -(-(view.ctypes.data + len(view)) // PAGE) - first
+    with open("/proc/self/pagemap", "rb") as f:
+        f.seek(8 * first)
+        entries = np.frombuffer(f.read(8 * pages), np.uint64)
+    return (entries >> np.uint64(63)).astype(bool)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/pagemap"), reason="needs /proc/self/pagemap")
+def test_written_pages_are_let_go_of_behind_the_writes_and_keep_their_bytes(tmp_path):
+    """Each write's whole pages are unmapped by the thread behind it (the close then has few
+    left); pages a later write shares stay mapped; every byte reaches the file."""
+    nbytes = 64 * PAGE
+    data = np.random.default_rng(1).integers(0, 256, nbytes - 300, dtype=np.uint8)
+    fd = _reserved(tmp_path / "f", nbytes)
+    try:
+        target = FileRange(fd, 300, nbytes - 300, True)
+        half = len(data) // 2 + 77  # not on a page: the page it ends in is the next write's too
+        target.write(data[:half], 0)
+        target._behind.stop()  # the pages given so far are let go of
+        view = target._bytes
+        written = _mapped(view[:half])
+        assert not written[1:-1].any()  # whole pages of the write: unmapped
+        assert written[-1]  # shared with the next write: left mapped
+        target.write(data[half:], half)
+        assert np.array_equal(view[: len(data)], data)  # touched again: mapped again, same bytes
+        del view, written
+        target.close()
+    finally:
+        os.close(fd)
+    assert np.array_equal(np.fromfile(tmp_path / "f", np.uint8)[300:], data)
