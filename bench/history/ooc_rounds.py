@@ -28,7 +28,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 from distsort import backend, cli, memory  # noqa: E402
-from distsort.io import ahead  # noqa: E402
+from distsort.io import ahead, parallel  # noqa: E402
 from distsort.io.writer import ShardWriter  # noqa: E402
 from distsort.outofcore import files, merge, runs, writes  # noqa: E402
 from distsort.outofcore import sort as external  # noqa: E402
@@ -74,6 +74,9 @@ def main() -> None:
     timed(writes.WritesBehind, "_download", "queue D2H")
     timed(writes.WritesBehind, "_write", "writer: whole write")
     timed(ShardWriter, "write", "writer: into the file")
+    timed(memory.Registered, "__del__", "store: unlock a part")
+    timed(ShardWriter, "commit", "output: commit (unmap, close, rename)")
+    timed(parallel.FileRange, "close", "output: unmap")
     out = os.path.join(tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(args.input))),
                        "out.npy")
     report = out + ".json"
