@@ -2,11 +2,12 @@
 
 Where every page of the range is in memory already (a file just written or read: the warm
 case), the device's copy engines can read the bytes where they lie: a read-only mapping of the
-range is page-locked (cudaHostRegister, cudaHostRegisterReadOnly) piece by piece and copied up
-as each piece is locked, and the CPU copies nothing. staging.load's threads instead copy each
-byte from the page cache into a pinned buffer first, which an out-of-core job's other work on
-the CPU (its runs' store and the output's pages faulted in) slows threefold: 8 GiB of runs read
-in 0.93-1.05 s that way, 0.29-0.34 s this way (bench/RESULTS.md, runs 336-338).
+range is page-locked (cudaHostRegister, cudaHostRegisterReadOnly) piece by piece, each piece
+copied up as soon as it is locked and unlocked once copied, and the CPU copies nothing.
+staging.load's threads instead copy each byte from the page cache into a pinned buffer first,
+which an out-of-core job's other work on the CPU (its runs' store and the output's pages
+faulted in) slows threefold: 8 GiB of runs read in 0.93-1.05 s that way, 0.29-0.34 s this way
+(bench/RESULTS.md, runs 336-338).
 Left to the threads' reads: ranges with pages on disk (a lock would read them page by page on
 one thread), byte orders to swap, files whose pages the system will not lock, and the partial
 pages at a range's ends (the pages beside belong to another range, maybe another rank's).
@@ -24,7 +25,7 @@ from . import libc
 from .reader import InputFile
 
 READ_ONLY = 8  # cudaHostRegisterReadOnly: the device only reads the pages
-PIECE = 256 << 20  # bytes locked at once: the next piece is locked while this one copies
+PIECE = 256 << 20  # bytes a lock: the next piece is locked while this one copies
 PAGE = mmap.PAGESIZE
 
 
@@ -34,8 +35,10 @@ def copy_cached(source: InputFile, start: int, stop: int, out, stream) -> list |
     be locked, and return the element ranges left to read (those with bytes in the partial
     pages at the ends); else copy nothing and return None."""
     fmt = source.fmt
-    if fmt.kind != "records" and not fmt.dtype.isnative:
-        return None
+    if ((fmt.kind != "records" and not fmt.dtype.isnative)
+            or not 0 <= start <= stop <= source.count
+            or out.size != (stop - start) * fmt.itemsize or not out.flags.c_contiguous):
+        return None  # the reads swap the bytes, or say what is wrong
     first, last = source.offset + start * fmt.itemsize, source.offset + stop * fmt.itemsize
     lo, hi = -(-first // PAGE) * PAGE, last // PAGE * PAGE
     if hi <= lo or not _copy_pages(source.path, lo, hi, out.data.ptr + lo - first, stream):
@@ -47,46 +50,74 @@ def copy_cached(source: InputFile, start: int, stop: int, out, stream) -> list |
 
 def _copy_pages(path, lo: int, hi: int, target: int, stream) -> bool:
     """Bytes [lo, hi) (whole pages) of the file at path copied to device address target, where
-    all are in memory and may be locked; False (nothing copied) where not."""
+    all are in memory and may be locked; False (nothing copied) where not, or where the file
+    was cut short meanwhile (the reads then say so)."""
     try:
         fd = os.open(path, os.O_RDONLY)
-        try:
-            if os.fstat(fd).st_size < hi:  # shorter than its header says: the reads say so
-                return False
-            view = mmap.mmap(fd, hi - lo, offset=lo, prot=mmap.PROT_READ)
-        finally:
-            os.close(fd)
-    except (OSError, ValueError):
+    except OSError:
         return False
     try:
-        address = np.frombuffer(view, np.uint8).ctypes.data  # no export left behind
-        return _resident(address, hi - lo) and _copy_locked(address, hi - lo, target, stream)
+        if not _sees_residency(fd, path) or os.fstat(fd).st_size < hi:
+            return False
+        view = mmap.mmap(fd, hi - lo, offset=lo, prot=mmap.PROT_READ)
+        try:
+            address = np.frombuffer(view, np.uint8).ctypes.data  # no export left behind
+            copied = _resident(address, hi - lo) and _copy_locked(address, hi - lo, target,
+                                                                   stream)
+        finally:
+            view.close()
+        return copied and os.fstat(fd).st_size >= hi
+    except (OSError, ValueError):
+        return False
     finally:
-        view.close()
+        os.close(fd)
 
 
 def _copy_locked(address: int, nbytes: int, target: int, stream) -> bool:
-    """Lock [address, address + nbytes) piece by piece and copy each to the device at `target`
-    as soon as it is locked; unlock once every copy is done. False where a lock is refused
-    (the caller reads the range its own way: what was copied is copied again)."""
+    """Lock [address, address + nbytes) piece by piece, copy each to the device at `target` as
+    soon as it is locked, and unlock each once its copy is done (two pieces locked at most).
+    False where a lock is refused (the caller reads the range its own way: what was copied
+    is copied again)."""
     import cupy
 
-    runtime, locked = cupy.cuda.runtime, []
+    runtime, locked = cupy.cuda.runtime, []  # [address, what to wait for before unlocking]
     try:
         for at in range(0, nbytes, PIECE):
             size = min(PIECE, nbytes - at)
+            locked.append([address + at, stream])  # before the lock: an interrupt finds it
             try:
                 runtime.hostRegister(address + at, size, READ_ONLY)
             except runtime.CUDARuntimeError:
+                locked.pop()
                 return False
-            locked.append(address + at)
             runtime.memcpyAsync(target + at, address + at, size, runtime.memcpyHostToDevice,
                                 stream.ptr)
+            locked[-1][1] = stream.record()
+            if len(locked) > 1:  # the piece before: copied while this one was locked
+                _unlock(runtime, *locked.pop(0))
         return True
     finally:
-        stream.synchronize()  # no copy may still read a page once it is unlocked
-        for ptr in locked:
-            runtime.hostUnregister(ptr)
+        while locked:
+            _unlock(runtime, *locked.pop(0))
+
+
+def _unlock(runtime, address: int, copied) -> None:
+    """Unlock the piece at address once `copied` (its copy's event, or the stream) is done."""
+    try:
+        copied.synchronize()  # no copy may still read a page once it is unlocked
+    finally:
+        try:
+            runtime.hostUnregister(address)
+        except runtime.CUDARuntimeError:  # never locked (interrupted between the two)
+            pass
+
+
+def _sees_residency(fd: int, path) -> bool:
+    """Whether mincore tells this process where the file's pages are: only for a file it owns
+    or may write (Linux 5.2 on); for others it says every page is in memory, which would send
+    a range on disk here, to be read page by page as it is locked."""
+    euid = os.geteuid()
+    return euid == 0 or os.fstat(fd).st_uid == euid or os.access(path, os.W_OK)
 
 
 def _resident(address: int, nbytes: int) -> bool:

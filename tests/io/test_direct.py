@@ -16,6 +16,12 @@ from distsort.io import FileFormat, InputFile, direct
 PAGE = mmap.PAGESIZE
 
 
+def _device_bytes(n: int, contiguous: bool = True) -> SimpleNamespace:
+    """What copy_cached reads of a CuPy uint8 array: its address, size and layout."""
+    return SimpleNamespace(data=SimpleNamespace(ptr=0), size=n,
+                           flags=SimpleNamespace(c_contiguous=contiguous))
+
+
 @pytest.mark.parametrize("itemsize, offset, start, stop", [
     (4, 128, 0, 10_000),  # an .npy header: the first page partial
     (10, 0, 3, 5_001),  # records across page ends
@@ -35,8 +41,7 @@ def test_the_copied_pages_and_the_ranges_left_cover_the_range_once(monkeypatch, 
     fmt = FileFormat.records(itemsize, 1) if itemsize in (10, 100) else FileFormat.raw(
         {4: "u4", 8: "u8", 12: "S12"}[itemsize], payload=itemsize == 12)
     source = InputFile("unused", fmt, stop + 10, offset)
-    left = direct.copy_cached(source, start, stop, SimpleNamespace(data=SimpleNamespace(ptr=0)),
-                              None)
+    left = direct.copy_cached(source, start, stop, _device_bytes((stop - start) * itemsize), None)
     first, last = offset + start * itemsize, offset + stop * itemsize
     covered = np.zeros(last - first, bool)
     if left is None:  # nothing whole to copy
@@ -52,10 +57,29 @@ def test_the_copied_pages_and_the_ranges_left_cover_the_range_once(monkeypatch, 
     assert sum(b - a for a, b in left) * itemsize < 2 * (PAGE + itemsize)  # the ends only
 
 
-def test_bytes_to_swap_are_never_copied_as_they_lie(monkeypatch):
+@pytest.mark.parametrize("case", ["bytes to swap", "past the end", "out too short",
+                                  "out not contiguous"])
+def test_what_the_reads_must_swap_or_refuse_is_never_copied_as_it_lies(monkeypatch, case):
+    """Byte orders to swap, and ranges or arrays the reads would refuse (with their error)."""
     monkeypatch.setattr(direct, "_copy_pages", lambda *args: pytest.fail("copied"))
-    source = InputFile("unused", FileFormat.raw(">u4"), 10 * PAGE)
-    assert direct.copy_cached(source, 0, 10 * PAGE, None, None) is None
+    n = 10 * PAGE
+    source = InputFile("unused", FileFormat.raw(">u4" if case == "bytes to swap" else "u4"), n)
+    stop = n + PAGE if case == "past the end" else n
+    out = _device_bytes(4 * stop - 4 * (case == "out too short"), case != "out not contiguous")
+    assert direct.copy_cached(source, 0, stop, out, None) is None
+
+
+def test_a_file_this_process_may_not_see_the_residency_of_is_left_to_the_reads(tmp_path,
+                                                                                monkeypatch):
+    """mincore says every page of a file the process neither owns nor may write is in memory
+    (Linux 5.2 on): such a file's pages, maybe on disk, are not locked to be copied."""
+    path = tmp_path / "f.bin"
+    np.zeros(16 * PAGE, np.uint8).tofile(path)
+    monkeypatch.setattr(direct, "_resident", lambda *args: pytest.fail("asked mincore"))
+    monkeypatch.setattr(direct.os, "geteuid", lambda: os.stat(path).st_uid + 1)
+    monkeypatch.setattr(direct.os, "access", lambda *args: False)
+    source = InputFile(path, FileFormat.raw("u1"), 16 * PAGE)
+    assert direct.copy_cached(source, 0, 16 * PAGE, _device_bytes(16 * PAGE), None) is None
 
 
 def test_a_file_just_written_is_resident_and_one_dropped_is_not(tmp_path):
@@ -70,7 +94,7 @@ def test_a_file_just_written_is_resident_and_one_dropped_is_not(tmp_path):
             os.fsync(f.fileno())  # clean pages may be dropped
             os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
             if direct._resident(address, len(data)):
-                pytest.skip("this file system keeps the file's pages (tmpfs)")
+                pytest.skip("this file system keeps the file's pages (tmpfs)")  # or hides them
             assert not direct._resident(address, len(data))
         finally:
             view.close()
