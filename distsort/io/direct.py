@@ -8,9 +8,10 @@ staging.load's threads instead copy each byte from the page cache into a pinned 
 which an out-of-core job's other work on the CPU (its runs' store and the output's pages
 faulted in) slows threefold: 8 GiB of runs read in 0.93-1.05 s that way, 0.29-0.34 s this way
 (bench/RESULTS.md, runs 336-338).
-Left to the threads' reads: ranges with pages on disk (a lock would read them page by page on
-one thread), byte orders to swap, files whose pages the system will not lock, and the partial
-pages at a range's ends (the pages beside belong to another range, maybe another rank's).
+Left to the threads' reads: small ranges (MIN_BYTES), ranges with pages on disk (a lock would
+read them page by page on one thread), byte orders to swap, files whose pages the system will
+not lock, and the partial pages at a range's ends (the pages beside belong to another range,
+maybe another rank's).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from .reader import InputFile
 
 READ_ONLY = 8  # cudaHostRegisterReadOnly: the device only reads the pages
 PIECE = 256 << 20  # bytes a lock: the next piece is locked while this one copies
+MIN_BYTES = 256 << 20  # smaller ranges go through the ring: a call's mapping, locks and
+# waits cost more than the threads' copy (`check`'s 64 MiB pieces of 2 x 4 GiB: 2.48-2.64 s
+# this way, 2.11-2.27 through the ring; bench/RESULTS.md, run 345)
 PAGE = mmap.PAGESIZE
 
 
@@ -35,7 +39,8 @@ def copy_cached(source: InputFile, start: int, stop: int, out, stream) -> list |
     be locked, and return the element ranges left to read (those with bytes in the partial
     pages at the ends); else copy nothing and return None."""
     fmt = source.fmt
-    if ((fmt.kind != "records" and not fmt.dtype.isnative)
+    if ((stop - start) * fmt.itemsize < MIN_BYTES
+            or (fmt.kind != "records" and not fmt.dtype.isnative)
             or not 0 <= start <= stop <= source.count
             or out.size != (stop - start) * fmt.itemsize or not out.flags.c_contiguous):
         return None  # the reads swap the bytes, or say what is wrong

@@ -16,6 +16,12 @@ from distsort.io import FileFormat, InputFile, direct
 PAGE = mmap.PAGESIZE
 
 
+@pytest.fixture(autouse=True)
+def any_size(monkeypatch):
+    """Ranges of every size take the page cache's way here (MIN_BYTES: a speed threshold)."""
+    monkeypatch.setattr(direct, "MIN_BYTES", 0)
+
+
 def _device_bytes(n: int, contiguous: bool = True) -> SimpleNamespace:
     """What copy_cached reads of a CuPy uint8 array: its address, size and layout."""
     return SimpleNamespace(data=SimpleNamespace(ptr=0), size=n,
@@ -58,10 +64,13 @@ def test_the_copied_pages_and_the_ranges_left_cover_the_range_once(monkeypatch, 
 
 
 @pytest.mark.parametrize("case", ["bytes to swap", "past the end", "out too short",
-                                  "out not contiguous"])
+                                  "out not contiguous", "small"])
 def test_what_the_reads_must_swap_or_refuse_is_never_copied_as_it_lies(monkeypatch, case):
-    """Byte orders to swap, and ranges or arrays the reads would refuse (with their error)."""
+    """Byte orders to swap, ranges or arrays the reads would refuse (with their error), and
+    ranges below MIN_BYTES."""
     monkeypatch.setattr(direct, "_copy_pages", lambda *args: pytest.fail("copied"))
+    if case == "small":
+        monkeypatch.setattr(direct, "MIN_BYTES", 40 * PAGE + 1)
     n = 10 * PAGE
     source = InputFile("unused", FileFormat.raw(">u4" if case == "bytes to swap" else "u4"), n)
     stop = n + PAGE if case == "past the end" else n

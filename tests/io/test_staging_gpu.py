@@ -63,6 +63,8 @@ def test_load_and_store_round_trip_through_many_pieces(shared_dir, monkeypatch, 
     monkeypatch.setattr(staging, "STAGE_BYTES", 4096 + 24)
     if way == "ring only":
         monkeypatch.setattr(staging, "copy_cached", lambda *args: None)
+    else:  # small files too
+        monkeypatch.setattr(direct, "MIN_BYTES", 0)
     n, rank = 5000, COMM.Get_rank()
     path = f"{shared_dir}/{list(FORMATS).index(name)}.{'npy' if fmt.kind == 'npy' else 'raw'}"
     write_file(path, fmt, make(n) if rank == 0 else None)  # (pickling loses >M8's byte order)
@@ -114,6 +116,7 @@ def test_pages_in_the_page_cache_go_up_from_there_and_are_unlocked_after(shared_
     monkeypatch.setattr(runtime, "hostRegister", register)
     monkeypatch.setattr(runtime, "hostUnregister", unregister)
     monkeypatch.setattr(direct, "PIECE", 3 * mmap.PAGESIZE)
+    monkeypatch.setattr(direct, "MIN_BYTES", 0)
     fmt, rank, n = FileFormat.raw("u4"), COMM.Get_rank(), 50_000
     path = f"{shared_dir}/direct.raw"
     keys = (np.arange(n, dtype=np.uint64) * 2654435761 % 2**32).astype(np.uint32)
