@@ -18,10 +18,10 @@ own (PagesBehind) while the next ones are written, and the close finds few left.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import itertools
 import mmap
-import queue
 import threading
 
 import numpy as np
@@ -75,47 +75,56 @@ class PagesAhead:
 
 
 class PagesBehind:
-    """Let go of the whole pages of written views of a shared mapping, on a thread of its own
-    (madvise MADV_DONTNEED: of a shared file mapping it only unmaps them; the bytes stay in
-    the page cache, dirty ones until written back, and a later touch maps them again); stop()
-    before the mapping is closed. Where the kernel refuses, the close unmaps them."""
+    """Let go of the whole pages of written views of a shared mapping (madvise MADV_DONTNEED:
+    of a shared file mapping it only unmaps them; the bytes stay in the page cache, dirty ones
+    until written back, and a later touch maps them again) on a thread that runs while there
+    are views to let go of. A view is held until its pages are let go of: the mapping cannot
+    be unmapped under a queued call (a call on a range the process had mapped anew since would
+    zero that memory). stop() before the mapping is closed; where the kernel refuses, the
+    close unmaps them."""
 
     def __init__(self):
-        self._ranges: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._views: collections.deque = collections.deque()
+        self._changed = threading.Condition()
+        self._running = self._stopped = False
 
     def written(self, view: np.ndarray) -> None:
         """Let go of view's whole pages soon (view: bytes of the mapping, written)."""
-        page, first = mmap.PAGESIZE, view.ctypes.data
-        lo, hi = -(-first // page) * page, (first + len(view)) // page * page
-        if hi <= lo or not self._started():
-            return
-        self._ranges.put((lo, hi))
-
-    def _started(self) -> bool:
         madvise = _madvise()
-        if self._thread is None and madvise is not None:
-            thread = threading.Thread(target=self._run, args=(madvise,), daemon=True,
-                                      name="distsort-behind")
+        with self._changed:
+            if self._stopped or madvise is None:
+                return
+            self._views.append(view)
+            if self._running:
+                return
             try:
-                thread.start()
+                threading.Thread(target=self._run, args=(madvise,), daemon=True,
+                                 name="distsort-behind").start()
             except RuntimeError:  # no more threads: the close unmaps them all
-                return False
-            self._thread = thread
-        return self._thread is not None
+                self._views.clear()
+                return
+            self._running = True
 
     def _run(self, madvise) -> None:
         unbind()  # the kernel's work, as the faults ahead
-        while (pages := self._ranges.get()) is not None:
-            lo, hi = pages
-            madvise(lo, hi - lo, MADV_DONTNEED)
+        while True:
+            with self._changed:
+                if not self._views:
+                    self._running = False
+                    self._changed.notify_all()
+                    return
+                view = self._views.popleft()
+            page, first = mmap.PAGESIZE, view.ctypes.data
+            lo, hi = -(-first // page) * page, (first + len(view)) // page * page
+            if hi > lo:
+                madvise(lo, hi - lo, MADV_DONTNEED)
+            del view  # the mapping may go now
 
     def stop(self) -> None:
-        """Return once the pages given so far are let go of (at once where none were)."""
-        if self._thread is not None:
-            self._ranges.put(None)
-            self._thread.join()
-            self._thread = None
+        """Return once the views given so far are let go of; take no more."""
+        with self._changed:
+            self._stopped = True
+            self._changed.wait_for(lambda: not self._running)
 
 
 def room(sharers: int) -> int:

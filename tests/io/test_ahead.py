@@ -169,3 +169,54 @@ def test_written_pages_are_let_go_of_behind_the_writes_and_keep_their_bytes(tmp_
     finally:
         os.close(fd)
     assert np.array_equal(np.fromfile(tmp_path / "f", np.uint8)[300:], data)
+
+
+def test_a_view_waiting_to_be_let_go_of_keeps_its_mapping(tmp_path, monkeypatch):
+    """A FileRange dropped unclosed while its pages wait to be let go of stays mapped until
+    they are: a call on a range unmapped meanwhile (and maybe mapped anew) would zero memory
+    that is not the file's. After stop() no view is taken."""
+    import gc
+    import threading
+
+    inside, go, results = threading.Event(), threading.Event(), []
+    madvise = ahead._madvise()
+
+    def held_up(address, size, advice):
+        inside.set()
+        go.wait()
+        results.append(madvise(address, size, advice))
+        return results[-1]
+
+    monkeypatch.setattr(ahead, "_madvise", lambda: held_up)
+    fd = _reserved(tmp_path / "f", 64 * PAGE)
+    try:
+        target = FileRange(fd, 0, 64 * PAGE, True)
+        target.write(np.ones(32 * PAGE, np.uint8), 0)
+        inside.wait()  # the thread holds the write's view, in its call
+        behind = target._behind
+        del target  # never closed
+        gc.collect()
+        go.set()
+        behind.stop()
+        assert results == [0]  # its pages were still this mapping's
+        behind.written(np.zeros(4 * PAGE, np.uint8))
+        assert not behind._views and not behind._running
+    finally:
+        os.close(fd)
+    assert (np.fromfile(tmp_path / "f", np.uint8)[: 32 * PAGE] == 1).all()
+
+
+def test_the_close_waits_for_every_write_s_pages_to_be_let_go_of(tmp_path, monkeypatch):
+    calls, madvise = [], ahead._madvise()
+    monkeypatch.setattr(ahead, "_madvise", lambda: lambda *args: calls.append(madvise(*args))
+                        or calls[-1])
+    fd = _reserved(tmp_path / "f", 64 * PAGE)
+    try:
+        target = FileRange(fd, 0, 64 * PAGE, True)
+        for k in range(4):
+            target.write(np.full(16 * PAGE, k, np.uint8), 16 * PAGE * k)
+        target.close()
+        assert calls == [0] * 4 and not target._behind._running
+    finally:
+        os.close(fd)
+    assert (np.fromfile(tmp_path / "f", np.uint8) == np.repeat(np.arange(4), 16 * PAGE)).all()
