@@ -79,29 +79,57 @@ class Layout:
 
 def plan_layout(rt: Runtime, source: Source, template: list, budget: int) -> Layout:
     """Rows per run, sample stride and pieces per rank for this budget (see the module doc)."""
-    comm = rt.comm
-    counts = comm.allgather(source.count)
-    rows = max(1, budget // row_cost(template, source.key_words(template)))
-    if rt.backend.name == "gpu":  # runs enough to keep both directions of PCIe busy at once
+    counts = rt.comm.allgather(source.count)
+    cost = row_cost(template, source.key_words(template))
+    gpu = rt.backend.name == "gpu"
+    cut = _cut(counts, cost, budget, gpu)
+    if cut is None:
+        raise _too_small(budget, sum(counts), least_budget(counts, cost, budget, gpu))
+    rows, piece, runs_per_rank, stride, pieces = cut
+    return Layout(rt.comm.Get_rank(), counts, rows, piece, runs_per_rank, stride, pieces)
+
+
+def _cut(counts: list[int], cost: int, budget: int, gpu: bool) -> tuple | None:
+    """(rows a run, rows a merge piece, runs per rank, sample stride, pieces per rank) for this
+    budget, or None where it is too small (see the module doc)."""
+    rows = max(1, budget // cost)
+    if gpu:  # runs enough to keep both directions of PCIe busy at once
         rows = min(rows, max(-(-max(counts) // MIN_RUNS), MIN_RUN_ROWS))
     if rows > PAGE:  # every run starts on a page of the store: HostColumns locks them in turn
         rows -= rows % PAGE
-    runs_per_rank = comm.allgather(-(-source.count // rows))
-    total, p, m = sum(counts), comm.Get_size(), sum(runs_per_rank)
+    runs_per_rank = [-(-count // rows) for count in counts]
+    total, p, m = sum(counts), len(counts), sum(runs_per_rank)
     # a round's buffers stay a small part of a shard: no piece above 1/MIN_ROUNDS of one; on
     # GPUs half a run at most, so the round's send buffer fits beside it (exchange_round)
-    limit = rows // 2 if rt.backend.name == "gpu" else rows
+    limit = rows // 2 if gpu else rows
     piece = max(1, min(limit, max(-(-max(counts) // MIN_ROUNDS), MIN_PIECE)))
     slack = min(EPSILON * total / p, piece / 4)
     stride = max(1, min(int(slack // (2 * m + 1)), -(-total // SAMPLE_TARGET)))
-    cost = row_cost(template, source.key_words(template))
     if stride == 1 and total > SAMPLE_LIMIT:  # only a sample of every element bounds the pieces
-        raise _too_small(budget, total, 8 * math.isqrt(total) * cost)
+        return None
     extra = 0 if stride == 1 else (2 * m + 1) * stride  # t = 1: exact splitters
     pieces = max(1, -(-total // (p * max(piece - extra, 1))))
     if max(runs_per_rank) * p * pieces > MAX_SLICES:  # slices ~ max count * total * (cost/budget)^2
-        raise _too_small(budget, total, cost * (math.isqrt(max(counts) * total // MAX_SLICES) + 1))
-    return Layout(comm.Get_rank(), counts, rows, piece, runs_per_rank, stride, pieces)
+        return None
+    return rows, piece, runs_per_rank, stride, pieces
+
+
+def least_budget(counts: list[int], cost: int, budget: int, gpu: bool) -> int:
+    """A budget above `budget` that _cut takes, within 1/64 of the least (the sizes round to
+    pages, so it is searched, not solved): doubled until taken, then halved in between."""
+    high = max(budget, cost) * 2
+    for _ in range(64):
+        if _cut(counts, cost, high, gpu) is not None:
+            break
+        high *= 2
+    low = budget
+    while high - low > max(high // 64, 1):
+        middle = (low + high) // 2
+        if _cut(counts, cost, middle, gpu) is None:
+            low = middle
+        else:
+            high = middle
+    return high
 
 
 def _too_small(budget: int, total: int, need: int) -> DistsortError:
