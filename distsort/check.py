@@ -433,7 +433,9 @@ def run_argsort_check(comm, input_path, positions_path, fmt: FileFormat | None =
         mine, n = Summary(), src.count
         lo, hi = rank_range(n, rank, size)
         mine.add_input(np.arange(lo, hi, dtype=np.int64), np)  # what a permutation holds
-        keys = np.memmap(src.path, src.fmt.dtype, "r", src.offset, (n,))
+        # an empty file cannot be mapped (and holds no key to take)
+        keys = np.memmap(src.path, src.fmt.dtype, "r", src.offset, (n,)) if n else \
+            np.empty(0, src.fmt.dtype)
         for piece in _loaded(pos, *rank_range(pos.count, rank, size), chunk, np):
             inside = np.clip(piece, 0, max(n - 1, 0))  # others fail the checksum
             taken = keys[inside] if n else keys[:0]

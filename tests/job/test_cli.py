@@ -188,6 +188,16 @@ def test_check_argsort_positions_permutation_order_and_stability(tmp_path, desce
         assert run.returncode == 1 and says in run.stdout, run.stdout + run.stderr
 
 
+def test_check_argsort_of_an_empty_raw_file(tmp_path):
+    """An empty raw input (which cannot be mapped) and its empty argsort check OK."""
+    (tmp_path / "k.bin").write_bytes(b"")
+    run = distsort("sort", "k.bin", "-o", "p.bin", "--dtype", "uint32", "--argsort",
+                   cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    ok = check_run(tmp_path, "k.bin", "p.bin", "--dtype", "uint32", "--argsort")
+    assert ok.returncode == 0 and "OK" in ok.stdout, ok.stdout + ok.stderr
+
+
 def test_check_values_each_value_stays_with_its_key(tmp_path):
     keys = mixed_keys("int32", 1500)
     np.save(tmp_path / "k.npy", keys)
