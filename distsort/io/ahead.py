@@ -114,8 +114,7 @@ class PagesBehind:
                     self._changed.notify_all()
                     return
                 view = self._views.popleft()
-            page, first = mmap.PAGESIZE, view.ctypes.data
-            lo, hi = -(-first // page) * page, (first + len(view)) // page * page
+            lo, hi = libc.whole_pages(view.ctypes.data, view.ctypes.data + len(view))
             if hi > lo:
                 madvise(lo, hi - lo, MADV_DONTNEED)
             del view  # the mapping may go now

@@ -45,7 +45,7 @@ def copy_cached(source: InputFile, start: int, stop: int, out, stream) -> list |
             or out.size != (stop - start) * fmt.itemsize or not out.flags.c_contiguous):
         return None  # the reads swap the bytes, or say what is wrong
     first, last = source.offset + start * fmt.itemsize, source.offset + stop * fmt.itemsize
-    lo, hi = -(-first // PAGE) * PAGE, last // PAGE * PAGE
+    lo, hi = libc.whole_pages(first, last)
     if hi <= lo or not _copy_pages(source.path, lo, hi, out.data.ptr + lo - first, stream):
         return None
     head = min(stop, start + -(-(lo - first) // fmt.itemsize))

@@ -1,9 +1,11 @@
-"""The C library's calls that Python's os module lacks (fallocate, madvise, renameat2)."""
+"""The C library's calls that Python's os module lacks (fallocate, madvise, mincore, renameat2),
+and the page arithmetic their ranges take."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import mmap
 
 
 @functools.cache
@@ -16,3 +18,9 @@ def function(name: str, argtypes: tuple, restype=ctypes.c_int):
         return None
     call.argtypes, call.restype = list(argtypes), restype
     return call
+
+
+def whole_pages(start: int, end: int) -> tuple[int, int]:
+    """[lo, hi): the whole pages among bytes (or addresses) [start, end); hi <= lo where none."""
+    page = mmap.PAGESIZE
+    return -(-start // page) * page, end // page * page
