@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
-#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD)
+#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD)
 #   cpuab (AB_OLD, CPUSORT_ARGS)
 #   steps cold tune trees apiab passprof a2a ce fresh
 #   ipctests
@@ -85,6 +85,11 @@ for step in $steps; do
                --ranks "${FILEJOB_RANKS:-1}" --reps "${FILEJOB_REPS:-3}" --dir /tmp --out "$OUT" \
                ${FILEJOB_ARGS:-} \
                2>&1 | tail -20 ;;
+    timeline) dir=$(mktemp -d)  # where a one-rank job's wall goes outside its phases, its ends alternated
+              python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
+              timeout 400 python3 bench/history/job_timeline.py "$dir/in.npy" --reps 3 \
+                --exits normal,fast --args "${FILEJOB_ARGS:-}" ${TIMELINE_ARGS:-} 2>&1 | tail -24
+              rm -rf "$dir" ;;
     ioprobe) timeout 300 python3 bench/io_probe.py --size "${IOPROBE_SIZE:-4GiB}" --dir /tmp \
                --reps 3 --out "$OUT" 2>&1 | tail -30 ;;
     writeprobe) host_memory  # the writer's ways of writing an out-of-core job's output

@@ -6,7 +6,8 @@ interpreter and imports, the CUDA start, and what happens after the job (teardow
 Each case is a whole `mpirun -n 1` process, medians of --reps; the job case runs `python -m
 distsort sort` under a wrapper that notes (on the machine's one clock, time.time) when the
 interpreter reached it and when the interpreter began its exit; mpirun's return ends the wall.
---trees alternates the job between package trees (PYTHONPATH), --reps times each.
+--trees alternates the job between package trees (PYTHONPATH), --exits between the ends of its
+process (normal; fast: MPI finalized and os._exit once main returns), --reps times each.
 """
 
 import argparse
@@ -17,11 +18,25 @@ import subprocess
 import sys
 import time
 
+# the job's process: "normal" returns from main and lets Python, CuPy, MPI and CUDA end as they
+# do; "fast" finalizes MPI once main returns and ends the process by os._exit (no finalizers)
 WRAP = r"""
-import atexit, runpy, sys, time
+import atexit, os, sys, time
 t_py = time.time()
-atexit.register(lambda: print("TIMELINE", t_py, time.time(), file=sys.stderr, flush=True))
-runpy.run_module("distsort", run_name="__main__", alter_sys=True)
+from distsort.cli import main
+fast = os.environ["TIMELINE_EXIT"] == "fast"
+note = lambda *t: print("TIMELINE", t_py, *t, file=sys.stderr, flush=True)
+if not fast:
+    atexit.register(lambda: note(t_main, time.time()))
+rc = main(sys.argv[1:])
+t_main = time.time()
+if fast:
+    from mpi4py import MPI
+    sys.stdout.flush()
+    MPI.Finalize()
+    note(t_main, time.time())
+    os._exit(rc)
+sys.exit(rc)
 """
 
 MPI = ["mpirun", "-n", "1"]
@@ -33,19 +48,19 @@ def wall(cmd: list) -> tuple[float, str]:
     return time.time() - t, done.stderr
 
 
-def job(src: str, extra: list, tree: str) -> dict:
+def job(src: str, extra: list, tree: str, exit: str = "normal") -> dict:
     out = src + ".out.npy"
     subprocess.run(["sync"], check=True)
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), TIMELINE_EXIT=exit)
     t0 = time.time()
     done = subprocess.run(MPI + [sys.executable, "-c", WRAP, "sort", src, "-o", out, "--quiet",
                                  *extra], capture_output=True, text=True, check=True, env=env)
     t_end = time.time()
     line = next(s for s in done.stderr.splitlines() if s.startswith("TIMELINE"))
-    t_py, t_exit = map(float, line.split()[1:])
+    t_py, t_main, t_exit = map(float, line.split()[1:])
     os.remove(out)
-    return {"wall": t_end - t0, "to_interpreter": t_py - t0, "in_python": t_exit - t_py,
-            "after_python": t_end - t_exit}
+    return {"wall": t_end - t0, "to_interpreter": t_py - t0, "main": t_main - t_py,
+            "main_to_exit": t_exit - t_main, "after_python": t_end - t_exit}
 
 
 def main() -> None:
@@ -55,6 +70,7 @@ def main() -> None:
     ap.add_argument("--no-probes", dest="probes", action="store_false",
                     help="the jobs only (not mpirun, the imports and the context alone)")
     ap.add_argument("--trees", default=".", help="package trees to alternate, e.g. .,.abold2")
+    ap.add_argument("--exits", default="normal", help="process ends to alternate: normal,fast")
     ap.add_argument("--args", default="", help="more options for sort, e.g. '--device-memory 2GiB'")
     a = ap.parse_args()
     py = sys.executable
@@ -73,17 +89,19 @@ def main() -> None:
         f()
         res[name] = statistics.median(f() for _ in range(a.reps))
         print(f"{name:32s} {res[name]:.3f} s", flush=True)
-    trees, extra = a.trees.split(","), a.args.split()
-    for tree in trees:  # a warm-up each: page cache and kernel caches
-        job(a.src, extra, tree)
-    runs = {tree: [] for tree in trees}
-    for _ in range(a.reps):  # the trees alternated
-        for tree in trees:
-            runs[tree].append(job(a.src, extra, tree))
-    for tree in trees:
-        res[f"job {tree}"] = {k: statistics.median(r[k] for r in runs[tree]) for k in runs[tree][0]}
-        print(f"job, tree {tree} (medians, s):", " ".join(
-            f"{k} {v:.3f}" for k, v in res[f"job {tree}"].items()), flush=True)
+    extra = a.args.split()
+    cases = [(tree, exit) for tree in a.trees.split(",") for exit in a.exits.split(",")]
+    for tree, exit in cases:  # a warm-up each: page cache and kernel caches
+        job(a.src, extra, tree, exit)
+    runs = {case: [] for case in cases}
+    for _ in range(a.reps):  # the cases alternated
+        for case in cases:
+            runs[case].append(job(a.src, extra, *case))
+    for case, got in runs.items():
+        name = f"job {case[0]} exit {case[1]}"
+        res[name] = {k: statistics.median(r[k] for r in got) for k in got[0]}
+        print(f"{name} (medians, s):", " ".join(f"{k} {v:.3f}" for k, v in res[name].items()),
+              flush=True)
     imp = subprocess.run([py, "-X", "importtime", "-c", "import distsort.cli"],
                          capture_output=True, text=True).stderr.splitlines()
     top = sorted((ln for ln in imp if ln.startswith("import time:") and "|" in ln
