@@ -4,6 +4,15 @@
     import distsort
     shard = distsort.sort(local_keys)          # this rank's piece of the global sorted order
 """
+# ruff: noqa: E402  (the command line's MPI settings must be set before api imports mpi4py)
+
+import os as _os
+import sys as _sys
+
+from . import binding as _binding
+
+if _binding.runs_command_line(getattr(_sys, "orig_argv", [])):  # before api starts MPI
+    _os.environ.update(_binding.mpi_defaults(_os.environ))
 
 from .api import argsort, sort, sort_pairs, sort_records
 from .errors import DistsortError

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from distsort import binding
@@ -176,3 +180,67 @@ def test_launch_env_none_mode_only_defaults():
 def test_launch_env_rejects_unknown_mode():
     with pytest.raises(ValueError, match="bind mode"):
         binding.launch_env({}, "all")
+
+
+ONE_NODE, ALONE = binding.ONE_NODE_OPEN_MPI, binding.SINGLETON_OPEN_MPI
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
+          "OMPI_COMM_WORLD_LOCAL_RANK": "2"}, ONE_NODE),  # mpirun, every rank on this node
+        ({"OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
+          "OMPI_COMM_WORLD_LOCAL_RANK": "2"}, {}),  # several nodes: Open MPI's choice
+        ({}, ALONE),  # a singleton
+        ({"PMI_RANK": "0", "MPI_LOCALRANKID": "0"}, {}),  # MPICH's launcher
+        ({"SLURM_JOB_ID": "7", "SLURM_PROCID": "0"}, {}),  # srun, or a batch job's script
+        ({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+          "OMPI_MCA_pml": "ucx"}, {}),  # the user's layer (mpirun --mca pml ucx)
+        ({"OMPI_MCA_btl_vader_single_copy_mechanism": "cma", "OMPI_COMM_WORLD_SIZE": "1",
+          "OMPI_COMM_WORLD_LOCAL_SIZE": "1"},
+         {"OMPI_MCA_pml": "ob1"}),  # the user's other settings stay theirs
+    ],
+)
+def test_mpi_defaults(env, expected, tmp_path):
+    assert binding.mpi_defaults(env, home=str(tmp_path)) == expected
+
+
+def test_mpi_defaults_leave_the_users_parameter_file_be(tmp_path):
+    (tmp_path / ".openmpi").mkdir()
+    params = tmp_path / ".openmpi" / "mca-params.conf"
+    params.write_text("# site\nbtl_tcp_if_include = eth0\n")
+    assert binding.mpi_defaults({}, home=str(tmp_path)) == ALONE
+    params.write_text("pml = ucx\n")
+    assert binding.mpi_defaults({}, home=str(tmp_path)) == {}
+
+
+@pytest.mark.parametrize(
+    ("argv", "command_line"),
+    [
+        (["python3", "-m", "distsort", "sort", "a.npy"], True),
+        (["python3", "-X", "importtime", "-m", "distsort", "info"], True),
+        (["python3", "-mdistsort", "info"], True),
+        (["/venv/bin/python", "/venv/bin/distsort", "sort"], True),
+        (["python3", "-m", "pytest", "tests"], False),
+        (["python3", "script.py", "distsort"], False),
+        (["python3", "-c", "import distsort", "-m", "distsort"], False),
+        (["python3"], False),
+    ],
+)
+def test_runs_command_line(argv, command_line):
+    assert binding.runs_command_line(argv) is command_line
+
+
+def test_command_line_ranks_start_with_the_defaults(tmp_path):
+    """What a rank of the command line starts MPI with, and a library's import leaves alone."""
+    show = "import os; print(os.environ.get('OMPI_MCA_pml'))"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_", "PMI", "SLURM_", "MPI_LOCALRANKID"))}
+    env["HOME"] = str(tmp_path)
+    library = subprocess.run([sys.executable, "-c", "import distsort; " + show],
+                             capture_output=True, text=True, env=env, check=True)
+    assert library.stdout.strip() == "None"
+    command = subprocess.run([sys.executable, "-m", "distsort", "info"], capture_output=True,
+                             text=True, env=env, check=True)
+    assert "OMPI_MCA_pml=ob1" in command.stdout
