@@ -11,7 +11,7 @@ import sys as _sys
 
 from . import binding as _binding
 
-if _binding.runs_command_line(getattr(_sys, "orig_argv", [])):  # before api starts MPI
+if _binding.runs_command_line(_sys.orig_argv):  # before api starts MPI
     _os.environ.update(_binding.mpi_defaults(_os.environ))
 
 from .api import argsort, sort, sort_pairs, sort_records

@@ -39,8 +39,16 @@ NCCL_DEFAULTS: dict[str, str] = {
 
 #: Where a process was started by some launcher (or in a batch job), the variables that say so:
 #: without any, the process is an MPI singleton, alone in its job.
-LAUNCHED_VARS: tuple[str, ...] = LOCAL_RANK_VARS[1:] + (
-    "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID", "SLURM_JOB_ID",
+LAUNCHED_VARS: tuple[str, ...] = LOCAL_RANK_VARS + (
+    "OMPI_COMM_WORLD_SIZE", "OMPI_MCA_orte_ess_num_procs", "PMI_RANK", "PMI_SIZE", "PMI_FD",
+    "PMIX_RANK", "PMIX_NAMESPACE", "SLURM_PROCID", "SLURM_JOB_ID", "ALPS_APP_PE",
+)
+
+#: Where the user chose how Open MPI's messages go, or gave it files of settings: their choice
+#: stands (a variable set here would override those files).
+USER_MPI_CHOICES: tuple[str, ...] = (
+    "OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_mca_base_param_files",
+    "OMPI_MCA_mca_base_param_file_prefix",
 )
 
 #: The Open MPI settings of ranks that all run on one node: messages through shared memory by
@@ -49,7 +57,8 @@ LAUNCHED_VARS: tuple[str, ...] = LOCAL_RANK_VARS[1:] + (
 #: containers may refuse mid-job (distsort's own rows move by transport/cma.py or NCCL).
 ONE_NODE_OPEN_MPI: dict[str, str] = {
     "OMPI_MCA_pml": "ob1",
-    "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+    "OMPI_MCA_btl_vader_single_copy_mechanism": "none",  # Open MPI 4
+    "OMPI_MCA_smsc": "^cma",  # Open MPI 5 (each ignores the other's names)
 }
 #: A process alone (an MPI singleton) also starts no daemon of Open MPI's (0.23 s to start
 #: MPI, not 0.33): the daemon serves only processes that spawn others, and distsort spawns none.
@@ -217,43 +226,52 @@ def bus_id(props: Mapping) -> str:
 
 def mpi_defaults(env: Mapping[str, str], home: str | None = None) -> dict[str, str]:
     """The variables to set before MPI starts in a rank of distsort's command line: Open MPI's
-    one-node settings where mpirun started every rank on this node, its singleton settings where
-    no launcher started this process, unless the user chose a messaging layer (in the
-    environment, or in ~/.openmpi/mca-params.conf: home). Across nodes, and under other MPIs
-    (which ignore these names), Open MPI's and the user's choices stand."""
-    if any(name.startswith("OMPI_MCA_pml") for name in env) or _pml_in_params(home):
+    one-node settings where mpirun started every rank on this node from one command (ranks of
+    one job must all take the same layer, or MPI_Init fails), its singleton settings where no
+    launcher started this process, unless the user chose how messages go (USER_MPI_CHOICES, or
+    a pml or btl in ~/.openmpi/mca-params.conf: home). Across nodes, where in doubt, and under
+    other MPIs (which ignore these names), Open MPI's and the user's choices stand."""
+    if any(name.startswith(USER_MPI_CHOICES) for name in env) or _layer_in_params(home):
         return {}
     size = env.get("OMPI_COMM_WORLD_SIZE")
     if not any(name in env for name in LAUNCHED_VARS):
         chosen = SINGLETON_OPEN_MPI
-    elif size is not None and size == env.get("OMPI_COMM_WORLD_LOCAL_SIZE"):
+    elif (size is not None and size == env.get("OMPI_COMM_WORLD_LOCAL_SIZE")
+          and env.get("OMPI_NUM_APP_CTX", "1") == "1"):
         chosen = ONE_NODE_OPEN_MPI
     else:
         return {}
     return {name: value for name, value in chosen.items() if name not in env}
 
 
-def _pml_in_params(home: str | None) -> bool:
-    """Whether the user's Open MPI parameter file names a messaging layer (pml)."""
+def _layer_in_params(home: str | None) -> bool:
+    """Whether the user's Open MPI parameter file chooses a messaging layer (pml, btl); an
+    unreadable file counts as one (nothing is overridden)."""
+    path = os.path.join(home or os.path.expanduser("~"), ".openmpi", "mca-params.conf")
     try:
-        with open(os.path.join(home or os.path.expanduser("~"), ".openmpi",
-                               "mca-params.conf")) as f:
-            return any(line.split("=")[0].strip() == "pml" for line in f)
-    except OSError:
+        with open(path, "rb") as f:
+            return any(line.split(b"=")[0].strip() in (b"pml", b"btl") for line in f)
+    except FileNotFoundError:
         return False
+    except OSError:
+        return True
 
 
 def runs_command_line(orig_argv: list[str]) -> bool:
     """Whether an interpreter started with orig_argv (sys.orig_argv) runs distsort's command
-    line: `python -m distsort ...`, or the `distsort` script."""
+    line: `python -m distsort ...` (or distsort.cli), or the `distsort` script."""
     args = iter(orig_argv[1:])
     for arg in args:
-        if arg in ("-m", "-mdistsort"):
-            return arg == "-mdistsort" or next(args, None) == "distsort"
-        if arg in ("-X", "-W"):  # their value follows
-            next(args, None)
-        elif not arg.startswith("-"):
-            return os.path.basename(arg) == "distsort"
-        elif arg == "-c":
-            return False
+        if arg.startswith("--"):  # the long options: one takes a value
+            if arg == "--check-hash-based-pycs":
+                next(args, None)
+            continue
+        if arg == "-" or not arg.startswith("-"):  # the program: stdin, or a script
+            return arg != "-" and os.path.basename(arg) == "distsort"
+        for i, letter in enumerate(arg[1:], 1):  # flags, maybe several in one word (-Im)
+            if letter in "cmXW":  # its value: the rest of the word, else the next word
+                value = arg[i + 1:] or next(args, "")
+                if letter in "cm":
+                    return letter == "m" and value in ("distsort", "distsort.cli")
+                break
     return False

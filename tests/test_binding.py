@@ -183,36 +183,46 @@ def test_launch_env_rejects_unknown_mode():
 
 
 ONE_NODE, ALONE = binding.ONE_NODE_OPEN_MPI, binding.SINGLETON_OPEN_MPI
+OMPI_ONE_NODE = {"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
+                 "OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_NUM_APP_CTX": "1"}
 
 
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        ({"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
-          "OMPI_COMM_WORLD_LOCAL_RANK": "2"}, ONE_NODE),  # mpirun, every rank on this node
-        ({"OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
-          "OMPI_COMM_WORLD_LOCAL_RANK": "2"}, {}),  # several nodes: Open MPI's choice
+        (OMPI_ONE_NODE, ONE_NODE),  # mpirun, every rank on this node
+        ({**OMPI_ONE_NODE, "OMPI_COMM_WORLD_SIZE": "8"}, {}),  # several nodes: Open MPI's choice
+        ({**OMPI_ONE_NODE, "OMPI_NUM_APP_CTX": "2"}, {}),  # `mpirun A : B`: maybe other layers
+        ({"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, {}),  # no local size
         ({}, ALONE),  # a singleton
+        ({"DISTSORT_LOCAL_RANK": "1"}, {}),  # a launcher distsort does not know
+        ({"PMIX_RANK": "0"}, {}),
         ({"PMI_RANK": "0", "MPI_LOCALRANKID": "0"}, {}),  # MPICH's launcher
         ({"SLURM_JOB_ID": "7", "SLURM_PROCID": "0"}, {}),  # srun, or a batch job's script
-        ({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
-          "OMPI_MCA_pml": "ucx"}, {}),  # the user's layer (mpirun --mca pml ucx)
-        ({"OMPI_MCA_btl_vader_single_copy_mechanism": "cma", "OMPI_COMM_WORLD_SIZE": "1",
-          "OMPI_COMM_WORLD_LOCAL_SIZE": "1"},
-         {"OMPI_MCA_pml": "ob1"}),  # the user's other settings stay theirs
+        ({**OMPI_ONE_NODE, "OMPI_MCA_pml": "ucx"}, {}),  # the user's layer (mpirun --mca pml)
+        ({**OMPI_ONE_NODE, "OMPI_MCA_pml_ucx_tls": "any"}, {}),  # settings of the user's layer
+        ({**OMPI_ONE_NODE, "OMPI_MCA_btl": "^vader"}, {}),
+        ({**OMPI_ONE_NODE, "OMPI_MCA_mca_base_param_files": "/etc/site.conf"}, {}),
+        ({**OMPI_ONE_NODE, "OMPI_MCA_btl_vader_single_copy_mechanism": "cma"}, {}),
+        ({**OMPI_ONE_NODE, "OMPI_MCA_smsc": "cma"},
+         {k: v for k, v in ONE_NODE.items() if k != "OMPI_MCA_smsc"}),  # the user's stay
     ],
 )
 def test_mpi_defaults(env, expected, tmp_path):
     assert binding.mpi_defaults(env, home=str(tmp_path)) == expected
 
 
-def test_mpi_defaults_leave_the_users_parameter_file_be(tmp_path):
+@pytest.mark.parametrize(("text", "expected"), [
+    (b"# site\nbtl_tcp_if_include = eth0\n", ALONE),
+    (b"pml = ucx\n", {}),
+    (b"btl=self,tcp\n", {}),
+    (b"# r\xe9seau\npml = ucx\n", {}),  # not UTF-8: read all the same
+    (b"# r\xe9seau\n", ALONE),
+])
+def test_mpi_defaults_leave_the_users_parameter_file_be(tmp_path, text, expected):
     (tmp_path / ".openmpi").mkdir()
-    params = tmp_path / ".openmpi" / "mca-params.conf"
-    params.write_text("# site\nbtl_tcp_if_include = eth0\n")
-    assert binding.mpi_defaults({}, home=str(tmp_path)) == ALONE
-    params.write_text("pml = ucx\n")
-    assert binding.mpi_defaults({}, home=str(tmp_path)) == {}
+    (tmp_path / ".openmpi" / "mca-params.conf").write_bytes(text)
+    assert binding.mpi_defaults({}, home=str(tmp_path)) == expected
 
 
 @pytest.mark.parametrize(
@@ -220,10 +230,17 @@ def test_mpi_defaults_leave_the_users_parameter_file_be(tmp_path):
     [
         (["python3", "-m", "distsort", "sort", "a.npy"], True),
         (["python3", "-X", "importtime", "-m", "distsort", "info"], True),
+        (["python3", "-Xdev", "-I", "-m", "distsort", "info"], True),
         (["python3", "-mdistsort", "info"], True),
+        (["python3", "-Im", "distsort", "info"], True),
+        (["python3", "-uW", "error", "-m", "distsort"], True),
+        (["python3", "--check-hash-based-pycs", "always", "-m", "distsort"], True),
+        (["python3", "-m", "distsort.cli", "info"], True),
         (["/venv/bin/python", "/venv/bin/distsort", "sort"], True),
         (["python3", "-m", "pytest", "tests"], False),
+        (["python3", "-m", "mpi4py", "-m", "distsort"], False),  # MPI starts before distsort
         (["python3", "script.py", "distsort"], False),
+        (["python3", "-", "distsort"], False),  # a program on stdin
         (["python3", "-c", "import distsort", "-m", "distsort"], False),
         (["python3"], False),
     ],
@@ -232,15 +249,20 @@ def test_runs_command_line(argv, command_line):
     assert binding.runs_command_line(argv) is command_line
 
 
-def test_command_line_ranks_start_with_the_defaults(tmp_path):
-    """What a rank of the command line starts MPI with, and a library's import leaves alone."""
-    show = "import os; print(os.environ.get('OMPI_MCA_pml'))"
+def test_command_line_ranks_start_mpi_with_the_defaults(tmp_path):
+    """The defaults are in the environment when MPI starts (an mpi4py stand-in reports the
+    environment at its import and ends the process) in a rank of the command line, and not
+    where a program imports distsort."""
+    fake = tmp_path / "site" / "mpi4py"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "MPI.py").write_text("import os\nprint('PML', os.environ.get('OMPI_MCA_pml'))\n"
+                                 "raise SystemExit(0)\n")
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OMPI_", "PMI", "SLURM_", "MPI_LOCALRANKID"))}
-    env["HOME"] = str(tmp_path)
-    library = subprocess.run([sys.executable, "-c", "import distsort; " + show],
-                             capture_output=True, text=True, env=env, check=True)
-    assert library.stdout.strip() == "None"
-    command = subprocess.run([sys.executable, "-m", "distsort", "info"], capture_output=True,
-                             text=True, env=env, check=True)
-    assert "OMPI_MCA_pml=ob1" in command.stdout
+           if k not in binding.LAUNCHED_VARS and not k.startswith("OMPI_")}
+    env.update(HOME=str(tmp_path), PYTHONPATH=os.pathsep.join(
+        [str(tmp_path / "site"), os.path.dirname(os.path.dirname(binding.__file__))]))
+    for argv, pml in ((["-m", "distsort", "info"], "ob1"), (["-c", "import distsort"], "None")):
+        run = subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env,
+                             check=True)
+        assert run.stdout.split() == ["PML", pml], run.stdout + run.stderr
