@@ -19,7 +19,7 @@ import numpy as np
 
 from .cuda_source import CTYPES, load_module
 from .errors import DistsortError, agree
-from .io.formats import FileFormat, detect_format, ensure_file, is_npy
+from .io.formats import FileFormat, detect_format, ensure_file, is_npy, output_format
 from .io.reader import open_input, rank_range
 from .io.staging import load
 from .keys import UNSIGNED, NumericCodec, record_key_words, stand_ins
@@ -351,8 +351,9 @@ def open_files(input_path, output_path, fmt: FileFormat | None, values: tuple | 
     in_fmt = fmt or detect_format(input_path)
     out_fmt = _output_options(output_path, in_fmt)
     files = [open_input(input_path, in_fmt), open_input(output_path, out_fmt)]
-    for path, keys in zip(values or (), files):
-        files.append(_values_file(path, keys, *values_format))
+    if values:
+        given = _values_file(values[0], files[0], *values_format)
+        files += [given, _values_file(values[1], files[1], *values_format, like=given.fmt)]
     return files
 
 
@@ -400,9 +401,14 @@ def _as_keys(piece, fmt: FileFormat):
     return piece.view(fmt.native_dtype)
 
 
-def _values_file(path, keys, dtype=None, record_size=None):
-    """The values file beside a keys file: one value per key."""
-    found = open_input(path, detect_format(path, dtype, record_size, payload=True))
+def _values_file(path, keys, dtype=None, record_size=None, like: FileFormat | None = None):
+    """The values file beside a keys file: one value per key. like: the input's values' format,
+    in which sort writes a values output that is not .npy, where no option names one."""
+    if like is not None and dtype is None and record_size is None and not is_npy(path):
+        fmt = output_format(path, like=like)
+    else:
+        fmt = detect_format(path, dtype, record_size, payload=True)
+    found = open_input(path, fmt)
     if found.count != keys.count:
         raise DistsortError(f"{path} holds {found.count} value{'s' * (found.count != 1)} but "
                             f"{keys.path} holds {keys.count} key{'s' * (keys.count != 1)}")

@@ -326,7 +326,8 @@ def _check_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--values", nargs=2, metavar=("IN_VALUES", "OUT_VALUES"),
                    help="the input's values and the output's (sort --values): each value must "
                         "have stayed with its key")
-    p.add_argument("--values-dtype", help="element type of raw values files (as for sort)")
+    p.add_argument("--values-dtype", help="element type of raw values files (as for sort; "
+                   "without it a raw OUT_VALUES is read in IN_VALUES' format, as sort wrote it)")
     p.add_argument("--values-record-size", type=int,
                    help="bytes per row of raw values files (as for sort)")
     p.add_argument("--stable", action="store_true",
