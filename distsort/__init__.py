@@ -11,8 +11,11 @@ import sys as _sys
 
 from . import binding as _binding
 
-if _binding.runs_command_line(_sys.orig_argv):  # before api starts MPI
-    _os.environ.update(_binding.mpi_defaults(_os.environ))
+#: The Open MPI settings this process set itself (`info` tells them from the user's), before api
+#: starts MPI: only where it runs the command line (launch/README.md).
+MPI_DEFAULTS_SET = (_binding.mpi_defaults(_os.environ)
+                    if _binding.runs_command_line(_sys.orig_argv) else {})
+_os.environ.update(MPI_DEFAULTS_SET)
 
 from .api import argsort, sort, sort_pairs, sort_records
 from .errors import DistsortError

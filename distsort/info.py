@@ -56,7 +56,11 @@ def collect_info(comm=None) -> dict[str, Any]:
 
 def _setting_problem(name: str) -> str:
     """'' for a variable distsort reads and can read; else why not, for the env line (a typo
-    in a name is otherwise ignored without a word)."""
+    in a name is otherwise ignored without a word); for a setting distsort made itself, so."""
+    from . import MPI_DEFAULTS_SET
+
+    if name in MPI_DEFAULTS_SET:
+        return "   <- distsort's default for this launch (launch/README.md)"
     if not name.startswith("DISTSORT_"):
         return ""
     if name not in settings.SETTINGS:

@@ -243,3 +243,16 @@ def test_collect_info_under_mpi():
         by_host.setdefault(r["host"], []).append(r["local_rank"])
     for local_ranks in by_host.values():
         assert sorted(local_ranks) == list(range(len(local_ranks)))
+
+
+def test_info_tells_distsorts_own_mpi_defaults_from_the_users(no_cupy, monkeypatch):
+    """The Open MPI settings the command line set itself are marked so; the user's are not."""
+    import distsort
+
+    monkeypatch.setattr(distsort, "MPI_DEFAULTS_SET", {"OMPI_MCA_pml": "ob1"})
+    monkeypatch.setenv("OMPI_MCA_pml", "ob1")
+    monkeypatch.setenv("OMPI_MCA_btl_tcp_if_include", "eth0")
+    env = {line.split()[1].split("=")[0]: line for line in
+           info.format_info(info.collect_info()).splitlines() if line.startswith("env ")}
+    assert env["OMPI_MCA_pml"].endswith("<- distsort's default for this launch (launch/README.md)")
+    assert env["OMPI_MCA_btl_tcp_if_include"].endswith("=eth0")
