@@ -140,11 +140,7 @@ class NumericCodec:
                 merged = _unread_word(x.device.id)
             return self._on_gpu("encode", u, self.canonical, merged)
         if self.canonical:
-            kept = u
-            u = xp.where(xp.isnan(x), self._qnan, u)
-            u = xp.where(u == self._sign, self.word.type(0), u)
-            if merged is not None and not np.array_equal(u, kept):
-                merged[0] = 1
+            return _blockwise(u, functools.partial(self._canonical_block, merged))
         return _blockwise(u, self._code_block)
 
     def decode(self, u, xp):
@@ -168,6 +164,17 @@ class NumericCodec:
         if flip:
             np.invert(dst, out=dst)
             np.subtract(dst, top, out=dst)
+
+    def _canonical_block(self, merged, src, dst, tmp) -> None:
+        """_code_block of the canonical bits: every NaN the one quiet NaN, -0.0 0.0 (merged[0]
+        set where that changed a key). A block at a time: no array of the whole's size is made
+        (whole-array steps took most of a CPU check of floats: bench/RESULTS.md, session 41)."""
+        np.copyto(dst, src)
+        np.copyto(dst, self._qnan, where=np.isnan(src.view(self.native)))
+        np.copyto(dst, self.word.type(0), where=dst == self._sign)
+        if merged is not None and not np.array_equal(dst, src):
+            merged[0] = 1
+        self._code_block(dst, dst, tmp)
 
     def _bits_block(self, src, dst, tmp) -> None:
         neg, pos, rot, flip, top = self._words

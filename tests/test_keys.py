@@ -76,6 +76,32 @@ def test_encode_says_where_canonical_codes_merged_bits(dtype, descending):
             assert exact == (merged[0] == 0), name
 
 
+@pytest.mark.parametrize("where", [None, 0, -1])  # a -0.0 nowhere, in the first, the last block
+def test_canonical_codes_of_many_blocks_are_each_keys_own(where):
+    """Canonical codes of an array of several blocks (keys.BLOCK; the pool's threads share
+    them) are each key's own code, every NaN's the one NaN's, and merged says whether a -0.0
+    was merged, in whichever block it is."""
+    from distsort import keys
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(3 * keys.BLOCK + 5)
+    x[rng.integers(0, len(x), 40)] = np.nan
+    x[7] = -np.nan
+    x[x == 0] = 1.0
+    if where is not None:
+        x[where] = -0.0
+    codec, merged = NumericCodec(x.dtype, canonical=True), np.zeros(1, np.uint32)
+    codes = codec.encode(x, np, merged)
+    some = np.concatenate([rng.integers(0, len(x), 200), np.flatnonzero(np.isnan(x)), [0, 7, -1]])
+    one = [codec.encode(x[[i]], np)[0] for i in some]  # each alone, in one block
+    np.testing.assert_array_equal(codes[some], one)
+    assert len(set(codes[np.isnan(x)].tolist())) == 1
+    assert merged[0] == 1  # the -NaN at 7, in every case
+    merged[0] = 0
+    codec.encode(np.where(np.isnan(x), np.nan, x)[keys.BLOCK:], np, merged)
+    assert merged[0] == (where == -1)
+
+
 @pytest.mark.parametrize("dtype", ["c8", "O", "U3", "S4", "V8", "f16" if hasattr(np, "float128")
                                    else "c16"])
 def test_unsortable_dtypes_are_refused_clearly(dtype):
