@@ -23,6 +23,7 @@ from .io.formats import FileFormat, detect_format, ensure_file, is_npy, output_f
 from .io.reader import open_input, rank_range
 from .io.staging import load
 from .keys import UNSIGNED, NumericCodec, record_key_words, stand_ins
+from .local import clib
 from .mix import GOLDEN, mix64, splitmix64
 from .payload import stored
 from .workers import spread
@@ -67,12 +68,32 @@ def checksum(data, xp=np, values=None) -> int:
     """
     if values is None and data.ndim == 1 and data.dtype.itemsize in CTYPES and _is_cupy(xp):
         return _device_hash_sum(data)
-    if xp is np:  # the rank's share of the cores (workers.py) hash pieces side by side
+    kernel = _host_kernel(data, values) if xp is np else None
+    if kernel is not None:  # the rank's share of the cores (workers.py) side by side
+        columns = [np.ascontiguousarray(c) for c in (data, values) if c is not None]
+        parts = spread(lambda lo, hi: kernel(*(clib.pointer(c, lo) for c in columns), hi - lo),
+                       data.shape[0], _HOST_TASK)
+    elif xp is np:
         parts = spread(lambda lo, hi: _rows_sum(data, values, lo, hi, np, _HOST_CHUNK),
                        data.shape[0], _HOST_TASK)
     else:
         parts = [_rows_sum(data, values, 0, data.shape[0], xp, _CHUNK)]
     return sum(parts) % 2**64
+
+
+def _host_kernel(data, values):
+    """The C kernel (local/hash.c) that sums the hashes of 1-D host elements of 1, 2, 4 or 8
+    bytes (and of 1-D values of such a width), or None: NumPy's steps do it."""
+    columns = [c for c in (data, values) if c is not None]
+    if any(c.ndim != 1 or c.dtype.itemsize not in CTYPES for c in columns):
+        return None
+    lib = clib.library()
+    if lib is None:
+        return None
+    widths = [8 * c.dtype.itemsize for c in columns]
+    if values is None:
+        return getattr(lib, f"hash_sum_u{widths[0]}")
+    return getattr(lib, f"hash_pairs_u{widths[0]}_v{widths[1]}")
 
 
 def _rows_sum(data, values, lo: int, hi: int, xp, step: int) -> int:

@@ -91,6 +91,28 @@ def test_checksum_is_pinned():
     assert checksum(np.array([1], np.uint8)) == checksum(np.array([1], np.uint64))
 
 
+@pytest.mark.parametrize("values_dtype", [None, "u1", ">i2", "f4", "S8", "S3"])
+@pytest.mark.parametrize("dtype", ["u1", "i2", ">f4", "u8", "M8[ns]", "S4"])
+def test_the_c_hashes_sum_as_numpys_steps(monkeypatch, dtype, values_dtype):
+    """check's C kernels (local/hash.c: 1-D keys, and values, of 1, 2, 4 or 8 bytes) give the
+    checksum NumPy's steps give, in pieces of several threads, on strided views too; a value
+    width the kernels lack (S3) takes NumPy's steps."""
+    from distsort import check
+
+    if check._host_kernel(np.zeros(1, np.uint32), None) is None:
+        pytest.skip("no C compiler: NumPy's steps only")
+    monkeypatch.setattr(check, "_HOST_TASK", 1000)  # several pieces
+    raw = np.random.default_rng(4).integers(0, 256, 3 * 5001 * 8, dtype=np.uint8)
+    keys = raw[: 5001 * np.dtype(dtype).itemsize].view(dtype)
+    values = None if values_dtype is None else raw[-5001 * np.dtype(values_dtype).itemsize:
+                                                  ].view(values_dtype)
+    fast = [checksum(keys, values=values), checksum(keys[::3], values=values
+                                                    if values is None else values[::3])]
+    monkeypatch.setattr(check, "_host_kernel", lambda data, values: None)
+    assert fast == [checksum(keys, values=values), checksum(keys[::3], values=values
+                                                           if values is None else values[::3])]
+
+
 # ---- order --------------------------------------------------------------------------------------
 
 

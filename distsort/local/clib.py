@@ -1,6 +1,6 @@
 """The CPU backend's C kernels (merge.c: merges of sorted runs; scatter.c: the partition of
-keys and their values by destination; lsd.c: the radix sort), compiled into one library once
-per machine.
+keys and their values by destination; lsd.c: the radix sort; hash.c: the checksum's sum of
+hashes), compiled into one library once per machine.
 
 The C compiler Python was built with (sysconfig's CC, else `cc`) builds it into distsort's
 kernel cache (cuda_source.kernel_cache), else the package's own kernel folder (where the Docker
@@ -26,7 +26,7 @@ import numpy as np
 from ..cuda_source import kernel_cache
 
 HERE = os.path.dirname(__file__)
-SOURCES = [os.path.join(HERE, name) for name in ("merge.c", "scatter.c", "lsd.c")]
+SOURCES = [os.path.join(HERE, name) for name in ("merge.c", "scatter.c", "lsd.c", "hash.c")]
 PACKAGE = os.path.dirname(HERE)
 FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
 _P, _N = ctypes.c_void_p, ctypes.c_int64
@@ -99,6 +99,11 @@ def _load(path: str) -> ctypes.CDLL | None:
     for width in (8, 16, 32, 64):
         getattr(lib, f"merge_u{width}").argtypes = [_P, _N] * 2 + [_P]
         getattr(lib, f"merge_positions_u{width}").argtypes = [_P, _P, _N] * 2 + [_P] * 2
+        getattr(lib, f"hash_sum_u{width}").argtypes = [_P, _N]
+        getattr(lib, f"hash_sum_u{width}").restype = ctypes.c_uint64
+        for values in (8, 16, 32, 64):
+            getattr(lib, f"hash_pairs_u{width}_v{values}").argtypes = [_P, _P, _N]
+            getattr(lib, f"hash_pairs_u{width}_v{values}").restype = ctypes.c_uint64
     for width in (32, 64):
         getattr(lib, f"classify_u{width}").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P, _P]
         getattr(lib, f"scatter_u{width}").argtypes = [_P, _N, _P, _P, _P]
