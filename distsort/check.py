@@ -12,6 +12,7 @@ canonical encoding), records by memcmp of their key prefix.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -66,6 +67,8 @@ def checksum(data, xp=np, values=None) -> int:
     With values (one row per element, any dtype or width), each element is hashed together with
     its value, so a value that moved to another key changes the sum.
     """
+    if values is not None and len(values) != len(data):
+        raise ValueError(f"{len(values)} values for {len(data)} elements: one each")
     if values is None and data.ndim == 1 and data.dtype.itemsize in CTYPES and _is_cupy(xp):
         return _device_hash_sum(data)
     kernel = _host_kernel(data, values) if xp is np else None
@@ -85,7 +88,8 @@ def _host_kernel(data, values):
     """The C kernel (local/hash.c) that sums the hashes of 1-D host elements of 1, 2, 4 or 8
     bytes (and of 1-D values of such a width), or None: NumPy's steps do it."""
     columns = [c for c in (data, values) if c is not None]
-    if any(c.ndim != 1 or c.dtype.itemsize not in CTYPES for c in columns):
+    if any(c.ndim != 1 or c.dtype.itemsize not in CTYPES or c.dtype.hasobject
+           or not c.flags.aligned for c in columns):
         return None
     lib = clib.library()
     if lib is None:
@@ -425,7 +429,8 @@ def _as_keys(piece, fmt: FileFormat):
 def _values_file(path, keys, dtype=None, record_size=None, like: FileFormat | None = None):
     """The values file beside a keys file: one value per key. like: the input's values' format,
     in which sort writes a values output that is not .npy, where no option names one."""
-    if like is not None and dtype is None and record_size is None and not is_npy(path):
+    if (like is not None and dtype is None and record_size is None and not is_npy(path)
+            and not os.fspath(path).lower().endswith(".npz")):  # no .npz: sort never writes one
         fmt = output_format(path, like=like)
     else:
         fmt = detect_format(path, dtype, record_size, payload=True)

@@ -113,6 +113,14 @@ def test_the_c_hashes_sum_as_numpys_steps(monkeypatch, dtype, values_dtype):
                                                            if values is None else values[::3])]
 
 
+def test_checksum_refuses_values_of_another_length():
+    """One value per element: a shorter or longer values column is an error, not a sum over
+    memory past its end (the C kernels read as many values as there are elements)."""
+    for values in (np.arange(5, dtype=np.uint64), np.arange(11, dtype=np.uint8)):
+        with pytest.raises(ValueError, match="one each"):
+            checksum(np.arange(10, dtype=np.uint64), values=values)
+
+
 # ---- order --------------------------------------------------------------------------------------
 
 
