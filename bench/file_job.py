@@ -121,6 +121,11 @@ def floor(path: str, out: str, threads: int = 8, piece: int = 64 << 20,
     return time.perf_counter() - start
 
 
+
+def _rate(nbytes: int, seconds: float) -> float | None:
+    """GB/s, or None where the time left is none (a launch measured longer than the command)."""
+    return nbytes / seconds / 1e9 if seconds > 0 else None
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=parse_count, default=2**30)
@@ -186,9 +191,8 @@ def main() -> None:
               "sort_over_plain": med["sort"] / med["plain"], "budget": args.device_memory,
               "floor_over_sort": best_floor / med["sort"],
               "verify_adds": med["verify"] / med["sort"] - 1,
-              "check_gb_per_s": 2 * nbytes / max(med["check"] - med["launch"], 1e-9) / 1e9,
-              "check_gb_per_s_bare": 2 * nbytes / max(med["check"] - med["bare_launch"],
-                                                      1e-9) / 1e9}
+              "check_gb_per_s": _rate(2 * nbytes, med["check"] - med["launch"]),
+              "check_gb_per_s_bare": _rate(2 * nbytes, med["check"] - med["bare_launch"])}
     for name, path in reports.items():  # the last run's phases, as its summary lists them
         if not os.path.exists(path):
             continue
@@ -202,7 +206,7 @@ def main() -> None:
         print(f"{name:>7}: {value:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in times[name])})")
     for key in ("sort_over_floor_plus_launch", "sort_over_plain", "floor_over_sort", "verify_adds",
                 "check_gb_per_s", "check_gb_per_s_bare", "cold_minus_warm_s"):
-        if key in result:
+        if result.get(key) is not None:
             print(f"{key}: {result[key]:.3f}")
     os.makedirs(args.out, exist_ok=True)
     tag = f"{args.backend}_p{args.ranks}_n{args.count}" + ("_coldpc" if drop else "") + \
