@@ -25,6 +25,18 @@ from .errors import DistsortError
 #: Environment variables worth showing: they change how distsort, NCCL, UCX or the MPI behave.
 SECRETS = ("DISTSORT_TOKEN",)  # set or not, never their values
 ENV_PREFIXES = ("DISTSORT_", "NCCL_", "UCX_", "OMPI_MCA_", "MPIR_CVAR_", "CUDA_VISIBLE_DEVICES")
+#: What Open MPI's mpirun hands every rank to find its daemon and its job (4.x; 5.x's PRRTE
+#: uses PMIX_ names): not the user's settings, some twenty lines of them, left out.
+LAUNCHER_PLUMBING = ("OMPI_MCA_orte_", "OMPI_MCA_ess_base_", "OMPI_MCA_initial_wdir",
+                     "OMPI_MCA_shmem_RUNTIME_QUERY_hint")
+LAUNCHER_SET = {"OMPI_MCA_ess": "^singleton", "OMPI_MCA_plm": "isolated",
+                "OMPI_MCA_pmix": "^s1,s2,cray,isolated"}  # with these values
+
+
+def _shown(name: str, value: str) -> bool:
+    """Whether info lists this environment variable."""
+    return (name.startswith(ENV_PREFIXES) and not name.startswith(LAUNCHER_PLUMBING)
+            and LAUNCHER_SET.get(name) != value)
 
 
 def collect_info(comm=None) -> dict[str, Any]:
@@ -50,7 +62,7 @@ def collect_info(comm=None) -> dict[str, Any]:
         "mpi": mpi,
         "ranks": ranks,
         "environment": {k: "(set)" if k in SECRETS else v for k, v in sorted(os.environ.items())
-                        if k.startswith(ENV_PREFIXES)},
+                        if _shown(k, v)},
     }
 
 

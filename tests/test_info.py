@@ -256,3 +256,19 @@ def test_info_tells_distsorts_own_mpi_defaults_from_the_users(no_cupy, monkeypat
            info.format_info(info.collect_info()).splitlines() if line.startswith("env ")}
     assert env["OMPI_MCA_pml"].endswith("<- distsort's default for this launch (launch/README.md)")
     assert env["OMPI_MCA_btl_tcp_if_include"].endswith("=eth0")
+
+
+def test_info_leaves_out_what_mpirun_hands_its_ranks(no_cupy, monkeypatch):
+    """Open MPI's mpirun gives each rank some twenty OMPI_MCA_ variables of its own (its
+    daemon's address, the job's ids): info lists the user's settings, not those."""
+    plumbing = {"OMPI_MCA_orte_hnp_uri": "1.0;tcp://10.0.0.1:5", "OMPI_MCA_ess_base_vpid": "0",
+                "OMPI_MCA_ess": "^singleton", "OMPI_MCA_pmix": "^s1,s2,cray,isolated",
+                "OMPI_MCA_initial_wdir": "/work"}
+    for name, value in {**plumbing, "OMPI_MCA_btl_tcp_if_include": "eth0",
+                        "OMPI_MCA_mpi_oversubscribe": "1"}.items():
+        monkeypatch.setenv(name, value)
+    env = info.collect_info()["environment"]
+    assert env["OMPI_MCA_btl_tcp_if_include"] == "eth0" and "OMPI_MCA_mpi_oversubscribe" in env
+    assert not set(plumbing) & set(env)
+    monkeypatch.setenv("OMPI_MCA_ess", "pmi")  # a value mpirun does not set: the user's
+    assert info.collect_info()["environment"]["OMPI_MCA_ess"] == "pmi"
