@@ -77,7 +77,8 @@ class NumpyEngine:
     where it beats NumPy's on this machine; else plain keys by NumPy's default sort (SIMD where
     the CPU has it: equal plain keys are alike, so it need not be stable), orders and pairs by
     its stable sort (radix for keys of 16 bits or fewer, else timsort). It ignores the bit range
-    and the options low and scratch. Where the process's pool has several threads
+    and the option low; the radix sort of one piece takes scratch as its second buffer. Where
+    the process's pool has several threads
     (workers.py), plain keys are sorted in as many pieces at once (both let go of the GIL while
     they sort) and the sorted pieces merged (local/merge.py); with overwrite, in the keys' own
     memory."""
@@ -94,13 +95,13 @@ class NumpyEngine:
         return 2 * rows * row_bytes  # the result and the radix sort's second buffer
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
-             overwrite: bool = False, **ignored: object):
+             overwrite: bool = False, scratch=None, **ignored: object):
         started = time.perf_counter()
         radix = self._note(lsd.available(keys))
         if _in_pieces(keys):
             out = _sorted_in_pieces(keys, threads(), overwrite)
         else:
-            out = lsd.sort(keys, overwrite) if radix else np.sort(keys)
+            out = lsd.sort(keys, overwrite, scratch) if radix else np.sort(keys)
         if len(keys) >= merge.MEASURED_MIN:
             self.seconds_per_key[keys.dtype.itemsize] = (time.perf_counter() - started) / len(keys)
         return out

@@ -62,10 +62,15 @@ def _best(call) -> float:
     return min(times)
 
 
-def sort(keys: np.ndarray, overwrite: bool = False) -> np.ndarray:
-    """keys sorted (in their own memory where overwrite allows and the passes end there)."""
+def sort(keys: np.ndarray, overwrite: bool = False, scratch: np.ndarray | None = None
+         ) -> np.ndarray:
+    """keys sorted (in their own memory where overwrite allows and the passes end there, else
+    in scratch's, where it is given and fits: no new pages for the passes' second buffer)."""
     a = keys if overwrite and keys.flags.c_contiguous else keys.copy()
-    b = np.empty_like(a)
+    fits = (scratch is not None and scratch.dtype == a.dtype and scratch.ndim == 1
+            and len(scratch) >= len(a) and scratch.flags.c_contiguous
+            and scratch.flags.writeable and not np.may_share_memory(scratch, a))
+    b = scratch[: len(a)] if fits else np.empty_like(a)
     in_b = getattr(clib.library(), f"lsd_u{8 * a.dtype.itemsize}")(
         clib.pointer(a), clib.pointer(b), len(a))
     return b if in_b else a

@@ -45,6 +45,32 @@ def test_keys_pairs_and_orders_as_numpy_stably(dtype, n, spread):
     np.testing.assert_array_equal(lsd.sort(mine, overwrite=True), keys[order])
 
 
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+def test_a_fitting_scratch_is_the_second_buffer_and_others_are_not_used(dtype):
+    """lsd.sort takes a scratch that fits (dtype, length, contiguous, writable, apart from the
+    keys) as its passes' second buffer, so the result is the keys' memory or the scratch's; a
+    scratch that does not fit is left untouched, the result right either way."""
+    keys = keys_of(dtype, 100_003, "whole", 5)
+    want = np.sort(keys)
+    scratch = np.zeros(len(keys) + 7, dtype)
+    mine = keys.copy()
+    got = lsd.sort(mine, overwrite=True, scratch=scratch)
+    np.testing.assert_array_equal(got, want)
+    assert np.shares_memory(got, mine) or np.shares_memory(got, scratch)
+    assert (scratch[: len(keys)] != 0).any()  # the passes went through it
+    unfit = [np.zeros(len(keys) - 1, dtype), np.zeros(len(keys), np.int8 if dtype == np.uint32
+                                                                    else np.uint32),
+             np.zeros(2 * len(keys), dtype)[::2]]
+    read_only = np.zeros(len(keys), dtype)
+    read_only.flags.writeable = False
+    for bad in unfit + [read_only]:
+        got = lsd.sort(keys, scratch=bad)
+        np.testing.assert_array_equal(got, want)
+        assert not bad.any() and not np.shares_memory(got, bad)
+    mine = keys.copy()  # a scratch that is the keys' own memory is not used as the other
+    np.testing.assert_array_equal(lsd.sort(mine, overwrite=True, scratch=mine), want)
+
+
 @pytest.mark.parametrize("radix", [True, False])
 def test_the_engine_sorts_alike_on_either_side_of_the_choice(monkeypatch, radix):
     monkeypatch.setattr(lsd, "wins", lambda itemsize, value_bytes=0: radix)
