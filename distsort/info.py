@@ -26,16 +26,20 @@ from .errors import DistsortError
 SECRETS = ("DISTSORT_TOKEN",)  # set or not, never their values
 ENV_PREFIXES = ("DISTSORT_", "NCCL_", "UCX_", "OMPI_MCA_", "MPIR_CVAR_", "CUDA_VISIBLE_DEVICES")
 #: What Open MPI's mpirun hands every rank to find its daemon and its job (4.x; 5.x's PRRTE
-#: uses PMIX_ names): not the user's settings, some twenty lines of them, left out.
-LAUNCHER_PLUMBING = ("OMPI_MCA_orte_", "OMPI_MCA_ess_base_", "OMPI_MCA_initial_wdir",
-                     "OMPI_MCA_shmem_RUNTIME_QUERY_hint")
+#: uses PMIX_ names): not the user's settings, some twenty lines of them, left out (the
+#: session folder's base, orte_tmpdir_base, and the binding, orte_bound_at_launch, stay).
+LAUNCHER_PLUMBING = frozenset("OMPI_MCA_" + name for name in (
+    "orte_hnp_uri", "orte_local_daemon_uri", "orte_ess_num_procs", "orte_ess_node_rank",
+    "orte_app_num", "orte_num_nodes", "orte_launch", "orte_precondition_transports",
+    "orte_top_session_dir", "orte_jobfam_session_dir", "ess_base_jobid", "ess_base_vpid",
+    "ess_base_num_procs", "initial_wdir", "shmem_RUNTIME_QUERY_hint"))
 LAUNCHER_SET = {"OMPI_MCA_ess": "^singleton", "OMPI_MCA_plm": "isolated",
                 "OMPI_MCA_pmix": "^s1,s2,cray,isolated"}  # with these values
 
 
 def _shown(name: str, value: str) -> bool:
     """Whether info lists this environment variable."""
-    return (name.startswith(ENV_PREFIXES) and not name.startswith(LAUNCHER_PLUMBING)
+    return (name.startswith(ENV_PREFIXES) and name not in LAUNCHER_PLUMBING
             and LAUNCHER_SET.get(name) != value)
 
 

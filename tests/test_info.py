@@ -263,12 +263,14 @@ def test_info_leaves_out_what_mpirun_hands_its_ranks(no_cupy, monkeypatch):
     daemon's address, the job's ids): info lists the user's settings, not those."""
     plumbing = {"OMPI_MCA_orte_hnp_uri": "1.0;tcp://10.0.0.1:5", "OMPI_MCA_ess_base_vpid": "0",
                 "OMPI_MCA_ess": "^singleton", "OMPI_MCA_pmix": "^s1,s2,cray,isolated",
-                "OMPI_MCA_initial_wdir": "/work"}
-    for name, value in {**plumbing, "OMPI_MCA_btl_tcp_if_include": "eth0",
-                        "OMPI_MCA_mpi_oversubscribe": "1"}.items():
+                "OMPI_MCA_plm": "isolated", "OMPI_MCA_initial_wdir": "/work",
+                "OMPI_MCA_shmem_RUNTIME_QUERY_hint": "mmap"}
+    shown = {"OMPI_MCA_btl_tcp_if_include": "eth0", "OMPI_MCA_orte_tmpdir_base": "/dev/shm",
+             "OMPI_MCA_orte_bound_at_launch": "1", "OMPI_MCA_mpi_oversubscribe": "1"}
+    for name, value in {**plumbing, **shown}.items():  # shown: the user's, or worth seeing
         monkeypatch.setenv(name, value)
     env = info.collect_info()["environment"]
-    assert env["OMPI_MCA_btl_tcp_if_include"] == "eth0" and "OMPI_MCA_mpi_oversubscribe" in env
+    assert {name: env.get(name) for name in shown} == shown
     assert not set(plumbing) & set(env)
     monkeypatch.setenv("OMPI_MCA_ess", "pmi")  # a value mpirun does not set: the user's
     assert info.collect_info()["environment"]["OMPI_MCA_ess"] == "pmi"

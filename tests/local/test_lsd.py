@@ -51,16 +51,17 @@ def test_a_fitting_scratch_is_the_second_buffer_and_others_are_not_used(dtype):
     keys) as its passes' second buffer, so the result is the keys' memory or the scratch's; a
     scratch that does not fit is left untouched, the result right either way."""
     keys = keys_of(dtype, 100_003, "whole", 5)
+    keys >>= np.uint8(8 * keys.itemsize - 24)  # 3 digits vary: an odd number of passes
     want = np.sort(keys)
     scratch = np.zeros(len(keys) + 7, dtype)
     mine = keys.copy()
     got = lsd.sort(mine, overwrite=True, scratch=scratch)
     np.testing.assert_array_equal(got, want)
-    assert np.shares_memory(got, mine) or np.shares_memory(got, scratch)
-    assert (scratch[: len(keys)] != 0).any()  # the passes went through it
+    assert np.shares_memory(got, scratch)  # the passes ended in the scratch
     unfit = [np.zeros(len(keys) - 1, dtype), np.zeros(len(keys), np.int8 if dtype == np.uint32
                                                                     else np.uint32),
-             np.zeros(2 * len(keys), dtype)[::2]]
+             np.zeros(2 * len(keys), dtype)[::2],
+             np.zeros(2 * len(keys), dtype)]  # far larger: a result in it would keep it all
     read_only = np.zeros(len(keys), dtype)
     read_only.flags.writeable = False
     for bad in unfit + [read_only]:
