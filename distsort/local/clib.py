@@ -38,6 +38,20 @@ def library_path() -> str | None:
     return None if lib is None else lib._name
 
 
+SCRATCH_SLACK = 1.25  # a scratch at most this many times the keys serves as their second buffer
+
+
+def fitting(scratch: np.ndarray | None, keys: np.ndarray) -> np.ndarray | None:
+    """scratch's first len(keys) rows as the kernels' second buffer for keys, or None: it must
+    be of keys' dtype, 1-D, contiguous, writable, apart from keys and at most SCRATCH_SLACK
+    times as long (a result that ends in a far larger buffer would keep all of it alive)."""
+    fits = (scratch is not None and scratch.dtype == keys.dtype and scratch.ndim == 1
+            and len(keys) <= len(scratch) <= SCRATCH_SLACK * len(keys) + 1024
+            and scratch.flags.c_contiguous and scratch.flags.writeable
+            and not np.may_share_memory(scratch, keys))
+    return scratch[: len(keys)] if fits else None
+
+
 def pointer(array: np.ndarray, index: int = 0) -> ctypes.c_void_p:
     """The address of array[index] (1-D, contiguous), for a kernel's argument."""
     return ctypes.c_void_p(array.ctypes.data + index * array.itemsize)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 import numpy as np
 
 from ..workers import each, threads
-from . import lsd, merge
+from . import clib, lsd, merge
 from .rows import take
 
 PIECES_MIN = 1 << 20  # keys: fewer are sorted by one thread before several would have started
@@ -99,7 +99,7 @@ class NumpyEngine:
         started = time.perf_counter()
         radix = self._note(lsd.available(keys))
         if _in_pieces(keys):
-            out = _sorted_in_pieces(keys, threads(), overwrite)
+            out = _sorted_in_pieces(keys, threads(), overwrite, scratch)
         else:
             out = lsd.sort(keys, overwrite, scratch) if radix else np.sort(keys)
         if len(keys) >= merge.MEASURED_MIN:
@@ -173,18 +173,22 @@ def _ordered_in_pieces(keys: np.ndarray, pieces: int,
     return merge.merge_runs(out, np.diff(cuts), positions=at, overwrite=True)
 
 
-def _sorted_in_pieces(keys: np.ndarray, pieces: int, overwrite: bool) -> np.ndarray:
-    """keys sorted as `pieces` pieces at once on the pool's threads, then merged."""
+def _sorted_in_pieces(keys: np.ndarray, pieces: int, overwrite: bool,
+                      scratch: np.ndarray | None = None) -> np.ndarray:
+    """keys sorted as `pieces` pieces at once on the pool's threads, then merged; a scratch that
+    fits (clib.fitting) is the pieces' second buffers, then the merge's."""
     out = keys if overwrite else keys.copy()
+    room = clib.fitting(scratch, out)
     cuts = np.linspace(0, len(out), pieces + 1).astype(np.int64)
-    each([functools.partial(_sort_in_place, out[lo:hi]) for lo, hi in zip(cuts[:-1], cuts[1:])])
-    return merge.merge_runs(out, np.diff(cuts), overwrite=True)[0]
+    each([functools.partial(_sort_in_place, out[lo:hi], None if room is None else room[lo:hi])
+          for lo, hi in zip(cuts[:-1], cuts[1:])])
+    return merge.merge_runs(out, np.diff(cuts), overwrite=True, scratch=room)[0]
 
 
-def _sort_in_place(keys: np.ndarray) -> None:
+def _sort_in_place(keys: np.ndarray, scratch: np.ndarray | None = None) -> None:
     if not lsd.available(keys):
         keys.sort()
-    elif (done := lsd.sort(keys, overwrite=True)) is not keys:  # the passes ended elsewhere
+    elif (done := lsd.sort(keys, True, scratch)) is not keys:  # the passes ended elsewhere
         keys[:] = done
 
 

@@ -19,7 +19,6 @@ from . import clib
 CALIBRATION = 1 << 18  # keys sorted both ways, once a process and key width, to choose (wins)
 MARGIN = 1.5  # how much faster the radix sort must be there: in cache, where it does best
 SMALL = 1 << 16  # fewer keys: NumPy's sort (its call costs less; the choice is not worth it)
-SCRATCH_SLACK = 1.25  # a scratch at most this many times the keys is sort's second buffer
 
 
 def available(keys: np.ndarray, values: np.ndarray | None = None,
@@ -66,15 +65,10 @@ def _best(call) -> float:
 def sort(keys: np.ndarray, overwrite: bool = False, scratch: np.ndarray | None = None
          ) -> np.ndarray:
     """keys sorted (in their own memory where overwrite allows and the passes end there, else
-    in scratch's, where it is given and fits: no new pages for the passes' second buffer). A
-    scratch of more than SCRATCH_SLACK times the keys is not used: a result in it would keep
-    all of it alive."""
+    in scratch's, where it fits (clib.fitting): no new pages for the passes' second buffer)."""
     a = keys if overwrite and keys.flags.c_contiguous else keys.copy()
-    fits = (scratch is not None and scratch.dtype == a.dtype and scratch.ndim == 1
-            and len(a) <= len(scratch) <= SCRATCH_SLACK * len(a) + 1024
-            and scratch.flags.c_contiguous and scratch.flags.writeable
-            and not np.may_share_memory(scratch, a))
-    b = scratch[: len(a)] if fits else np.empty_like(a)
+    b = clib.fitting(scratch, a)
+    b = np.empty_like(a) if b is None else b
     in_b = getattr(clib.library(), f"lsd_u{8 * a.dtype.itemsize}")(
         clib.pointer(a), clib.pointer(b), len(a))
     return b if in_b else a

@@ -31,12 +31,12 @@ def merge_runs(keys: np.ndarray, counts, positions: bool | np.ndarray = False,
     the earlier run's first among equal keys; with `positions`, the int64 position in keys of
     each merged key (where positions is an int64 array beside keys, its entry for each merged
     key, the array used up), else None). overwrite: keys may be used as scratch; scratch: an
-    array of at least keys' length and dtype to use as well (else one is made)."""
+    array to use as well where it fits (clib.fitting; else one is made)."""
     lib, width = clib.library(), 8 * keys.dtype.itemsize
     bounds = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
     runs = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
-    fits = scratch is not None and scratch.dtype == keys.dtype and len(scratch) >= len(keys)
-    source, target = keys, scratch[: len(keys)] if fits else np.empty_like(keys)
+    source, target = keys, clib.fitting(scratch, keys)
+    target = np.empty_like(keys) if target is None else target
     at = positions if isinstance(positions, np.ndarray) else (
         np.arange(len(keys), dtype=np.int64) if positions else None)
     at_target = None if at is None else np.empty_like(at)

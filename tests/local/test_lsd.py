@@ -100,6 +100,10 @@ def test_the_engine_sorts_in_pieces_on_threads_alike(monkeypatch, three_threads,
         keys = keys_of(dtype, PIECES_MIN + 12_345, "narrow", 3)  # a pass that ends elsewhere
         order = np.argsort(keys, kind="stable")
         np.testing.assert_array_equal(engine.sort(keys), keys[order])
+        scratch = np.zeros(len(keys), dtype)  # the pieces' second buffers, then the merge's
+        got = engine.sort(keys.copy(), overwrite=True, scratch=scratch)
+        np.testing.assert_array_equal(got, keys[order])
+        assert scratch.any()
         np.testing.assert_array_equal(engine.argsort(keys), order)
         floats = np.random.default_rng(4).standard_normal((len(keys), 2))
         # rows of 2 floats (gathered by the order), 8-byte values (carried through the merge)
