@@ -77,8 +77,8 @@ class NumpyEngine:
     where it beats NumPy's on this machine; else plain keys by NumPy's default sort (SIMD where
     the CPU has it: equal plain keys are alike, so it need not be stable), orders and pairs by
     its stable sort (radix for keys of 16 bits or fewer, else timsort). It ignores the bit range
-    and the option low; the radix sort of one piece takes scratch as its second buffer. Where
-    the process's pool has several threads
+    and the option low; a scratch that fits (clib.fitting) is its radix sort's and merge's
+    second buffer. Where the process's pool has several threads
     (workers.py), plain keys are sorted in as many pieces at once (both let go of the GIL while
     they sort) and the sorted pieces merged (local/merge.py); with overwrite, in the keys' own
     memory."""
