@@ -13,6 +13,7 @@ canonical encoding), records by memcmp of their key prefix.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -71,11 +72,9 @@ def checksum(data, xp=np, values=None) -> int:
         raise ValueError(f"{len(values)} values for {len(data)} elements: one each")
     if values is None and data.ndim == 1 and data.dtype.itemsize in CTYPES and _is_cupy(xp):
         return _device_hash_sum(data)
-    kernel = _host_kernel(data, values) if xp is np else None
-    if kernel is not None:  # the rank's share of the cores (workers.py) side by side
-        columns = [np.ascontiguousarray(c) for c in (data, values) if c is not None]
-        parts = spread(lambda lo, hi: kernel(*(clib.pointer(c, lo) for c in columns), hi - lo),
-                       data.shape[0], _HOST_TASK)
+    part = _host_part(data, values) if xp is np else None
+    if part is not None:  # the rank's share of the cores (workers.py) side by side
+        parts = spread(part, data.shape[0], _HOST_TASK)
     elif xp is np:
         parts = spread(lambda lo, hi: _rows_sum(data, values, lo, hi, np, _HOST_CHUNK),
                        data.shape[0], _HOST_TASK)
@@ -84,20 +83,33 @@ def checksum(data, xp=np, values=None) -> int:
     return sum(parts) % 2**64
 
 
-def _host_kernel(data, values):
-    """The C kernel (local/hash.c) that sums the hashes of 1-D host elements of 1, 2, 4 or 8
-    bytes (and of 1-D values of such a width), or None: NumPy's steps do it."""
-    columns = [c for c in (data, values) if c is not None]
-    if any(c.ndim != 1 or c.dtype.itemsize not in CTYPES or c.dtype.hasobject
-           or not c.flags.aligned for c in columns):
-        return None
+def _host_part(data, values):
+    """A function (lo, hi) -> the sum of the hashes of rows [lo, hi) by the C kernels
+    (local/hash.c), or None where NumPy's steps do it (no compiled library, no rows, objects,
+    or rows of bytes on a big-endian host, whose words NumPy's steps view otherwise)."""
     lib = clib.library()
-    if lib is None:
+    columns = [c for c in (data, values) if c is not None]
+    if lib is None or not len(data) or any(c.dtype.hasobject for c in columns):
         return None
-    widths = [8 * c.dtype.itemsize for c in columns]
-    if values is None:
-        return getattr(lib, f"hash_sum_u{widths[0]}")
-    return getattr(lib, f"hash_pairs_u{widths[0]}_v{widths[1]}")
+    columns = [np.ascontiguousarray(c) for c in columns]
+    if all(c.ndim == 1 and c.dtype.itemsize in CTYPES and c.flags.aligned for c in columns):
+        widths = [8 * c.dtype.itemsize for c in columns]
+        kernel = getattr(lib, f"hash_sum_u{widths[0]}" if values is None
+                         else f"hash_pairs_u{widths[0]}_v{widths[1]}")
+        return lambda lo, hi: kernel(*(clib.pointer(c, lo) for c in columns), hi - lo)
+    if sys.byteorder != "little":
+        return None
+    rows = [c.view(np.uint8).reshape(len(c), -1) for c in columns]  # held by the function
+    if any(r.shape[1] == 0 for r in rows):
+        return None
+
+    def part(lo: int, hi: int) -> int:
+        keys, vals = rows[0][lo:], rows[1][lo:] if len(rows) > 1 else None
+        return lib.hash_rows(keys.ctypes.data, keys.shape[1],
+                             None if vals is None else vals.ctypes.data,
+                             0 if vals is None else vals.shape[1], hi - lo)
+
+    return part
 
 
 def _rows_sum(data, values, lo: int, hi: int, xp, step: int) -> int:

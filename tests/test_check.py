@@ -91,26 +91,35 @@ def test_checksum_is_pinned():
     assert checksum(np.array([1], np.uint8)) == checksum(np.array([1], np.uint64))
 
 
-@pytest.mark.parametrize("values_dtype", [None, "u1", ">i2", "f4", "S8", "S3"])
-@pytest.mark.parametrize("dtype", ["u1", "i2", ">f4", "u8", "M8[ns]", "S4"])
+@pytest.mark.parametrize("values_dtype", [None, "u1", ">i2", "f4", "S8", "S3", "V16", "i4,u1"])
+@pytest.mark.parametrize("dtype", ["u1", "i2", ">f4", "u8", "M8[ns]", "S4", "S5", "rows100",
+                                   "rows3f8"])
 def test_the_c_hashes_sum_as_numpys_steps(monkeypatch, dtype, values_dtype):
-    """check's C kernels (local/hash.c: 1-D keys, and values, of 1, 2, 4 or 8 bytes) give the
-    checksum NumPy's steps give, in pieces of several threads, on strided views too; a value
-    width the kernels lack (S3) takes NumPy's steps."""
+    """check's C kernels (local/hash.c: 1-D keys and values of 1, 2, 4 or 8 bytes; rows of any
+    width, records and wide or odd values) give the checksum NumPy's steps give, in pieces of
+    several threads, on strided views too."""
     from distsort import check
 
-    if check._host_kernel(np.zeros(1, np.uint32), None) is None:
+    if check._host_part(np.zeros(1, np.uint32), None) is None:
         pytest.skip("no C compiler: NumPy's steps only")
     monkeypatch.setattr(check, "_HOST_TASK", 1000)  # several pieces
-    raw = np.random.default_rng(4).integers(0, 256, 3 * 5001 * 8, dtype=np.uint8)
-    keys = raw[: 5001 * np.dtype(dtype).itemsize].view(dtype)
-    values = None if values_dtype is None else raw[-5001 * np.dtype(values_dtype).itemsize:
+    n, raw = 5001, np.random.default_rng(4).integers(0, 256, 5001 * 200, dtype=np.uint8)
+    if dtype == "rows100":  # records of 100 bytes
+        keys = raw[: n * 100].reshape(n, 100)
+    elif dtype == "rows3f8":  # rows of 3 floats
+        keys = raw[: n * 24].view("f8").reshape(n, 3)
+    else:
+        keys = raw[: n * np.dtype(dtype).itemsize].view(dtype)
+    values = None if values_dtype is None else raw[-n * np.dtype(values_dtype).itemsize:
                                                   ].view(values_dtype)
-    fast = [checksum(keys, values=values), checksum(keys[::3], values=values
-                                                    if values is None else values[::3])]
-    monkeypatch.setattr(check, "_host_kernel", lambda data, values: None)
-    assert fast == [checksum(keys, values=values), checksum(keys[::3], values=values
-                                                           if values is None else values[::3])]
+
+    def sums() -> list:
+        return [checksum(keys, values=values), checksum(keys[::3], values=values
+                                                        if values is None else values[::3])]
+
+    fast = sums()
+    monkeypatch.setattr(check, "_host_part", lambda data, values: None)
+    assert fast == sums()
 
 
 def test_checksum_refuses_values_of_another_length():

@@ -118,6 +118,8 @@ def _load(path: str) -> ctypes.CDLL | None:
         for values in (8, 16, 32, 64):
             getattr(lib, f"hash_pairs_u{width}_v{values}").argtypes = [_P, _P, _N]
             getattr(lib, f"hash_pairs_u{width}_v{values}").restype = ctypes.c_uint64
+    lib.hash_rows.argtypes = [_P, _N, _P, _N, _N]
+    lib.hash_rows.restype = ctypes.c_uint64
     for width in (32, 64):
         getattr(lib, f"classify_u{width}").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P, _P]
         getattr(lib, f"scatter_u{width}").argtypes = [_P, _N, _P, _P, _P]

@@ -4,8 +4,12 @@
 
    Why: NumPy's steps over a block (a temporary array each, some ten of them) hashed about
    0.5 GB/s a core; here each word is read once and mixed in registers, one pass at the speed
-   of two multiplies a word (bench/RESULTS.md, session 41). */
+   of two multiplies a word (bench/RESULTS.md, session 41). Rows of any width (records, wide
+   or odd values) are words of 8 bytes, the last zero-padded, chained word by word: the key's
+   row, then the value's (little-endian hosts: the words are the rows' bytes as NumPy views
+   them there). */
 #include <stdint.h>
+#include <string.h>
 
 #define GOLDEN 0x9E3779B97F4A7C15ull
 #define SECOND 0x3C6EF372FE94F82Aull /* 2 * GOLDEN mod 2^64: the second word's step */
@@ -49,3 +53,31 @@ HASH_PAIRS_OF(8, uint8_t)
 HASH_PAIRS_OF(16, uint16_t)
 HASH_PAIRS_OF(32, uint32_t)
 HASH_PAIRS_OF(64, uint64_t)
+
+/* One row's words chained into h, the j-th word of the whole row stepped by (j + 1) GOLDEN. */
+static inline uint64_t chain(uint64_t h, int64_t *j, const uint8_t *row, int64_t width) {
+  for (int64_t at = 0; at < width; at += 8, (*j)++) {
+    uint64_t w = 0;
+    if (width - at >= 8) {
+      memcpy(&w, row + at, 8); /* one load */
+    } else { /* the zero-padded tail, byte by byte (little-endian: the last bytes on top) */
+      for (int64_t k = 0; k < width - at; k++) w |= (uint64_t)row[at + k] << (8 * k);
+    }
+    h = *j ? mix64(h ^ mix64(w + (uint64_t)(*j + 1) * GOLDEN)) : mix64(w + GOLDEN);
+  }
+  return h;
+}
+
+/* The sum of the hashes of n rows of `width` bytes, each chained with its row of `vwidth`
+   bytes in values (none where values is NULL). */
+uint64_t hash_rows(const uint8_t *rows, int64_t width, const uint8_t *values, int64_t vwidth,
+                   int64_t n) {
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t j = 0;
+    uint64_t h = chain(0, &j, rows + i * width, width);
+    if (values) h = chain(h, &j, values + i * vwidth, vwidth);
+    sum += h;
+  }
+  return sum;
+}
