@@ -86,30 +86,32 @@ def checksum(data, xp=np, values=None) -> int:
 def _host_part(data, values):
     """A function (lo, hi) -> the sum of the hashes of rows [lo, hi) by the C kernels
     (local/hash.c), or None where NumPy's steps do it (no compiled library, no rows, objects,
-    or rows of bytes on a big-endian host, whose words NumPy's steps view otherwise)."""
+    or rows of bytes on a big-endian host, whose words NumPy's steps view otherwise). A piece
+    that is not contiguous is copied alone: never the whole."""
     lib = clib.library()
     columns = [c for c in (data, values) if c is not None]
     if lib is None or not len(data) or any(c.dtype.hasobject for c in columns):
         return None
-    columns = [np.ascontiguousarray(c) for c in columns]
     if all(c.ndim == 1 and c.dtype.itemsize in CTYPES and c.flags.aligned for c in columns):
         widths = [8 * c.dtype.itemsize for c in columns]
         kernel = getattr(lib, f"hash_sum_u{widths[0]}" if values is None
                          else f"hash_pairs_u{widths[0]}_v{widths[1]}")
-        return lambda lo, hi: kernel(*(clib.pointer(c, lo) for c in columns), hi - lo)
-    if sys.byteorder != "little":
-        return None
-    rows = [c.view(np.uint8).reshape(len(c), -1) for c in columns]  # held by the function
-    if any(r.shape[1] == 0 for r in rows):
+
+        def words(lo: int, hi: int) -> int:
+            pieces = [np.ascontiguousarray(c[lo:hi]) for c in columns]
+            return kernel(*(clib.pointer(p) for p in pieces), hi - lo)
+
+        return words
+    widths = [c.dtype.itemsize * int(np.prod(c.shape[1:], dtype=np.int64)) for c in columns]
+    if sys.byteorder != "little" or 0 in widths:
         return None
 
-    def part(lo: int, hi: int) -> int:
-        keys, vals = rows[0][lo:], rows[1][lo:] if len(rows) > 1 else None
-        return lib.hash_rows(keys.ctypes.data, keys.shape[1],
-                             None if vals is None else vals.ctypes.data,
-                             0 if vals is None else vals.shape[1], hi - lo)
+    def rows(lo: int, hi: int) -> int:
+        keys, *vals = [np.ascontiguousarray(c[lo:hi]).view(np.uint8) for c in columns]
+        return lib.hash_rows(keys.ctypes.data, widths[0], vals[0].ctypes.data if vals else None,
+                             widths[-1] if vals else 0, hi - lo)
 
-    return part
+    return rows
 
 
 def _rows_sum(data, values, lo: int, hi: int, xp, step: int) -> int:
