@@ -12,7 +12,6 @@
 #include <string.h>
 
 #define GOLDEN 0x9E3779B97F4A7C15ull
-#define SECOND 0x3C6EF372FE94F82Aull /* 2 * GOLDEN mod 2^64: the second word's step */
 
 static inline uint64_t mix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -20,11 +19,17 @@ static inline uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+/* h with a row's word j chained in (check._hash_rows): the first word is splitmix64's, each
+   later one is stepped by (j + 1) GOLDEN and mixed into the hash so far. */
+static inline uint64_t link(uint64_t h, uint64_t w, int64_t j) {
+  return j ? mix64(h ^ mix64(w + (uint64_t)(j + 1) * GOLDEN)) : mix64(w + GOLDEN);
+}
+
 /* The sum of splitmix64 of n words. */
 #define HASH_SUM(W, T)                                                                    \
   uint64_t hash_sum_u##W(const T *words, int64_t n) {                                     \
     uint64_t sum = 0;                                                                     \
-    for (int64_t i = 0; i < n; i++) sum += mix64((uint64_t)words[i] + GOLDEN);            \
+    for (int64_t i = 0; i < n; i++) sum += link(0, words[i], 0);                          \
     return sum;                                                                           \
   }
 
@@ -32,10 +37,7 @@ static inline uint64_t mix64(uint64_t x) {
 #define HASH_PAIRS(KW, K, VW, V)                                                          \
   uint64_t hash_pairs_u##KW##_v##VW(const K *keys, const V *values, int64_t n) {          \
     uint64_t sum = 0;                                                                     \
-    for (int64_t i = 0; i < n; i++) {                                                     \
-      const uint64_t h = mix64((uint64_t)keys[i] + GOLDEN);                               \
-      sum += mix64(h ^ mix64((uint64_t)values[i] + SECOND));                              \
-    }                                                                                     \
+    for (int64_t i = 0; i < n; i++) sum += link(link(0, keys[i], 0), values[i], 1);       \
     return sum;                                                                           \
   }
 
@@ -54,7 +56,7 @@ HASH_PAIRS_OF(16, uint16_t)
 HASH_PAIRS_OF(32, uint32_t)
 HASH_PAIRS_OF(64, uint64_t)
 
-/* One row's words chained into h, the j-th word of the whole row stepped by (j + 1) GOLDEN. */
+/* One row's words linked into h, j counting the words of the whole row (key, then value). */
 static inline uint64_t chain(uint64_t h, int64_t *j, const uint8_t *row, int64_t width) {
   for (int64_t at = 0; at < width; at += 8, (*j)++) {
     uint64_t w = 0;
@@ -63,7 +65,7 @@ static inline uint64_t chain(uint64_t h, int64_t *j, const uint8_t *row, int64_t
     } else { /* the zero-padded tail, byte by byte (little-endian: the last bytes on top) */
       for (int64_t k = 0; k < width - at; k++) w |= (uint64_t)row[at + k] << (8 * k);
     }
-    h = *j ? mix64(h ^ mix64(w + (uint64_t)(*j + 1) * GOLDEN)) : mix64(w + GOLDEN);
+    h = link(h, w, *j);
   }
   return h;
 }
