@@ -52,6 +52,12 @@ def fitting(scratch: np.ndarray | None, keys: np.ndarray) -> np.ndarray | None:
     return scratch[: len(keys)] if fits else None
 
 
+def second_buffer(scratch: np.ndarray | None, keys: np.ndarray) -> np.ndarray:
+    """The kernels' second buffer for keys: the scratch where it fits (fitting), else new."""
+    room = fitting(scratch, keys)
+    return np.empty_like(keys) if room is None else room
+
+
 def pointer(array: np.ndarray, index: int = 0) -> ctypes.c_void_p:
     """The address of array[index] (1-D, contiguous), for a kernel's argument."""
     return ctypes.c_void_p(array.ctypes.data + index * array.itemsize)

@@ -67,8 +67,7 @@ def sort(keys: np.ndarray, overwrite: bool = False, scratch: np.ndarray | None =
     """keys sorted (in their own memory where overwrite allows and the passes end there, else
     in scratch's, where it fits (clib.fitting): no new pages for the passes' second buffer)."""
     a = keys if overwrite and keys.flags.c_contiguous else keys.copy()
-    b = clib.fitting(scratch, a)
-    b = np.empty_like(a) if b is None else b
+    b = clib.second_buffer(scratch, a)
     in_b = getattr(clib.library(), f"lsd_u{8 * a.dtype.itemsize}")(
         clib.pointer(a), clib.pointer(b), len(a))
     return b if in_b else a

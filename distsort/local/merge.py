@@ -35,8 +35,7 @@ def merge_runs(keys: np.ndarray, counts, positions: bool | np.ndarray = False,
     lib, width = clib.library(), 8 * keys.dtype.itemsize
     bounds = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
     runs = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
-    source, target = keys, clib.fitting(scratch, keys)
-    target = np.empty_like(keys) if target is None else target
+    source, target = keys, clib.second_buffer(scratch, keys)
     at = positions if isinstance(positions, np.ndarray) else (
         np.arange(len(keys), dtype=np.int64) if positions else None)
     at_target = None if at is None else np.empty_like(at)
