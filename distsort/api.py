@@ -25,7 +25,7 @@ from mpi4py import MPI
 from . import fields
 from .errors import DistsortError, agree
 from .inputs import Call, as_array, begin, keys_check, native, on_gpu
-from .keys import NumericCodec, record_key_words, stand_ins
+from .keys import NumericCodec, numeric_codec, record_key_words, stand_ins
 from .outofcore import sort as outofcore
 from .outofcore.sources import check_out_rows
 from .payload import check_payload, restored, stored
@@ -121,7 +121,7 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
         return outofcore.argsort(job, keys, descending, _report(report, job.rt), outs)
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
     report = _report(report, rt)
-    codec = NumericCodec(keys.dtype, descending, canonical=True)
+    codec = numeric_codec(keys.dtype, descending, canonical=True)
     if _orders_numbers(rt, codec, lossy=True):
         order = sort_as_one(rt, report, [dev_keys],
                             lambda c, **more: [rt.backend.engine.argsort(c[0], codec=codec,
@@ -177,7 +177,7 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
         return outofcore.sort_numeric(job, keys, values, descending, stable, report, outs)
     rt, dev_keys, to_caller = _prepare(keys, comm, backend)
     report, clock = _report(report, rt), rt.backend.clock()
-    codec = NumericCodec(keys.dtype, descending, canonical=stable)
+    codec = numeric_codec(keys.dtype, descending, canonical=stable)
     given = [] if values is None else [rt.xp.asarray(values)]
     if codec.identity or _orders_numbers(rt, codec):  # no encode or decode pass: no phase
         out = distributed_sort(rt, [dev_keys] + given, _first, report, {"codec": codec})

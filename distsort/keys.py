@@ -88,6 +88,14 @@ def stand_ins(dtype, descending: bool) -> StandIns | None:
     return StandIns(dtype, descending) if np.dtype(dtype).kind in "bMm" else None
 
 
+@functools.lru_cache(maxsize=64)
+def numeric_codec(dtype: np.dtype, descending: bool = False,
+                  canonical: bool = False) -> NumericCodec:
+    """NumericCodec(dtype, descending, canonical), made once per kind: a codec holds nothing
+    beyond its dtype's constants, whose making cost each small API call microseconds."""
+    return NumericCodec(dtype, descending, canonical)
+
+
 class NumericCodec:
     """Encode one numeric dtype to unsigned words of the same width and back."""
 

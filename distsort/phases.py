@@ -13,14 +13,34 @@ from .report import Clock, SortReport
 from .watchdog import watchdog
 
 
-@contextmanager
-def phase(report: SortReport, name: str, clock: Clock) -> Iterator[None]:
-    """Run the body as phase `name` of the report's job, timed between two of clock's marks."""
-    with watchdog(name, report.rank), report.timing(name, clock):
-        inject_fault(name, report.rank)
-        if _checkpoint is not None:
-            _checkpoint(name)
-        yield
+class phase:  # lower case: used as `with phase(report, name, clock):`
+    """Run the body as phase `name` of the report's job, timed between two of clock's marks
+    (where the report's phases are read: SortReport.timed_phases). A class, not a generator:
+    contextlib's machinery cost small API calls a good part of their host time."""
+
+    __slots__ = ("report", "name", "clock", "watch", "start")
+
+    def __init__(self, report: SortReport, name: str, clock: Clock):
+        self.report, self.name, self.clock = report, name, clock
+        self.watch = watchdog(name, report.rank)
+
+    def __enter__(self) -> None:
+        self.watch.__enter__()
+        try:
+            self.start = self.clock.mark() if self.report.timed_phases else None
+            inject_fault(self.name, self.report.rank)
+            if _checkpoint is not None:
+                _checkpoint(self.name)
+        except BaseException:
+            self.watch.__exit__()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if self.start is not None:
+                self.report.marks.append((self.name, self.clock, self.start, self.clock.mark()))
+        finally:
+            self.watch.__exit__()
 
 
 _checkpoint: Callable[[str], None] | None = None

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -70,19 +69,6 @@ class SortReport:
         """The sorts that ran ('radix', 'cub+radix', ...; the engine's name if none noted)."""
         used = getattr(self, "_sorts", None)
         return "+".join(sorted(used)) if used else self.engine
-
-    @contextmanager
-    def timing(self, name: str, clock: Clock) -> Iterator[None]:
-        """Time phase `name` between two of clock's marks (read when the phases are asked for);
-        jobs run their phases through phases.phase."""
-        if not self.timed_phases:
-            yield
-            return
-        start = clock.mark()
-        try:
-            yield
-        finally:
-            self.marks.append((name, clock, start, clock.mark()))
 
     @property
     def phases(self) -> dict[str, float]:
