@@ -109,12 +109,13 @@ def release(comm=None) -> None:
     """Give back what distsort keeps between sorts on comm (default COMM_WORLD): on GPUs of one
     node, the mappings of other ranks' receive buffers, which keep about a shard's bytes
     allocated on every GPU even after CuPy's pool frees its blocks. Collective; the next sort
-    maps them again (costly: tens of ms). Call it before freeing CuPy's pool for other
-    work."""
+    maps them again (costly: tens of ms); and the GPU engine's kept graphs of small sorts
+    (local/graphs.py). Call it before freeing CuPy's pool for other work."""
     handle = MPI._handleof(comm if comm is not None else MPI.COMM_WORLD)
     for (owner, *_), rt in _cache.items():  # built by collective calls: the same on every rank
         if owner == handle and rt.comm != MPI.COMM_NULL:  # not a freed one's, of that handle
             rt.transport.release()
+            getattr(rt.backend.engine, "release", lambda: None)()
 
 
 def requested_backend(requested: str | None) -> str:

@@ -19,6 +19,8 @@ Where CUB (cupy.sort / cupy.argsort, through CubEngine) runs instead of our kern
 - below the sizes in MIN_N, per operation, where CUB measured faster (bench/local_sort.py,
   bench/RESULTS.md): launch and Python overheads weigh more there, and full-width key-only
   sorts only pay off on large arrays; a bit range narrower than the key ("narrow") saves passes;
+  except that from GRAPH_MIN to GRAPH_MAX keys a sort or argsort of a size seen before replays
+  our kernels as a CUDA graph (graphs.py), which costs the host one launch, not seven;
 - uint8/uint16 keys (CUB sorts them natively in 1-2 narrow passes; ours would widen them);
 - 2^32 keys or more (our kernels keep 32-bit positions);
 - keys that are not uint8/16/32/64, or not 1-D.
@@ -39,6 +41,7 @@ import numpy as np
 from ..cuda_source import compile_apart, load_module
 from ..keys import UNSIGNED
 from .cub import CubEngine
+from .graphs import Graphs
 from .rows import take
 
 if TYPE_CHECKING:
@@ -71,10 +74,15 @@ MIN_N = {
     "coded64": 1 << 23,
     "narrow": 1 << 25,
     "narrow64": 1 << 24,
-    "argsort": 1 << 24,
+    "argsort": 1 << 23,
     "pairs": 1 << 21,
 }
 MAX_N = (1 << 32) - 1
+GRAPH_MIN, GRAPH_MAX = 1 << 16, 1 << 23  # sorts below MIN_N replayed as graphs (graphs.py):
+# from here they beat CUB's; up to here their buffers are small enough to keep, and the two
+# copies a replay adds cost less than they save. Unsigned keys and orders: signed and float keys
+# sort through their codes no faster than CUB sorts plain integers (bench/RESULTS.md run 357)
+GRAPHED = ("sort", "sort64", "narrow", "narrow64", "argsort")
 FLAGS_ONCE_BYTES = 64 << 20  # up to this, all passes' look-back flags are zeroed by one memset
 NULL = np.uintp(0)  # a null device pointer, for kernel arguments left out
 WIDE_ROWS = 1 << 30  # from here a tile's look-back flag takes two words (radix.cu: counts < 2^30)
@@ -229,10 +237,10 @@ def _active_passes(npasses: int, device: int, scanned) -> list[int]:
     return [p for p in range(npasses) if not constant[p]]
 
 
-def _histogram(keys, low, state: _State, bits: tuple, code: int):
+def _histogram(keys, low, state: _State, bits: tuple, code: int, learn: bool):
     """Digit counts and bases of every pass of bits (as digit_counts); from SYNC_MIN keys on,
-    returns an event recorded once the constant-digit flags are set (else None)."""
-    if keys.size < SYNC_MIN:
+    where learn, returns an event recorded once the constant-digit flags are set (else None)."""
+    if keys.size < SYNC_MIN or not learn:
         digit_counts(keys, low, bits, state.counts, state.bases, code=code)
         return None
     constant = _constant_words(keys.device.id)[0]
@@ -315,11 +323,14 @@ def radix_sort(
     overwrite: bool = False,
     scratch=None,
     code: int = 0,
+    learn: bool = True,
 ):
     """Sort unsigned 32/64-bit keys (1-D, aligned, 2 <= n < 2^32) on bits [begin_bit, end_bit)
     of key - low (taken modulo 2^bits: keys below low would sort after the others).
     With code (keys.NumericCodec.code), the words are the bits of signed or float keys, ordered
     by their codes (low and the bits are then the codes'), and written back as they were.
+    learn=False: every pass runs, with no wait for the host to learn which digits are constant
+    (a sort captured as a graph cannot wait).
 
     mode 'keys': returns (keys, None); 'pairs': vals (uint32/uint64) permuted alike;
     'argsort': returns (keys, int64 permutation). Stable. The keys returned are the input keys
@@ -342,7 +353,7 @@ def radix_sort(
     scanned = None
     if passes:
         bits = (begin_bit, min(end_bit, 8 * kb), len(passes))
-        scanned = _histogram(keys, low, state, bits, code)
+        scanned = _histogram(keys, low, state, bits, code, learn)
     pong = _PingPong(cp, keys, vals, mode, overwrite, scratch, code)
     # Keys only: the first pass is queued before the host reads which passes vary (it returns at
     # once on the device where its digit does not), so the GPU does not wait for the host.
@@ -416,6 +427,11 @@ class RadixEngine:
         self.min_n = min_n
         self._cub = None
         self.used: set[str] = set()
+        self.graphs = Graphs()
+
+    def release(self) -> None:
+        """Let go of the kept graphs' buffers."""
+        self.graphs.release()
 
     def workspace_bytes(self, rows: int, row_bytes: int) -> int:
         """The passes' second buffer (the pipeline lends the sent rows as it, where they fit),
@@ -447,7 +463,10 @@ class RadixEngine:
         elif op == "sort":  # CUB (cupy.sort) sorts every bit: fewer passes are ours to win
             narrow = len(digit_passes(max(0, begin_bit), end)) < kb
             op = ("narrow" if narrow else "sort") + ("64" if kb == 8 else "")
-        return keys.size >= MIN_N[op]
+        if keys.size >= MIN_N[op]:
+            return True
+        return (GRAPH_MIN <= keys.size < GRAPH_MAX and op in GRAPHED
+                and self.graphs.ready((keys.size, keys.dtype.char, op, begin_bit, end_bit)))
 
     def _run(self, keys, vals, mode: str, bits: tuple, low: int = 0, overwrite: bool = False,
              scratch=None, code: int = 0):
@@ -465,8 +484,22 @@ class RadixEngine:
         # a copy of the keys is ours to overwrite, unless the caller's values ride along
         mine = overwrite or (copied and mode != "pairs")
         end_bit = max(begin_bit, end_bit)
-        out_k, out_v = radix_sort(work, vals, mode, begin_bit, end_bit, low, mine, scratch, code)
+        if self.min_n is None and mode != "pairs" and work.size < GRAPH_MAX:
+            out_k, out_v = self._replayed(work, mode, (begin_bit, end_bit), low, code)
+        else:
+            out_k, out_v = radix_sort(work, vals, mode, begin_bit, end_bit, low, mine, scratch,
+                                      code)
         return (out_k if width >= 32 else out_k.astype(keys.dtype)), out_v
+
+    def _replayed(self, keys, mode: str, bits: tuple, low: int, code: int) -> tuple:
+        """radix_sort's (keys, positions or None) of a small sort, by its graph (_ours let it
+        run here only where one is kept or this size was seen before): new arrays."""
+        def sort(buffer) -> tuple:
+            return radix_sort(buffer, None, mode, *bits, low, True, None, code, learn=False)
+
+        placeholder(keys.device.id)  # kept by the process: made from CuPy's pool, not a graph's
+        key = (keys.size, keys.dtype.char, mode, *bits, int(low), code)
+        return self.graphs.run(key, keys, sort)
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
              **options: Unpack[SortOptions]):

@@ -1,0 +1,121 @@
+"""Small sorts replayed as CUDA graphs (distsort/local/graphs.py): the first sort of a size goes
+to CUB, the second captures a graph of our kernels, later ones replay it; every result is
+CuPy's, in arrays of the caller's own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distsort.keys import NumericCodec
+from distsort.local import graphs
+from distsort.local.radix import GRAPH_MAX, GRAPH_MIN, SYNC_MIN, RadixEngine
+
+pytestmark = pytest.mark.gpu
+
+SIZES = [GRAPH_MIN, 3 * GRAPH_MIN + 5, SYNC_MIN + 3]
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+def fresh(cp, dtype, n: int, seed: int, high: int = 2**31):
+    keys = cp.random.RandomState(seed).randint(0, high, n, dtype=cp.int64)
+    return (keys - high // 2 if np.dtype(dtype).kind in "if" else keys).astype(dtype)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+def test_sorts_of_a_size_seen_before_are_replayed_and_right(cp, dtype, n):
+    engine = RadixEngine()
+    results, inputs = [], [fresh(cp, dtype, n, seed) for seed in range(4)]
+    for keys in inputs:
+        results.append(engine.sort(keys))
+        assert len(engine.graphs.graphs) == (len(results) > 1)
+    for keys, got in zip(inputs, results):  # each result its own array, still right
+        assert cp.array_equal(got, cp.sort(keys))
+    assert "radix" in engine.used and "cub" in engine.used
+
+
+@pytest.mark.parametrize("n", [GRAPH_MIN + 1, SYNC_MIN + 3])
+def test_replayed_argsort_is_stable(cp, n):
+    engine = RadixEngine()
+    for seed in range(3):
+        keys = fresh(cp, np.uint32, n, seed, high=50)  # many ties
+        order = engine.argsort(keys)
+        assert order.dtype == np.int64
+        assert cp.array_equal(order, cp.argsort(keys))  # CuPy's is stable
+    assert len(engine.graphs.graphs) == 1
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.int64, np.float64])
+def test_replayed_orders_of_numbers_take_their_codes_in_the_passes(cp, dtype):
+    engine, codec = RadixEngine(), NumericCodec(np.dtype(dtype), False, canonical=True)
+    for seed in range(3):
+        keys = fresh(cp, dtype, 3 * GRAPH_MIN, seed, high=1000)  # ties, and -0.0 beside 0.0
+        order = engine.argsort(keys, codec=codec)
+        assert cp.array_equal(order, cp.argsort(keys))
+    assert len(engine.graphs.graphs) == 1
+
+
+def test_signed_and_float_sorts_are_not_replayed(cp):
+    """Through their codes they are no faster than CUB's sort of plain integers."""
+    engine, codec = RadixEngine(), NumericCodec(np.dtype(np.float32), False)
+    for seed in range(3):
+        keys = fresh(cp, np.float32, 3 * GRAPH_MIN, seed)
+        assert cp.array_equal(engine.sort(keys, codec=codec), cp.sort(keys))
+    assert not engine.graphs.graphs
+
+
+def test_a_narrow_bit_range_and_low_are_part_of_the_graph(cp):
+    engine, n = RadixEngine(), 2 * GRAPH_MIN
+    for seed in range(3):
+        for low, end_bit in ((0, 20), (1000, 12)):
+            keys = (fresh(cp, np.uint32, n, seed, high=1 << end_bit) + low).astype(np.uint32)
+            got = engine.sort(keys, 0, end_bit, low=low)
+            assert cp.array_equal(got, cp.sort(keys))
+    assert len(engine.graphs.graphs) == 2
+
+
+def test_graphs_are_kept_within_their_bytes_and_released(cp, monkeypatch):
+    engine = RadixEngine()
+    monkeypatch.setattr(graphs, "BYTES", 1)  # room for the newest only
+    for n in (GRAPH_MIN, GRAPH_MIN + 8):
+        for seed in range(2):
+            keys = fresh(cp, np.uint32, n, seed)
+            assert cp.array_equal(engine.sort(keys), cp.sort(keys))
+    assert [key[0] for key in engine.graphs.graphs] == [GRAPH_MIN + 8]
+    engine.release()
+    assert not engine.graphs.graphs
+
+
+def test_each_stream_has_graphs_of_its_own(cp):
+    engine, n = RadixEngine(), GRAPH_MIN
+    stream = cp.cuda.Stream(non_blocking=True)
+    for seed in range(2):
+        for where in (cp.cuda.Stream.null, stream):
+            with where:
+                keys = fresh(cp, np.uint32, n, seed)
+                got = engine.sort(keys)
+                assert cp.array_equal(got, cp.sort(keys))
+    assert len(engine.graphs.graphs) == 2
+
+
+def test_sizes_never_seen_twice_capture_nothing(cp):
+    engine = RadixEngine()
+    for n in range(GRAPH_MIN, GRAPH_MIN + 4):
+        keys = fresh(cp, np.uint32, n, n)
+        assert cp.array_equal(engine.sort(keys), cp.sort(keys))
+    assert not engine.graphs.graphs and engine.used == {"cub"}
+
+
+def test_the_api_replays_repeated_small_sorts(cp):
+    import distsort
+
+    for seed in range(3):
+        keys = fresh(cp, np.uint32, GRAPH_MAX // 2 + 7, seed)
+        assert cp.array_equal(distsort.sort(keys), cp.sort(keys))
+        signed = keys.view(np.int32)
+        assert cp.array_equal(distsort.argsort(signed), cp.argsort(signed))
