@@ -6,7 +6,7 @@
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
 #   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD)
 #   cpuab (AB_OLD, CPUSORT_ARGS)
-#   steps cold tune trees apiab passprof a2a ce fresh
+#   steps cold tune trees apiab smallapi passprof a2a ce fresh
 #   ipctests
 #   ipcalone take service (SERVICE_RANKS: 1 2, SERVICE_ARGS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
 #   (EXTERNAL_TOTAL=100GB: less;
@@ -177,6 +177,14 @@ for step in $steps; do
                 done)
              done
            done ;;
+    smallapi) # issue 39's small sizes: host and device time of each way to sort (graphs.py),
+              # the public API's layers, and bench/local_sort.py --api from 2^20 to 2^24
+              timeout 200 python3 bench/history/small_sorts.py --logs 16,18,20,21,22,23 \
+                --dtypes uint32,int32,argsort --json "$OUT/small_sorts.json" 2>&1 | tail -1
+              timeout 60 python3 bench/history/api_layers.py --log 20
+              timeout 300 python3 bench/local_sort.py --api --min-log 20 --max-log 24 --runs 7 \
+                --cases uint32,int32,float32,argsort-u32 --out "$OUT/smallapi" 2>&1 \
+                | grep -a "x[0-9]\|Error" ;;
     apiab) for i in 1 2; do  # small calls of the public API, the tree in .abold and this one
              for tree in "${AB_OLD:-.abold}" .; do
                (cd "$tree" && echo "tree $tree" &&
