@@ -74,7 +74,7 @@ MIN_N = {
     "coded64": 1 << 23,
     "narrow": 1 << 25,
     "narrow64": 1 << 24,
-    "argsort": 1 << 23,
+    "argsort": 1 << 24,
     "pairs": 1 << 21,
 }
 MAX_N = (1 << 32) - 1
@@ -566,14 +566,18 @@ def _numbers(engine: RadixEngine, codec, op: str, keys, bits: tuple, options: di
     words = keys.view(UNSIGNED[keys.dtype.itemsize])
     plain = codec.code in (0, 1)  # ascending integers: CUB orders them as they are
     route = "coded" if op == "sort" and not plain else op  # else CUB encodes and decodes
-    if keys.dtype.itemsize < 4 or not engine._ours(words, route, *bits):
+    narrow = keys.dtype.itemsize < 4
+    if narrow or not engine._ours(words, route, *bits):
         codes = keys if plain else codec.encode(keys, cp)
+        # CUB, decided above (asking again would count a second sighting: graphs.py); narrow
+        # keys' codes are the engine's to route (widened where min_n says)
+        to = engine if narrow else engine._fallback()
         if op == "argsort":
-            return None, engine.argsort(codes, *bits, **options)
+            return None, to.argsort(codes, *bits, **options)
         if op == "sort":
-            out_k, out_v = engine.sort(codes, *bits, **options), None
+            out_k, out_v = to.sort(codes, *bits, **options), None
         else:
-            out_k, out_v = engine.sort_pairs(codes, values, *bits, **options)
+            out_k, out_v = to.sort_pairs(codes, values, *bits, **options)
         return (out_k if plain else codec.decode(out_k, cp)), out_v
     code = {"code": codec.code}
     if op == "pairs" and (values.dtype.itemsize not in (4, 8) or values.ndim != 1):

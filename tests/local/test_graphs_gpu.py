@@ -111,6 +111,19 @@ def test_sizes_never_seen_twice_capture_nothing(cp):
     assert not engine.graphs.graphs and engine.used == {"cub"}
 
 
+def test_the_api_captures_nothing_for_a_size_sorted_once(cp):
+    """One call asks the engine once whether it has seen a size: a size sorted once (through
+    the codec's route, then CUB) is not taken for one seen twice."""
+    import distsort
+    from distsort.runtime import get_runtime
+
+    engine, n = get_runtime(None, "gpu").backend.engine, GRAPH_MIN + 12345
+    keys = fresh(cp, np.uint32, n, 1)
+    assert cp.array_equal(distsort.sort(keys), cp.sort(keys))
+    assert cp.array_equal(distsort.argsort(keys.view(np.int32)), cp.argsort(keys.view(np.int32)))
+    assert not [key for key in engine.graphs.graphs if key[0] == n]
+
+
 def test_the_api_replays_repeated_small_sorts(cp):
     import distsort
 
