@@ -10,6 +10,8 @@ mean nothing in another process: they are refused.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .errors import DistsortError
@@ -34,13 +36,40 @@ def check_payload(dtype, what: str = "values") -> np.dtype:
 def stored(values):
     """values as an array that every backend moves: itself where CuPy holds its kind, else its
     bytes in native byte order (a view of a C-contiguous native array) as one unsigned word a
-    row, or as a row of bytes."""
+    row, or as a row of bytes. Records with padding between or after their fields come with
+    those bytes zeroed (a copy): NumPy leaves them unwritten in a copy of a strided or
+    byte-swapped array, so the same records could otherwise hash differently (check.py)."""
     if values is None or values.dtype.kind in HELD:
         return values
     values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("="))
     width = values.dtype.itemsize * int(np.prod(values.shape[1:], dtype=np.int64))
     rows = values.view(np.uint8).reshape(len(values), width)
+    fields = _field_bytes(values.dtype)
+    if fields is not None:
+        rows = rows & np.tile(fields, width // values.dtype.itemsize)
     return rows.view(UNSIGNED[width]).reshape(-1) if width in UNSIGNED else rows
+
+
+@functools.lru_cache(maxsize=64)
+def _field_bytes(dtype: np.dtype) -> np.ndarray | None:
+    """0xFF at each byte of a dtype's element that some field holds, 0 at padding; None where
+    there is no padding."""
+    mask = np.zeros(dtype.itemsize, np.uint8)
+    _mark_fields(dtype, 0, mask)
+    return None if mask.all() else mask
+
+
+def _mark_fields(dtype: np.dtype, at: int, mask: np.ndarray) -> None:
+    if dtype.names is None and dtype.subdtype is None:
+        mask[at : at + dtype.itemsize] = 0xFF
+    elif dtype.names is None:  # a sub-array: each of its elements
+        base, shape = dtype.subdtype
+        for i in range(int(np.prod(shape, dtype=np.int64))):
+            _mark_fields(base, at + i * base.itemsize, mask)
+    else:
+        for name in dtype.names:
+            field, offset = dtype.fields[name][:2]
+            _mark_fields(field, at + offset, mask)
 
 
 def restored(array, like):

@@ -46,6 +46,58 @@ def test_a_non_contiguous_view_is_copied_once():
     np.testing.assert_array_equal(restored(stored(rows), rows), rows)
 
 
+PADDED = np.dtype([("a", "u1"), ("b", "<u4"), ("c", [("d", "u1"), ("e", "<u2")], (2,))],
+                  align=True)
+
+
+def padded_records(n: int) -> np.ndarray:
+    """Records with padding, every byte of them (padding too) non-zero."""
+    return (np.arange(n * PADDED.itemsize) % 251 + 1).astype(np.uint8).view(PADDED)
+
+
+@pytest.mark.parametrize("copy", ["strided", "byte-swapped"])
+def test_padding_is_zero_in_the_stored_bytes_whatever_copy_made_them(copy):
+    """A strided or byte-swapped copy leaves a record's padding unwritten: the stored bytes
+    (what the sort moves and the checksum reads) hold zeros there, the fields as they were."""
+    records = padded_records(40)
+    given = records[::2] if copy == "strided" else records.astype(PADDED.newbyteorder(">"))
+    moved = stored(given)
+    rows = moved.view(np.uint8).reshape(len(given), PADDED.itemsize)
+    assert not rows[:, ~_mask(PADDED)].any() and rows[:, _mask(PADDED)].all()
+    np.testing.assert_array_equal(restored(moved, given), given)
+
+
+def test_the_checksum_of_records_does_not_read_their_padding():
+    from distsort.check import checksum, pieces
+
+    keys, records = np.arange(20, dtype=np.uint32), padded_records(20)
+    other = records.copy()
+    other.view(np.uint8).reshape(20, -1)[:, ~_mask(PADDED)] = 7
+    sums = [sum(checksum(k, np, v) for k, v in pieces(keys, r, np)) % 2**64
+            for r in (records, other)]
+    assert sums[0] == sums[1]
+
+
+def _mask(dtype) -> np.ndarray:
+    """Where the fields of PADDED lie, from NumPy's own offsets."""
+    marks = np.zeros(dtype.itemsize, bool)
+    for name in ("a", "b"):
+        offset = dtype.fields[name][1]
+        marks[offset : offset + dtype[name].itemsize] = True
+    c, offset = dtype.fields["c"][:2]
+    for i in range(2):
+        for name in ("d", "e"):
+            at = offset + i * c.base.itemsize + c.base.fields[name][1]
+            marks[at : at + c.base[name].itemsize] = True
+    return marks
+
+
+def test_records_without_padding_are_not_copied():
+    rows = np.zeros(3, dtype=[("a", "u1"), ("b", "<u4")])  # packed: no padding
+    moved = stored(rows)
+    assert np.shares_memory(moved, rows)
+
+
 def test_objects_and_empty_elements_are_refused():
     with pytest.raises(DistsortError, match="Python objects"):
         check_payload(np.dtype(object))
