@@ -75,21 +75,27 @@ class Graphs:
                 self.seen.popitem(last=False)
             return False
 
-    def run(self, key: tuple, keys, sort: Callable) -> tuple:
+    def run(self, key: tuple, keys, sort: Callable) -> tuple | None:
         """sort(keys) by the graph of this key, captured first where there is none: sort takes
         a buffer of keys (its own to overwrite) and returns a tuple of result arrays (or Nones).
         Whatever device memory sort allocates comes from the graph's own pool and goes with
-        it: sort must keep none of it beyond its call (a cache of its own)."""
+        it: sort must keep none of it beyond its call (a cache of its own). None where the
+        device had no memory for a new graph's buffers: the caller sorts without one."""
         import cupy
 
         key = _where(key)
         with self.lock:  # the graph's buffers serve one sort at a time, in stream order
             graph = self.graphs.pop(key, None)
             if graph is None:
-                graph = _Graph(cupy, keys, sort)
-            self.graphs[key] = graph
-            while sum(g.nbytes for g in self.graphs.values()) > BYTES and len(self.graphs) > 1:
-                self.graphs.popitem(last=False)
+                try:
+                    graph = _Graph(cupy, keys, sort)
+                except cupy.cuda.memory.OutOfMemoryError:
+                    return None
+                self.graphs[key] = graph
+                while sum(g.nbytes for g in self.graphs.values()) > BYTES and len(self.graphs) > 1:
+                    self.graphs.popitem(last=False)
+            else:
+                self.graphs[key] = graph  # the most recently used
             return graph.run(keys)
 
     def release(self) -> None:

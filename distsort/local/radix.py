@@ -499,7 +499,9 @@ class RadixEngine:
 
         placeholder(keys.device.id)  # kept by the process: made from CuPy's pool, not a graph's
         key = (keys.size, keys.dtype.char, mode, *bits, int(low), code)
-        return self.graphs.run(key, keys, sort)
+        replayed = self.graphs.run(key, keys, sort)
+        return replayed if replayed is not None else radix_sort(keys, None, mode, *bits, low,
+                                                                 False, None, code)
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
              **options: Unpack[SortOptions]):

@@ -132,3 +132,16 @@ def test_the_api_replays_repeated_small_sorts(cp):
         assert cp.array_equal(distsort.sort(keys), cp.sort(keys))
         signed = keys.view(np.int32)
         assert cp.array_equal(distsort.argsort(signed), cp.argsort(signed))
+
+
+def test_no_memory_for_a_graph_sorts_without_one(cp, monkeypatch):
+    engine, n = RadixEngine(), GRAPH_MIN
+
+    def no_memory(*args):
+        raise cp.cuda.memory.OutOfMemoryError(n, n, n)
+
+    monkeypatch.setattr(graphs, "_Graph", no_memory)
+    for seed in range(3):
+        keys = fresh(cp, np.uint32, n, seed)
+        assert cp.array_equal(engine.sort(keys), cp.sort(keys))
+    assert not engine.graphs.graphs and "radix" in engine.used
