@@ -39,7 +39,7 @@ for step in $steps; do
   case $step in
     tests) timeout 420 python3 -m pytest -q -m gpu -p no:cacheprovider tests/job/test_gpu.py \
              tests/test_gen.py tests/test_check.py tests/local/test_radix_gpu.py \
-             tests/local/test_radix_numbers_gpu.py \
+             tests/local/test_radix_numbers_gpu.py tests/local/test_graphs_gpu.py \
              tests/local/test_landing_gpu.py tests/local/test_digit_partition_gpu.py \
              tests/outofcore/test_external_gpu.py tests/job/test_oom_gpu.py \
              tests/job/test_byte_order.py tests/io/test_staging_gpu.py \
