@@ -22,7 +22,7 @@ from .node import node_place
 from .outofcore import files as outofcore_files
 from .payload import restored, stored
 from .phases import phase
-from .report import HostClock, SortReport, duration, rate, since_start, summarize
+from .report import HostClock, SortReport, duration, rate, scaled, since_start, summarize
 from .runtime import array_module, get_runtime
 from .workers import threads_for, use_threads
 
@@ -73,7 +73,8 @@ def describe(summary: dict, what: str, report: SortReport) -> str:
     return (
         f"distsort: sorted {what} on {ranks} rank{'s' * (ranks != 1)} ({how})\n"
         f"  time {duration(seconds)} ({', '.join(rates)}), largest shard "
-        f"{summary['max_shard_over_mean']:.4f} x n/p\n"
+        f"{summary['max_shard_over_mean']:.4f} x n/p, peak host memory "
+        f"{scaled(summary['peak_host_bytes'], 'B')} a rank\n"
         f"  phases (slowest rank): {listed}"
     )
 

@@ -111,6 +111,7 @@ class SortReport:
             "count_in": self.count_in, "count_out": self.count_out,
             "bytes_sent": self.bytes_sent, "bytes_received": self.bytes_received,
             "transfer_seconds": self.transfer_seconds,
+            "peak_host_bytes": peak_host_bytes(),
         }
 
 
@@ -134,8 +135,19 @@ def summarize(reports: list[dict], global_count: int) -> dict:
         "path": slowest["path"], "transport": slowest["transport"],
         "engine": "+".join(sorted({s for r in reports for s in r["engine"].split("+") if s})),
         "max_shard_over_mean": biggest * p / global_count if global_count else 1.0,
+        "peak_host_bytes": max(r["peak_host_bytes"] for r in reports),
         "per_rank": reports,
     }
+
+
+def peak_host_bytes() -> int:
+    """This process's peak resident memory so far, in bytes (0 where the platform does not
+    say): a job's host memory, which its ranks need on top of the page cache's."""
+    try:
+        import resource
+    except ImportError:
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux counts KiB
 
 
 def since_start() -> float:
@@ -157,10 +169,14 @@ def duration(seconds: float) -> str:
 
 def rate(amount: float, seconds: float, unit: str) -> str:
     """'812 M keys/s', '4.31 GB/s': three significant digits, whatever the size."""
-    value = amount / seconds if seconds else 0.0
+    return scaled(amount / seconds if seconds else 0.0, unit) + "/s"
+
+
+def scaled(value: float, unit: str) -> str:
+    """'812 M keys', '4.31 GB': three significant digits, whatever the size."""
     prefix = next(((p, f) for p, f in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
                    if value >= f), ("", 1.0))
     name = f"{prefix[0]} {unit}" if unit == "keys" and prefix[0] else f"{prefix[0]}{unit}"
-    return f"{value / prefix[1]:.3g} {name}/s"
+    return f"{value / prefix[1]:.3g} {name}"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from distsort.report import duration, rate
+from distsort.report import duration, rate, scaled
 
 
 @pytest.mark.parametrize("amount, unit, want", [
@@ -13,6 +13,10 @@ from distsort.report import duration, rate
 ])
 def test_rates_read_cleanly_at_every_size(amount, unit, want):
     assert rate(amount, 1.0, unit) == want
+
+
+def test_amounts_read_as_rates_do():
+    assert scaled(1.234e9, "B") == "1.23 GB" and scaled(512, "B") == "512 B"
 
 
 def test_durations_in_seconds_or_milliseconds():

@@ -550,6 +550,9 @@ def test_the_summary_adds_up_to_the_whole_command(tmp_path):
     line = r"time [\d.]+ m?s \([\d.]+ [kMG]? ?keys/s, [\d.]+ [kMG]?B/s, read "
     assert re.search(line, run.stdout)
     assert report["input"] == "k.npy" and report["bytes"] == 50_000 * 12
+    peaks = [r["peak_host_bytes"] for r in report["per_rank"]]
+    assert report["peak_host_bytes"] == max(peaks) and min(peaks) > 10 << 20  # Python alone
+    assert re.search(r"peak host memory [\d.]+ [kMG]?B a rank", run.stdout), run.stdout
     assert report["files"] == [{"path": "o.npy", "format": "npy int64"},
                                {"path": "o.values.npy", "format": "npy float32"}]
     for step in ("read", "write"):  # the same bytes each way: keys and values
