@@ -142,7 +142,7 @@ def summarize(reports: list[dict], global_count: int) -> dict:
 
 def peak_host_bytes() -> int:
     """This process's peak resident memory so far, in bytes (0 where the platform does not
-    say): a job's host memory, which its ranks need on top of the page cache's."""
+    say): what a rank held at most, the pages of files it mapped (its output's) included."""
     try:
         import resource
     except ImportError:
