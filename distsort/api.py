@@ -91,7 +91,8 @@ def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: boo
                                           descending, comm, backend, report, device_memory, outs)
         return _as_given(keys_out, keys.dtype, outs), values_out
     if outs is not None:
-        outs[1] = stored(outs[1])  # a view of the caller's array, if the values travel as bytes
+        outs[1] = stored(outs[1], into=True)  # a view of the caller's array, if the values
+        # travel as bytes
     codes, direction, stand = _stand_ins(native(keys), descending)
     keys_out, values_out = _sort_numeric(codes, stored(native(values)), comm, direction, stable,
                                          backend, report, device_memory, _code_outs(outs, stand))

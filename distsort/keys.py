@@ -88,11 +88,17 @@ def stand_ins(dtype, descending: bool) -> StandIns | None:
     return StandIns(dtype, descending) if np.dtype(dtype).kind in "bMm" else None
 
 
-@functools.lru_cache(maxsize=64)
 def numeric_codec(dtype: np.dtype, descending: bool = False,
                   canonical: bool = False) -> NumericCodec:
     """NumericCodec(dtype, descending, canonical), made once per kind: a codec holds nothing
-    beyond its dtype's constants, whose making cost each small API call microseconds."""
+    beyond its dtype's constants, whose making cost each small API call microseconds. Kinds
+    by their type too: np.dtype('l') == np.dtype('q'), but keys come back as the type given."""
+    dtype = np.dtype(dtype)
+    return _codec(dtype, dtype.type, bool(descending), bool(canonical))
+
+
+@functools.lru_cache(maxsize=64)
+def _codec(dtype: np.dtype, kind: type, descending: bool, canonical: bool) -> NumericCodec:
     return NumericCodec(dtype, descending, canonical)
 
 

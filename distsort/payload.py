@@ -33,18 +33,20 @@ def check_payload(dtype, what: str = "values") -> np.dtype:
     return dtype
 
 
-def stored(values):
+def stored(values, into: bool = False):
     """values as an array that every backend moves: itself where CuPy holds its kind, else its
     bytes in native byte order (a view of a C-contiguous native array) as one unsigned word a
     row, or as a row of bytes. Records with padding between or after their fields come with
     those bytes zeroed (a copy): NumPy leaves them unwritten in a copy of a strided or
-    byte-swapped array, so the same records could otherwise hash differently (check.py)."""
+    byte-swapped array, so the same records could otherwise hash differently (check.py).
+    into: values is where a sort's results go (out=): always a view of it, its padding as it
+    is (the sort writes the zeroed bytes there)."""
     if values is None or values.dtype.kind in HELD:
         return values
     values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("="))
     width = values.dtype.itemsize * int(np.prod(values.shape[1:], dtype=np.int64))
     rows = values.view(np.uint8).reshape(len(values), width)
-    fields = _field_bytes(values.dtype)
+    fields = None if into else _field_bytes(values.dtype)
     if fields is not None:
         rows = rows & np.tile(fields, width // values.dtype.itemsize)
     return rows.view(UNSIGNED[width]).reshape(-1) if width in UNSIGNED else rows
@@ -60,9 +62,9 @@ def _field_bytes(dtype: np.dtype) -> np.ndarray | None:
 
 
 def _mark_fields(dtype: np.dtype, at: int, mask: np.ndarray) -> None:
-    if dtype.names is None and dtype.subdtype is None:
-        mask[at : at + dtype.itemsize] = 0xFF
-    elif dtype.names is None:  # a sub-array: each of its elements
+    if dtype.names is None and (dtype.subdtype is None or dtype.base.names is None):
+        mask[at : at + dtype.itemsize] = 0xFF  # a scalar, or a sub-array of scalars
+    elif dtype.names is None:  # a sub-array of records: each of them
         base, shape = dtype.subdtype
         for i in range(int(np.prod(shape, dtype=np.int64))):
             _mark_fields(base, at + i * base.itemsize, mask)

@@ -144,3 +144,12 @@ def test_stand_ins_ascend_in_numpys_order_and_give_back_every_bit(dtype, descend
     assert stand.decode(codes).tobytes() == x.astype(x.dtype.newbyteorder("=")).tobytes()
     assert stand.sort_descending == (descending and dtype == "bool")
     assert stand_ins(np.dtype("f8"), descending) is None
+
+
+def test_keys_come_back_as_the_type_they_came_in():
+    """np.dtype('l') == np.dtype('q'): the codecs made once per kind still give each its own."""
+    import distsort
+
+    for char in ("q", "l", "q"):
+        got = distsort.sort(np.arange(5, dtype=char)[::-1], backend="cpu")
+        assert got.dtype.char == char and got.tolist() == [0, 1, 2, 3, 4]

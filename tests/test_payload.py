@@ -92,6 +92,19 @@ def _mask(dtype) -> np.ndarray:
     return marks
 
 
+def test_padded_values_land_in_the_callers_out():
+    """out= takes the sort's values in the caller's own array (their padding zeroed)."""
+    import distsort
+
+    keys, values = np.arange(50, dtype=np.uint32)[::-1].copy(), padded_records(50)
+    into = np.zeros(50, PADDED)
+    assert np.shares_memory(stored(into, into=True), into)
+    _, got = distsort.sort_pairs(keys, values, backend="cpu",
+                                 out=(np.empty(50, np.uint32), into))
+    assert np.shares_memory(got, into)
+    np.testing.assert_array_equal(into, values[::-1])
+
+
 def test_records_without_padding_are_not_copied():
     rows = np.zeros(3, dtype=[("a", "u1"), ("b", "<u4")])  # packed: no padding
     moved = stored(rows)
