@@ -26,13 +26,14 @@ class phase:  # lower case: used as `with phase(report, name, clock):`
 
     def __enter__(self) -> None:
         self.watch.__enter__()
+        self.start = None
         try:
             self.start = self.clock.mark() if self.report.timed_phases else None
             inject_fault(self.name, self.report.rank)
             if _checkpoint is not None:
                 _checkpoint(self.name)
         except BaseException:
-            self.watch.__exit__()
+            self.__exit__()  # timed up to the failure, as a failing body is
             raise
 
     def __exit__(self, *exc) -> None:

@@ -48,3 +48,22 @@ def test_phases_are_timed_where_the_report_is_read(timed):
     distsort.sort(np.arange(1000, dtype=np.int64)[::-1], backend="cpu", report=report)
     assert ("finish" in report.phases) is timed
     assert report.count_out == 1000
+
+
+@pytest.mark.parametrize("where", ["checkpoint", "body"])
+def test_a_failing_phase_is_timed_and_unwatched(where):
+    """A phase that fails, at its checkpoint (a cancelled service job) or in its body, still
+    has its time in the report, and the watchdog no longer watches it."""
+    from distsort import phases
+    from distsort.report import HostClock, SortReport
+    from distsort.watchdog import _monitor
+
+    def cancel(name: str) -> None:
+        raise KeyboardInterrupt(name)
+
+    report = SortReport()
+    with phases.checkpoints(cancel if where == "checkpoint" else lambda name: None):
+        with pytest.raises(KeyboardInterrupt):
+            with phases.phase(report, "exchange", HostClock()):
+                raise KeyboardInterrupt("body")
+    assert "exchange" in report.phases and not _monitor().armed
