@@ -7,8 +7,9 @@ seen before is instead captured once into a graph with buffers of its own, and e
 of that size copies its keys in, replays the graph and copies the result out: ~3 host calls.
 
 Captured on a size's second sighting, so a stream of sizes that never repeat captures nothing
-(it sorts by CUB as before). The graphs and their buffers are kept per device, stream and
-kind of sort, least recently used first out, up to BYTES of buffers; release() drops them.
+(it sorts by CUB as before). The graphs and their buffers are kept per device, stream (and
+thread, on per-thread default streams) and kind of sort, least recently used first out, up to
+BYTES of buffers an engine; release() drops them, once the device has finished with them.
 """
 
 from __future__ import annotations
@@ -86,26 +87,40 @@ class Graphs:
         key = _where(key)
         with self.lock:  # the graph's buffers serve one sort at a time, in stream order
             graph = self.graphs.pop(key, None)
-            if graph is None:
-                try:
-                    graph = _Graph(cupy, keys, sort)
-                except cupy.cuda.memory.OutOfMemoryError:
-                    return None
-                self.graphs[key] = graph
-                while sum(g.nbytes for g in self.graphs.values()) > BYTES and len(self.graphs) > 1:
-                    self.graphs.popitem(last=False)
-            else:
+            if graph is not None:
                 self.graphs[key] = graph  # the most recently used
-            return graph.run(keys)
+                return graph.run(keys)
+            try:  # the first replay too: CuPy may instantiate the graph at its first launch
+                graph = _Graph(cupy, keys, sort)
+                result = graph.run(keys)
+            except (cupy.cuda.memory.OutOfMemoryError, cupy.cuda.runtime.CUDARuntimeError):
+                return None  # no memory for its buffers (a capture cut short says so thus)
+            self.graphs[key] = graph
+            while sum(g.nbytes for g in self.graphs.values()) > BYTES and len(self.graphs) > 1:
+                _drop(*self.graphs.popitem(last=False))
+            return result
 
     def release(self) -> None:
         with self.lock:
-            self.graphs.clear()
+            while self.graphs:
+                _drop(*self.graphs.popitem())
             self.seen.clear()
 
 
 def _where(key: tuple) -> tuple:
-    """key, with the current device and stream: a graph's buffers belong to one of each."""
+    """key, with the current device and stream (and thread, where that is the per-thread
+    default stream, whose address every thread shares): a graph's buffers serve one of each."""
     import cupy
 
-    return key + (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr)
+    stream = cupy.cuda.get_current_stream().ptr
+    per_thread = stream == getattr(cupy.cuda.runtime, "streamPerThread", 2)
+    return key + (cupy.cuda.Device().id, stream, threading.get_ident() if per_thread else 0)
+
+
+def _drop(key: tuple, graph: _Graph) -> None:
+    """Let a graph go once its device has run every replay queued (its buffers are freed)."""
+    import cupy
+
+    with cupy.cuda.Device(key[-3]):
+        cupy.cuda.runtime.deviceSynchronize()
+    del graph

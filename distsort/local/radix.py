@@ -448,15 +448,22 @@ class RadixEngine:
 
     def _ours(self, keys, op: str, begin_bit: int = 0, end_bit: int | None = None) -> bool:
         """Whether our kernels run for this call (else CUB)."""
+        return self._route(keys, op, begin_bit, end_bit) != "cub"
+
+    def _route(self, keys, op: str, begin_bit: int = 0, end_bit: int | None = None,
+               low: int = 0, code: int = 0) -> str:
+        """Who sorts this call: "cub", "ours", or "graph" (ours, replayed: graphs.py). Asked
+        once a call: it notes a sighting of the call's kind (low and code included: a rank's
+        low changes from sort to sort, and a graph holds it)."""
         kb = keys.dtype.itemsize
         if keys.ndim != 1 or keys.dtype.kind != "u" or kb not in (1, 2, 4, 8):
-            return False
+            return "cub"
         if not 2 <= keys.size <= MAX_N:
-            return False
+            return "cub"
         if self.min_n is not None:
-            return keys.size >= self.min_n
+            return "ours" if keys.size >= self.min_n else "cub"
         if kb < 4:
-            return False
+            return "cub"
         end = 8 * kb if end_bit is None else min(end_bit, 8 * kb)
         if op == "coded":
             op += "64" if kb == 8 else ""
@@ -464,13 +471,16 @@ class RadixEngine:
             narrow = len(digit_passes(max(0, begin_bit), end)) < kb
             op = ("narrow" if narrow else "sort") + ("64" if kb == 8 else "")
         if keys.size >= MIN_N[op]:
-            return True
-        return (GRAPH_MIN <= keys.size < GRAPH_MAX and op in GRAPHED
-                and self.graphs.ready((keys.size, keys.dtype.char, op, begin_bit, end_bit)))
+            return "ours"
+        kind = (keys.size, keys.dtype.char, op, begin_bit, end_bit, int(low), code)
+        graphed = GRAPH_MIN <= keys.size < GRAPH_MAX and op in GRAPHED
+        return "graph" if graphed and self.graphs.ready(kind) else "cub"
 
     def _run(self, keys, vals, mode: str, bits: tuple, low: int = 0, overwrite: bool = False,
-             scratch=None, code: int = 0):
-        """radix_sort on keys widened to 32 bits where narrower; bits is (begin_bit, end_bit)."""
+             scratch=None, code: int = 0, replay: bool = False):
+        """radix_sort on keys widened to 32 bits where narrower; bits is (begin_bit, end_bit);
+        replay: by a graph (_route said "graph"), into new arrays whatever overwrite and
+        scratch allow."""
         cp = _cupy()
         self.used.add("radix")
         width = 8 * keys.dtype.itemsize
@@ -484,7 +494,7 @@ class RadixEngine:
         # a copy of the keys is ours to overwrite, unless the caller's values ride along
         mine = overwrite or (copied and mode != "pairs")
         end_bit = max(begin_bit, end_bit)
-        if self.min_n is None and mode != "pairs" and work.size < GRAPH_MAX:
+        if replay:
             out_k, out_v = self._replayed(work, mode, (begin_bit, end_bit), low, code)
         else:
             out_k, out_v = radix_sort(work, vals, mode, begin_bit, end_bit, low, mine, scratch,
@@ -492,8 +502,8 @@ class RadixEngine:
         return (out_k if width >= 32 else out_k.astype(keys.dtype)), out_v
 
     def _replayed(self, keys, mode: str, bits: tuple, low: int, code: int) -> tuple:
-        """radix_sort's (keys, positions or None) of a small sort, by its graph (_ours let it
-        run here only where one is kept or this size was seen before): new arrays."""
+        """radix_sort's (keys, positions or None) of a small sort, by its graph (where _route
+        said "graph": one is kept, or this kind was seen before): new arrays."""
         def sort(buffer) -> tuple:
             return radix_sort(buffer, None, mode, *bits, low, True, None, code, learn=False)
 
@@ -507,17 +517,20 @@ class RadixEngine:
              **options: Unpack[SortOptions]):
         """Keys sorted ascending; see LocalSortEngine (engine.py) for low, overwrite, scratch.
 
-        With overwrite (and scratch), the result is keys or scratch[:n] where our kernels run:
-        keys after an even number of passes, the scratch after an odd one (radix_sort).
+        With overwrite (and scratch), the result is keys or scratch[:n] where our kernels run
+        (not replayed): keys after an even number of passes, the scratch after an odd one
+        (radix_sort).
         """
         keys, codec = _cupy().asarray(keys), options.pop("codec", None)
         if codec is not None:
             return _numbers(self, codec, "sort", keys, (begin_bit, end_bit), options)[0]
-        if not self._ours(keys, "sort", begin_bit, end_bit):
+        route = self._route(keys, "sort", begin_bit, end_bit, options.get("low", 0))
+        if route == "cub":
             if keys.size < 2:
                 return keys if options.get("overwrite") else keys.copy()
             return self._fallback().sort(keys)
-        return self._run(keys, None, "keys", (begin_bit, end_bit), **options)[0]
+        return self._run(keys, None, "keys", (begin_bit, end_bit), **options,
+                         replay=route == "graph")[0]
 
     def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
                 **options: Unpack[SortOptions]):
@@ -526,11 +539,13 @@ class RadixEngine:
         keys, codec = cp.asarray(keys), options.pop("codec", None)
         if codec is not None:
             return _numbers(self, codec, "argsort", keys, (begin_bit, end_bit), options)[1]
-        if not self._ours(keys, "argsort", begin_bit, end_bit):
+        route = self._route(keys, "argsort", begin_bit, end_bit, options.get("low", 0))
+        if route == "cub":
             if keys.size < 2:
                 return cp.arange(keys.size, dtype=cp.int64)
             return self._fallback().argsort(keys).astype(cp.int64, copy=False)
-        return self._run(keys, None, "argsort", (begin_bit, end_bit), **options)[1]
+        return self._run(keys, None, "argsort", (begin_bit, end_bit), **options,
+                         replay=route == "graph")[1]
 
     def sort_pairs(self, keys, values, begin_bit: int = 0, end_bit: int | None = None,
                    **options: Unpack[SortOptions]):
@@ -569,7 +584,9 @@ def _numbers(engine: RadixEngine, codec, op: str, keys, bits: tuple, options: di
     plain = codec.code in (0, 1)  # ascending integers: CUB orders them as they are
     route = "coded" if op == "sort" and not plain else op  # else CUB encodes and decodes
     narrow = keys.dtype.itemsize < 4
-    if narrow or not engine._ours(words, route, *bits):
+    who = "cub" if narrow else engine._route(words, route, *bits, options.get("low", 0),
+                                              codec.code)
+    if who == "cub":
         codes = keys if plain else codec.encode(keys, cp)
         # CUB, decided above (asking again would count a second sighting: graphs.py); narrow
         # keys' codes are the engine's to route (widened where min_n says)
@@ -587,5 +604,6 @@ def _numbers(engine: RadixEngine, codec, op: str, keys, bits: tuple, options: di
         return out_k.view(keys.dtype), take(values, order)
     vals = value_words(cp.ascontiguousarray(values)) if op == "pairs" else None
     mode = {"sort": "keys", "argsort": "argsort", "pairs": "pairs"}[op]
-    out_k, out_v = engine._run(words, vals, mode, bits, **options, **code)
+    out_k, out_v = engine._run(words, vals, mode, bits, **options, **code,
+                               replay=who == "graph")
     return out_k.view(keys.dtype), out_v.view(values.dtype) if op == "pairs" else out_v

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from distsort.keys import NumericCodec
-from distsort.local import graphs
+from distsort.local import graphs, radix
 from distsort.local.radix import GRAPH_MAX, GRAPH_MIN, SYNC_MIN, RadixEngine
 
 pytestmark = pytest.mark.gpu
@@ -145,3 +145,26 @@ def test_no_memory_for_a_graph_sorts_without_one(cp, monkeypatch):
         keys = fresh(cp, np.uint32, n, seed)
         assert cp.array_equal(engine.sort(keys), cp.sort(keys))
     assert not engine.graphs.graphs and "radix" in engine.used
+
+
+def test_a_low_never_seen_twice_captures_nothing(cp):
+    """The finish's low is its rank's lowest splitter: it changes from sort to sort, and a
+    graph holds it, so a size seen again with another low is a kind not seen before."""
+    engine, n = RadixEngine(), 2 * GRAPH_MIN
+    for seed in range(3):
+        low = 1000 * seed
+        keys = (fresh(cp, np.uint32, n, seed, high=1 << 20) + low).astype(np.uint32)
+        assert cp.array_equal(engine.sort(keys, 0, 21, low=low), cp.sort(keys))
+    assert not engine.graphs.graphs
+
+
+def test_pairs_of_odd_values_are_not_replayed(cp):
+    """sort_pairs runs our kernels from MIN_N["pairs"], below GRAPH_MAX, as an argsort and a
+    gather where the values are not 4 or 8 bytes: never by a graph (pairs are not replayed)."""
+    engine, n = RadixEngine(), radix.MIN_N["pairs"]
+    keys = fresh(cp, np.uint32, n, 1)
+    values = cp.arange(n, dtype=cp.uint16)
+    got_keys, got_values = engine.sort_pairs(keys, values)
+    order = cp.argsort(keys)
+    assert cp.array_equal(got_keys, keys[order]) and cp.array_equal(got_values, values[order])
+    assert not engine.graphs.graphs and not engine.graphs.seen
