@@ -121,6 +121,5 @@ def _drop(key: tuple, graph: _Graph) -> None:
     """Let a graph go once its device has run every replay queued (its buffers are freed)."""
     import cupy
 
-    with cupy.cuda.Device(key[-3]):
-        cupy.cuda.runtime.deviceSynchronize()
+    cupy.cuda.Device(key[-3]).synchronize()
     del graph

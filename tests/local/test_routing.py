@@ -21,3 +21,41 @@ def test_coded_sorts_are_ours_sooner_than_plain_ones(dtype, route):
     assert MIN_N[route] < MIN_N["sort" if dtype == np.uint32 else "sort64"]
     assert engine._ours(keys(dtype, n), "coded") and not engine._ours(keys(dtype, n // 2), "coded")
     assert not engine._ours(keys(dtype, n), "sort")
+
+
+def test_a_small_sort_is_replayed_from_its_kinds_second_sighting():
+    """From GRAPH_MIN to GRAPH_MAX keys, below MIN_N: CUB the first time a kind of sort (its
+    size, dtype, bits, low and code) is seen, a graph of our kernels from the second."""
+    from distsort.local.radix import GRAPH_MAX, GRAPH_MIN
+
+    engine = RadixEngine()
+    for n in (GRAPH_MIN, GRAPH_MAX - 1):
+        assert [engine._route(keys(np.uint32, n), "argsort") for _ in range(3)] == \
+            ["cub", "graph", "graph"]
+    assert engine._route(keys(np.uint32, GRAPH_MIN - 1), "sort") == "cub"
+    assert engine._route(keys(np.uint32, GRAPH_MIN - 1), "sort") == "cub"
+
+
+def test_a_new_low_or_code_is_a_kind_not_seen():
+    """The finish's low changes from sort to sort, and a graph holds it: a sort with another
+    low (or code) is not taken for one seen before."""
+    engine, n = RadixEngine(), 1 << 20
+    assert engine._route(keys(np.uint32, n), "sort", 0, 20, low=5) == "cub"
+    assert engine._route(keys(np.uint32, n), "sort", 0, 20, low=6) == "cub"
+    assert engine._route(keys(np.uint32, n), "argsort", code=1) == "cub"
+    assert engine._route(keys(np.uint32, n), "argsort", code=2) == "cub"
+    assert engine._route(keys(np.uint32, n), "sort", 0, 20, low=6) == "graph"
+
+
+@pytest.mark.parametrize("op", ["pairs", "coded"])
+def test_pairs_and_coded_sorts_are_never_replayed(op):
+    engine = RadixEngine()
+    for n in (1 << 20, MIN_N["pairs"]):
+        routes = {engine._route(keys(np.uint32, n), op) for _ in range(3)}
+        assert "graph" not in routes
+    assert not engine.graphs.seen
+
+
+def test_forced_kernels_are_never_replayed():
+    engine = RadixEngine(min_n=0)
+    assert {engine._route(keys(np.uint32, 1 << 20), "sort") for _ in range(3)} == {"ours"}

@@ -1,0 +1,171 @@
+"""The kept graphs' bookkeeping (distsort/local/graphs.py) without a GPU: CuPy stood in for by
+a fake that records what the graphs ask of it (captures, replays, device waits), so that when a
+graph is made, kept, evicted, released or given up on is checked here; the replays' results
+are checked on GPUs (test_graphs_gpu.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import types
+
+import numpy as np
+import pytest
+
+from distsort.local import graphs
+
+
+class _Memory:
+    def __init__(self, array):
+        self.array = array
+
+    def copy_from_device_async(self, src, nbytes: int) -> None:
+        self.array.view(np.uint8)[:nbytes] = src.array.view(np.uint8)[:nbytes]
+
+
+class _Array(np.ndarray):
+    @property
+    def data(self):
+        return _Memory(self)
+
+
+class _Fake:
+    """What graphs.py uses of CuPy, noting captures, launches and device waits."""
+
+    def __init__(self, stream_ptr: int = 0):
+        self.log: list = []
+        fake = self
+
+        class OutOfMemoryError(Exception):
+            pass
+
+        class CUDARuntimeError(Exception):
+            pass
+
+        class Stream:
+            def __init__(self, non_blocking=False):
+                self.ptr = stream_ptr
+
+            def wait_event(self, event):
+                pass
+
+            def record(self):
+                return None
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                pass
+
+            def begin_capture(self, mode):
+                fake.log.append("capture")
+
+            def end_capture(self):
+                return types.SimpleNamespace(launch=lambda stream: fake.log.append("launch"))
+
+            def synchronize(self):
+                pass
+
+        class MemoryPool:
+            def malloc(self, n):
+                return None
+
+            def total_bytes(self):
+                return fake.pool_bytes
+
+        class Device:
+            def __init__(self, device=None):
+                self.id = 0 if device is None else device
+
+            def synchronize(self):
+                fake.log.append("wait")
+
+        runtime = types.SimpleNamespace(streamCaptureModeRelaxed=2, streamPerThread=2,
+                                        CUDARuntimeError=CUDARuntimeError)
+        self.pool_bytes = 100
+        self.module = types.SimpleNamespace(
+            cuda=types.SimpleNamespace(
+                MemoryPool=MemoryPool, Stream=Stream, Device=Device, runtime=runtime,
+                memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
+                get_current_stream=lambda: Stream(),
+                using_allocator=lambda malloc: contextlib.nullcontext()),
+            empty_like=lambda a: np.empty_like(a).view(_Array))
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    made = _Fake()
+    monkeypatch.setitem(sys.modules, "cupy", made.module)
+    return made
+
+
+def keys(n: int = 8):
+    return np.arange(n, dtype=np.uint32).view(_Array)
+
+
+def sort(buffer) -> tuple:
+    return (buffer, None)
+
+
+def test_a_graph_is_captured_once_then_replayed(fake):
+    kept = graphs.Graphs()
+    for _ in range(3):
+        out, none = kept.run(("k",), keys(), sort)
+        assert none is None and out.tolist() == list(range(8))
+    assert fake.log == ["capture", "launch", "launch", "launch"] and len(kept.graphs) == 1
+
+
+def test_graphs_past_their_bytes_are_let_go_after_the_device_waits(fake, monkeypatch):
+    monkeypatch.setattr(graphs, "BYTES", 150)  # room for one graph of fake.pool_bytes
+    kept = graphs.Graphs()
+    kept.run(("a",), keys(), sort)
+    kept.run(("b",), keys(), sort)
+    assert [key[0] for key in kept.graphs] == ["b"]
+    assert fake.log == ["capture", "launch", "capture", "launch", "wait"]
+    kept.release()
+    assert not kept.graphs and fake.log[-1] == "wait"
+
+
+@pytest.mark.parametrize("failure", ["OutOfMemoryError", "CUDARuntimeError"])
+@pytest.mark.parametrize("when", ["capture", "first replay"])
+def test_a_graph_that_cannot_be_made_is_given_up(fake, monkeypatch, failure, when):
+    """No memory for its buffers (or a capture cut short by it) in the capture or the first
+    launch: None, for the caller to sort without one, and nothing kept."""
+    error = getattr(fake.module.cuda.memory if failure == "OutOfMemoryError"
+                    else fake.module.cuda.runtime, failure)
+
+    def failing(buffer) -> tuple:
+        if when == "capture":
+            raise error("no memory")
+        return (buffer, None)
+
+    def launch(self, keys):
+        raise error("no memory")
+
+    if when == "first replay":
+        monkeypatch.setattr(graphs._Graph, "run", launch)
+    kept = graphs.Graphs()
+    assert kept.run(("k",), keys(), failing) is None
+    assert not kept.graphs
+
+
+def test_threads_on_the_per_thread_stream_keep_graphs_apart(monkeypatch):
+    """Every thread's per-thread default stream has the same address: a graph (its buffers)
+    serves one thread there; on other streams the threads share it, in stream order."""
+    for ptr, graphs_made in ((2, 2), (7, 1)):
+        made = _Fake(stream_ptr=ptr)
+        monkeypatch.setitem(sys.modules, "cupy", made.module)
+        kept = graphs.Graphs()
+        thread = threading.Thread(target=kept.run, args=(("k",), keys(), sort))
+        thread.start()
+        thread.join()
+        kept.run(("k",), keys(), sort)
+        assert made.log.count("capture") == graphs_made
+
+
+def test_a_kind_is_ready_from_its_second_sighting():
+    kept = graphs.Graphs()
+    assert [kept.ready(("k", 1)) for _ in range(3)] == [False, True, True]
+    assert not kept.ready(("k", 2))
