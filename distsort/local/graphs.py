@@ -6,7 +6,8 @@ launching them, so the device waits for the host and CUB's one call wins. A sort
 seen before is instead captured once into a graph with buffers of its own, and each later sort
 of that size copies its keys in, replays the graph and copies the result out: ~3 host calls.
 
-Captured on a size's second sighting, so a stream of sizes that never repeat captures nothing
+Captured on a kind's second sighting (its size, and what its kernels hold: bits, low, code),
+so a stream of sizes that never repeat captures nothing
 (it sorts by CUB as before). The graphs and their buffers are kept per device, stream (and
 thread, on per-thread default streams) and kind of sort, least recently used first out, up to
 BYTES of buffers an engine; release() drops them, once the device has finished with them.
@@ -45,9 +46,12 @@ class _Graph:
     def run(self, keys) -> tuple:
         """The captured sort of keys, on the current stream: new arrays."""
         cp = self.cp
+        stream = cp.cuda.get_current_stream()
         self.keys.data.copy_from_device_async(keys.data, keys.nbytes)
-        self.graph.launch(cp.cuda.get_current_stream())
-        return tuple(None if r is None else _copy(cp, r) for r in self.result)
+        self.graph.launch(stream)
+        result = tuple(None if r is None else _copy(cp, r) for r in self.result)
+        self.done = stream.record()  # its buffers' last use: a drop waits for this alone
+        return result
 
 
 def _copy(cp, a):
@@ -63,6 +67,7 @@ class Graphs:
         self.lock = threading.Lock()
         self.graphs: OrderedDict[tuple, _Graph] = OrderedDict()
         self.seen: OrderedDict[tuple, None] = OrderedDict()
+        self.failed: OrderedDict[tuple, None] = OrderedDict()  # not tried again
 
     def ready(self, key: tuple) -> bool:
         """Has this kind of sort (key: its size and what its kernels depend on) been seen
@@ -90,11 +95,18 @@ class Graphs:
             if graph is not None:
                 self.graphs[key] = graph  # the most recently used
                 return graph.run(keys)
-            try:  # the first replay too: CuPy may instantiate the graph at its first launch
+            if key in self.failed:
+                return None
+            try:  # the first replay too: the device loads a graph at its first launch
                 graph = _Graph(cupy, keys, sort)
                 result = graph.run(keys)
             except (cupy.cuda.memory.OutOfMemoryError, cupy.cuda.runtime.CUDARuntimeError):
-                return None  # no memory for its buffers (a capture cut short says so thus)
+                # no memory for its buffers (a capture cut short says so thus), or a capture
+                # CUDA refused: this kind sorts without a graph from now on
+                self.failed[key] = None
+                if len(self.failed) > SIGHTINGS:
+                    self.failed.popitem(last=False)
+                return None
             self.graphs[key] = graph
             while sum(g.nbytes for g in self.graphs.values()) > BYTES and len(self.graphs) > 1:
                 _drop(*self.graphs.popitem(last=False))
@@ -105,6 +117,7 @@ class Graphs:
             while self.graphs:
                 _drop(*self.graphs.popitem())
             self.seen.clear()
+            self.failed.clear()
 
 
 def _where(key: tuple) -> tuple:
@@ -118,8 +131,6 @@ def _where(key: tuple) -> tuple:
 
 
 def _drop(key: tuple, graph: _Graph) -> None:
-    """Let a graph go once its device has run every replay queued (its buffers are freed)."""
-    import cupy
-
-    cupy.cuda.Device(key[-3]).synchronize()
-    del graph
+    """Let a graph go (its buffers are freed) once its last replay has run: waiting for that
+    alone, not the whole device, whose other streams (an exchange's) go on."""
+    graph.done.synchronize()

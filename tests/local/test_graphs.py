@@ -51,7 +51,7 @@ class _Fake:
                 pass
 
             def record(self):
-                return None
+                return types.SimpleNamespace(synchronize=lambda: fake.log.append("wait"))
 
             def __enter__(self):
                 return self
@@ -77,10 +77,7 @@ class _Fake:
 
         class Device:
             def __init__(self, device=None):
-                self.id = 0 if device is None else device
-
-            def synchronize(self):
-                fake.log.append("wait")
+                self.id = 3 if device is None else device
 
         runtime = types.SimpleNamespace(streamCaptureModeRelaxed=2, streamPerThread=2,
                                         CUDARuntimeError=CUDARuntimeError)
@@ -110,6 +107,7 @@ def sort(buffer) -> tuple:
 
 
 def test_a_graph_is_captured_once_then_replayed(fake):
+    """(The fake replays nothing: that each replay sorts its own keys is test_graphs_gpu.py's.)"""
     kept = graphs.Graphs()
     for _ in range(3):
         out, none = kept.run(("k",), keys(), sort)
@@ -117,15 +115,18 @@ def test_a_graph_is_captured_once_then_replayed(fake):
     assert fake.log == ["capture", "launch", "launch", "launch"] and len(kept.graphs) == 1
 
 
-def test_graphs_past_their_bytes_are_let_go_after_the_device_waits(fake, monkeypatch):
-    monkeypatch.setattr(graphs, "BYTES", 150)  # room for one graph of fake.pool_bytes
+def test_the_least_recently_used_graph_goes_after_its_last_replay(fake, monkeypatch):
+    monkeypatch.setattr(graphs, "BYTES", 250)  # room for two graphs of fake.pool_bytes
     kept = graphs.Graphs()
-    kept.run(("a",), keys(), sort)
-    kept.run(("b",), keys(), sort)
-    assert [key[0] for key in kept.graphs] == ["b"]
-    assert fake.log == ["capture", "launch", "capture", "launch", "wait"]
+    for kind in ("a", "b", "a", "c"):  # "a" used again after "b": "b" is the one to go
+        kept.run((kind,), keys(), sort)
+    assert [key[0] for key in kept.graphs] == ["a", "c"]
+    assert fake.log == ["capture", "launch", "capture", "launch", "launch", "capture", "launch",
+                        "wait"]
+    fake.log.clear()
     kept.release()
-    assert not kept.graphs and fake.log[-1] == "wait"
+    assert not kept.graphs and fake.log == ["wait", "wait"]
+    assert graphs._where(("k",)) == ("k", 3, 0, 0)  # the device, stream and thread
 
 
 @pytest.mark.parametrize("failure", ["OutOfMemoryError", "CUDARuntimeError"])
@@ -136,8 +137,11 @@ def test_a_graph_that_cannot_be_made_is_given_up(fake, monkeypatch, failure, whe
     error = getattr(fake.module.cuda.memory if failure == "OutOfMemoryError"
                     else fake.module.cuda.runtime, failure)
 
+    calls = []
+
     def failing(buffer) -> tuple:
-        if when == "capture":
+        calls.append(1)
+        if when == "capture" and len(calls) == 2:  # between begin_capture and end_capture
             raise error("no memory")
         return (buffer, None)
 
@@ -148,7 +152,9 @@ def test_a_graph_that_cannot_be_made_is_given_up(fake, monkeypatch, failure, whe
         monkeypatch.setattr(graphs._Graph, "run", launch)
     kept = graphs.Graphs()
     assert kept.run(("k",), keys(), failing) is None
-    assert not kept.graphs
+    assert not kept.graphs and fake.log.count("capture") == 1
+    assert kept.run(("k",), keys(), failing) is None  # not tried again
+    assert fake.log.count("capture") == 1
 
 
 def test_threads_on_the_per_thread_stream_keep_graphs_apart(monkeypatch):
@@ -157,12 +163,19 @@ def test_threads_on_the_per_thread_stream_keep_graphs_apart(monkeypatch):
     for ptr, graphs_made in ((2, 2), (7, 1)):
         made = _Fake(stream_ptr=ptr)
         monkeypatch.setitem(sys.modules, "cupy", made.module)
-        kept = graphs.Graphs()
-        thread = threading.Thread(target=kept.run, args=(("k",), keys(), sort))
+        kept, failures = graphs.Graphs(), []
+
+        def run(kept=kept, failures=failures) -> None:
+            try:
+                kept.run(("k",), keys(), sort)
+            except Exception as exc:  # a thread's exception would only be a warning
+                failures.append(exc)
+
+        thread = threading.Thread(target=run)
         thread.start()
         thread.join()
         kept.run(("k",), keys(), sort)
-        assert made.log.count("capture") == graphs_made
+        assert not failures and made.log.count("capture") == graphs_made
 
 
 def test_a_kind_is_ready_from_its_second_sighting():
