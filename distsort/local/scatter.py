@@ -30,10 +30,12 @@ def _column(a) -> bool:
 
 
 def by_rank(keys: np.ndarray, offset: int, splitters: np.ndarray,
-            values: np.ndarray | None = None) -> tuple[list[np.ndarray], np.ndarray]:
+            values: np.ndarray | None = None, room: int = 0) -> tuple[list[np.ndarray], np.ndarray]:
     """([keys grouped by destination, each group in input order] (and the values alike); the
     int64 count of each destination). A key's destination is the number of splitters (rows of
-    key, global position) at or below (key, offset + its index): splitters.classify's."""
+    key, global position) at or below (key, offset + its index): splitters.classify's. The
+    keys' array holds max(len(keys), room) rows, the grouped keys first: rows past them cost
+    no memory until written (a later sort's second buffer, where a rank receives more)."""
     lib, p, keys = clib.library(), len(splitters) + 1, np.ascontiguousarray(keys)
     n = len(keys)
     cuts = [int(c) for c in np.linspace(0, n, max(1, min(threads(), n // (1 << 16))) + 1)]
@@ -45,7 +47,7 @@ def by_rank(keys: np.ndarray, offset: int, splitters: np.ndarray,
     total = counts.sum(axis=0)
     starts = np.cumsum(counts, axis=0) - counts + (np.cumsum(total) - total)  # each run's slots
     columns = [keys] if values is None else [keys, np.ascontiguousarray(values)]
-    grouped = [np.empty_like(c) for c in columns]
+    grouped = [np.empty(max(n, room), keys.dtype)] + [np.empty_like(c) for c in columns[1:]]
     moves = [(getattr(lib, f"scatter_u{8 * c.dtype.itemsize}"), c.view(WORDS[c.dtype.itemsize]),
               out.view(WORDS[c.dtype.itemsize])) for c, out in zip(columns, grouped)]
 

@@ -25,6 +25,8 @@ from . import chunks
 from .finish import landing_sort
 from .splitters import classify, key_range, outside_key
 
+RECEIVE_SLACK = 1.05  # of an even shard: what the splitters give a rank, with room to spare
+
 
 def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, int],
               splitters):
@@ -71,8 +73,12 @@ def scattered(rt: Runtime, columns: list, offset: int, even_rows: int, splitters
               ) -> GroupedRows:
     """Plain keys, or keys and their values, on CPUs: grouped by destination in two passes
     (local/scatter.py), each group in input order, so that a key is sorted once, by its
-    receiver (sorting first and merging what arrives sorts it twice, in effect)."""
-    grouped, counts = scatter.by_rank(columns[0], offset, splitters, *columns[1:])
+    receiver (sorting first and merging what arrives sorts it twice, in effect). The grouped
+    keys' buffer has room for a little more than an even shard: the finish sorts what this rank
+    receives with it as the radix sort's second buffer, and half the ranks receive more rows
+    than they send (a new buffer of a shard's size each, before)."""
+    room = int(even_rows * RECEIVE_SLACK) + 1024
+    grouped, counts = scatter.by_rank(columns[0], offset, splitters, *columns[1:], room=room)
     low, top, _ = key_range(splitters, rt.comm.Get_rank(), columns[0].dtype)
     return GroupedRows(grouped, [], counts, displacements(counts), even_rows,
                        outside_key(columns[0].dtype, low, top))

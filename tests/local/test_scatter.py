@@ -83,3 +83,18 @@ def test_ties_cut_by_positions_on_other_ranks(three_threads, dtype, p):
     (grouped,), counts = scatter.by_rank(keys, offset, splitters)
     np.testing.assert_array_equal(counts, np.bincount(dest, minlength=p))
     np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
+
+
+def test_the_grouped_keys_have_room_behind_them():
+    """room: the keys' buffer holds that many rows, the grouped keys first (the finish's
+    second buffer for a shard larger than what this rank sent); the values' holds theirs."""
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 2**32, 5000, dtype=np.uint64).astype(np.uint32)
+    values = np.arange(5000, dtype=np.uint64)
+    splitters = splitters_of(keys, 0, 4, rng)
+    (grouped, moved), counts = scatter.by_rank(keys, 0, splitters, values, room=6000)
+    (plain,), _ = scatter.by_rank(keys, 0, splitters)
+    assert len(grouped) == 6000 and len(moved) == 5000 and len(plain) == 5000
+    np.testing.assert_array_equal(grouped[:5000], plain)
+    (small,), _ = scatter.by_rank(keys, 0, splitters, room=100)  # never fewer than the keys
+    np.testing.assert_array_equal(small, plain)

@@ -94,3 +94,27 @@ def test_out_of_core_rounds_merge_their_slices_of_the_runs(merges, dtype):
     np.testing.assert_array_equal(everything(shard), reference(everything(keys), False))
     assert report.path == "out of core"
     assert bool(merges) == (clib.library() is not None)
+
+
+def test_every_rank_sorts_what_it_receives_in_the_room_it_sent_from(monkeypatch):
+    """Ranks that receive more keys than they sent (here the low ranks: their pieces are the
+    smaller) still sort with the grouped keys' buffer as the radix sort's second one: its room
+    is a little more than an even shard (partition.RECEIVE_SLACK), no new shard-sized buffer."""
+    from distsort.runtime import get_runtime
+
+    if clib.library() is None:
+        pytest.skip("no C compiler here: the ranks sort first and merge")
+    engine = get_runtime(COMM, "cpu").backend.engine
+    fits, real = [], engine.sort
+
+    def sort(keys, *args, scratch=None, **options):
+        fits.append(clib.fitting(scratch, keys) is not None)
+        return real(keys, *args, scratch=scratch, **options)
+
+    monkeypatch.setattr(engine, "sort", sort)
+    rng = np.random.default_rng(COMM.Get_rank())
+    keys = rng.integers(0, 2**32, 100_000 + 20_000 * COMM.Get_rank(), dtype=np.uint64)
+    keys = keys.astype(np.uint32)
+    got = distsort.sort(keys, backend="cpu")
+    np.testing.assert_array_equal(everything(got), np.sort(everything(keys)))
+    assert fits == [True]
