@@ -2,15 +2,15 @@
 
 Below SYNC_MIN keys our kernels (a histogram, a scan, a onesweep pass per digit) take less
 device time than CUB's sort (2^20 uint32: 65 against 85 us), but the host spends ~160 us
-launching them, so the device waits for the host and CUB's one call wins. A sort of a size
-seen before is instead captured once into a graph with buffers of its own, and each later sort
-of that size copies its keys in, replays the graph and copies the result out: ~3 host calls.
+launching them, so the device waits for the host and CUB's one call wins. A kind of sort seen
+before (its size, and what its kernels hold: bits, low, code) is instead captured once into a
+graph with buffers of its own, and each later sort of that kind copies its keys in, replays
+the graph and copies the result out: a few host calls.
 
-Captured on a kind's second sighting (its size, and what its kernels hold: bits, low, code),
-so a stream of sizes that never repeat captures nothing
+Captured on a kind's second sighting, so a stream of sizes that never repeat captures nothing
 (it sorts by CUB as before). The graphs and their buffers are kept per device, stream (and
-thread, on per-thread default streams) and kind of sort, least recently used first out, up to
-BYTES of buffers an engine; release() drops them, once the device has finished with them.
+thread, on per-thread default streams) and kind, least recently used first out, up to BYTES
+of buffers an engine; release() drops them, each once its last replay has run.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class _Graph:
                 self.graph = self.stream.end_capture()
         self.stream.synchronize()
         self.nbytes = self.pool.total_bytes()
+        self.done = cp.cuda.Event(disable_timing=True)  # recorded after each replay
 
     def run(self, keys) -> tuple:
         """The captured sort of keys, on the current stream: new arrays."""
@@ -50,7 +51,7 @@ class _Graph:
         self.keys.data.copy_from_device_async(keys.data, keys.nbytes)
         self.graph.launch(stream)
         result = tuple(None if r is None else _copy(cp, r) for r in self.result)
-        self.done = stream.record()  # its buffers' last use: a drop waits for this alone
+        self.done.record(stream)  # its buffers' last use: a drop waits for this alone
         return result
 
 
@@ -109,13 +110,13 @@ class Graphs:
                 return None
             self.graphs[key] = graph
             while sum(g.nbytes for g in self.graphs.values()) > BYTES and len(self.graphs) > 1:
-                _drop(*self.graphs.popitem(last=False))
+                _drop(self.graphs.popitem(last=False)[1])
             return result
 
     def release(self) -> None:
         with self.lock:
             while self.graphs:
-                _drop(*self.graphs.popitem())
+                _drop(self.graphs.popitem()[1])
             self.seen.clear()
             self.failed.clear()
 
@@ -130,7 +131,7 @@ def _where(key: tuple) -> tuple:
     return key + (cupy.cuda.Device().id, stream, threading.get_ident() if per_thread else 0)
 
 
-def _drop(key: tuple, graph: _Graph) -> None:
+def _drop(graph: _Graph) -> None:
     """Let a graph go (its buffers are freed) once its last replay has run: waiting for that
     alone, not the whole device, whose other streams (an exchange's) go on."""
     graph.done.synchronize()

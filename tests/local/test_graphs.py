@@ -68,6 +68,16 @@ class _Fake:
             def synchronize(self):
                 pass
 
+        class Event:
+            def __init__(self, disable_timing=False):
+                pass
+
+            def record(self, stream=None):
+                pass
+
+            def synchronize(self):
+                fake.log.append("wait")
+
         class MemoryPool:
             def malloc(self, n):
                 return None
@@ -84,7 +94,8 @@ class _Fake:
         self.pool_bytes = 100
         self.module = types.SimpleNamespace(
             cuda=types.SimpleNamespace(
-                MemoryPool=MemoryPool, Stream=Stream, Device=Device, runtime=runtime,
+                MemoryPool=MemoryPool, Stream=Stream, Device=Device, Event=Event,
+                runtime=runtime,
                 memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
                 get_current_stream=lambda: Stream(),
                 using_allocator=lambda malloc: contextlib.nullcontext()),
