@@ -82,7 +82,7 @@ MAX_N = (1 << 32) - 1
 GRAPH_MIN, GRAPH_MAX = 1 << 16, 1 << 23  # sorts below MIN_N replayed as graphs (graphs.py):
 # from here they beat CUB's; up to here their buffers are small enough to keep, and the two
 # copies a replay adds cost less than they save. Unsigned keys and orders: signed and float keys
-# sort through their codes no faster than CUB sorts plain integers (bench/RESULTS.md run 357)
+# sort through their codes no faster than CUB sorts plain integers (bench/RESULTS.md run 358)
 GRAPHED = ("sort", "sort64", "narrow", "narrow64", "argsort")
 FLAGS_ONCE_BYTES = 64 << 20  # up to this, all passes' look-back flags are zeroed by one memset
 NULL = np.uintp(0)  # a null device pointer, for kernel arguments left out
