@@ -81,7 +81,7 @@ class NumpyEngine:
     second buffer. Where the process's pool has several threads
     (workers.py), plain keys are sorted in as many pieces at once (both let go of the GIL while
     they sort) and the sorted pieces merged (local/merge.py); with overwrite, in the keys' own
-    memory."""
+    memory (pairs by the radix sort in the keys' and values' own)."""
 
     name = "numpy"
 
@@ -112,9 +112,8 @@ class NumpyEngine:
             return _ordered_in_pieces(keys, threads())[1]
         return lsd.argsort(keys) if radix else np.argsort(keys, kind="stable")
 
-    def sort_pairs(
-        self, keys, values, begin_bit: int = 0, end_bit: int | None = None, **ignored: object
-    ):
+    def sort_pairs(self, keys, values, begin_bit: int = 0, end_bit: int | None = None,
+                   overwrite: bool = False, **ignored: object):
         if _orders_in_pieces(keys):
             self._note(lsd.available(keys, positions=True))
             if values.ndim == 1 and values.dtype.itemsize == 8:  # carried: no gather after
@@ -124,7 +123,7 @@ class NumpyEngine:
             return keys, take(values, order)
         if lsd.available(keys, values):
             self._note(True)
-            return lsd.sort_pairs(keys, values)
+            return lsd.sort_pairs(keys, values, overwrite)  # given up: no copies first
         order = self.argsort(keys)
         return keys[order], take(values, order)
 

@@ -155,3 +155,21 @@ def test_the_engine_notes_which_sort_ran(monkeypatch, radix):
         engine.used.clear()
         call(many)
         assert engine.used == {"radix" if radix else "numpy"}
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_pairs_given_up_are_sorted_in_their_own_memory(monkeypatch, overwrite):
+    """sort_pairs(overwrite=True) (the finish's received rows) sorts keys and values where they
+    are, no copies first; without it the caller's arrays are left as they were."""
+    monkeypatch.setattr(lsd, "wins", lambda itemsize, value_bytes=0: True)
+    keys = keys_of(np.uint32, 4 * lsd.SMALL, "whole", 4)
+    values = np.arange(len(keys), dtype=np.uint64)
+    given_keys, given_values = keys.copy(), values.copy()
+    order = np.argsort(keys, kind="stable")
+    got_keys, got_values = NumpyEngine().sort_pairs(keys, values, overwrite=overwrite)
+    np.testing.assert_array_equal(got_keys, given_keys[order])
+    np.testing.assert_array_equal(got_values, given_values[order])
+    assert np.shares_memory(got_keys, keys) is overwrite  # 4 passes end where they began
+    if not overwrite:
+        np.testing.assert_array_equal(keys, given_keys)
+        np.testing.assert_array_equal(values, given_values)
