@@ -66,7 +66,7 @@ def sort(keys: np.ndarray, overwrite: bool = False, scratch: np.ndarray | None =
          ) -> np.ndarray:
     """keys sorted (in their own memory where overwrite allows and the passes end there, else
     in scratch's, where it fits (clib.fitting): no new pages for the passes' second buffer)."""
-    a = keys if overwrite and keys.flags.c_contiguous else keys.copy()
+    a = keys if overwrite and keys.flags.c_contiguous and keys.flags.writeable else keys.copy()
     b = clib.second_buffer(scratch, a)
     in_b = getattr(clib.library(), f"lsd_u{8 * a.dtype.itemsize}")(
         clib.pointer(a), clib.pointer(b), len(a))
@@ -77,7 +77,8 @@ def sort_pairs(keys: np.ndarray, values: np.ndarray,
                overwrite: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(keys sorted, values in their keys' order); equal keys keep their input order. With
     overwrite, in their own memory where the passes end there."""
-    mine = overwrite and keys.flags.c_contiguous and values.flags.c_contiguous
+    mine = (overwrite and all(x.flags.c_contiguous and x.flags.writeable for x in (keys, values))
+            and not np.may_share_memory(keys, values))  # the passes read one, write the other
     a, va = (keys, values) if mine else (keys.copy(), values.copy())
     b, vb = np.empty_like(a), np.empty_like(va)
     moved = va.view(f"u{va.dtype.itemsize}")  # the values' bytes move as unsigned words

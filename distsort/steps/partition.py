@@ -73,11 +73,12 @@ def scattered(rt: Runtime, columns: list, offset: int, even_rows: int, splitters
               ) -> GroupedRows:
     """Plain keys, or keys and their values, on CPUs: grouped by destination in two passes
     (local/scatter.py), each group in input order, so that a key is sorted once, by its
-    receiver (sorting first and merging what arrives sorts it twice, in effect). The grouped
-    keys' buffer has room for a little more than an even shard: the finish sorts what this rank
+    receiver (sorting first and merging what arrives sorts it twice, in effect). Plain keys'
+    buffer has room for a little more than an even shard: the finish sorts what this rank
     receives with it as the radix sort's second buffer, and half the ranks receive more rows
     than they send (a new buffer of a shard's size each, before)."""
-    room = int(even_rows * RECEIVE_SLACK) + 1024
+    room = int(even_rows * RECEIVE_SLACK) + 1024 if len(columns) == 1 else 0  # pairs: none,
+    # the finish sorts them into buffers of their own
     grouped, counts = scatter.by_rank(columns[0], offset, splitters, *columns[1:], room=room)
     low, top, _ = key_range(splitters, rt.comm.Get_rank(), columns[0].dtype)
     return GroupedRows(grouped, [], counts, displacements(counts), even_rows,
@@ -140,8 +141,8 @@ def _placed(order, counts: np.ndarray, displs: np.ndarray, rt: Runtime):
 @dataclass
 class GroupedRows:
     """Rows grouped by destination rank now: send_counts[j] rows for rank j from
-    send_displs[j]; ahead: their key words alike where the words are not a column (else
-    empty), sent ahead of the rows."""
+    send_displs[j] (a column may be longer: room for the finish, scattered); ahead: their key
+    words alike where the words are not a column (else empty), sent ahead of the rows."""
 
     columns: list
     ahead: list

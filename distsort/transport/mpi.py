@@ -44,7 +44,7 @@ class MpiTransport:
         rdisp = np.asarray(recv_displs, np.int64) * width
         sbuf, rbuf = as_bytes(np.ascontiguousarray(send)), as_bytes(out)
         limit = min(self.chunk_bytes, INT_MAX)
-        small = max(sbuf.nbytes, rbuf.nbytes) <= limit
+        small = max(_reach(sdisp, sbytes), _reach(rdisp, rbytes)) <= limit
         if self.comm.allreduce(small, op=MPI.LAND):
             self._one_call(sbuf, sbytes, sdisp, rbuf, rbytes, rdisp)
         else:
@@ -70,3 +70,9 @@ class MpiTransport:
                            displacements(rcount))
             for d, c, at in zip(rdisp, rcount, displacements(rcount)):
                 rbuf[d + lo : d + lo + c] = stage_r[at : at + c]
+
+
+def _reach(displs: np.ndarray, nbytes: np.ndarray) -> int:
+    """The bytes of a buffer that a call's blocks reach (not its length: a sender's buffer may
+    have room past its rows, partition.scattered)."""
+    return int((displs + nbytes).max()) if len(nbytes) else 0

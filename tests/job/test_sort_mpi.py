@@ -450,3 +450,17 @@ def test_a_rank_that_calls_wrongly_or_differently_is_one_clear_error_on_every_ra
     else:  # with the reason: a program that logs on rank 0 shows why
         assert isinstance(failed.value, RemoteError) and words in str(failed.value)
         assert str(failed.value).startswith(f"rank {COMM.Get_size() - 1} failed: ")
+
+
+def test_a_send_buffer_with_room_past_its_rows_goes_in_one_call(monkeypatch):
+    """What the blocks reach decides one call or rounds, not the buffer's length: a sender's
+    keys may have room past them (partition.scattered), which MPI never reads."""
+    p, rank = COMM.Get_size(), COMM.Get_rank()
+    send_counts = np.full(p, 10, np.int64)
+    recv_counts = np.full(p, 10, np.int64)
+    buffer = np.arange(10 * p + 1000, dtype=np.int64) + 1000 * rank  # 1000 rows of room
+    monkeypatch.setattr(MpiTransport, "_rounds", lambda *args: pytest.fail("rounds taken"))
+    got, = MpiTransport(COMM, chunk_bytes=8 * 10 * p).alltoallv([buffer], send_counts,
+                                                                recv_counts)
+    want = [np.arange(10 * rank, 10 * rank + 10) + 1000 * src for src in range(p)]
+    np.testing.assert_array_equal(got, np.concatenate(want))

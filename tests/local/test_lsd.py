@@ -173,3 +173,22 @@ def test_pairs_given_up_are_sorted_in_their_own_memory(monkeypatch, overwrite):
     if not overwrite:
         np.testing.assert_array_equal(keys, given_keys)
         np.testing.assert_array_equal(values, given_values)
+
+
+def test_pairs_given_up_that_share_memory_or_cannot_be_written_are_copied_first():
+    """The passes read one array and write the other: keys and values in the same memory, or
+    an array that cannot be written, are sorted from copies, overwrite or not."""
+    n = 2 * lsd.SMALL
+    memory = np.random.default_rng(8).integers(0, 2**32, 2 * n, dtype=np.uint64)
+    memory = memory.astype(np.uint32)
+    keys, values = memory[:n], memory[n // 2 : n // 2 + n]  # overlapping
+    want_keys, want_values = keys.copy(), values.copy()
+    order = np.argsort(want_keys, kind="stable")
+    got = lsd.sort_pairs(keys, values, overwrite=True)
+    np.testing.assert_array_equal(got[0], want_keys[order])
+    np.testing.assert_array_equal(got[1], want_values[order])
+    frozen = want_keys.copy()
+    frozen.flags.writeable = False
+    got = lsd.sort_pairs(frozen, want_values.copy(), overwrite=True)
+    np.testing.assert_array_equal(got[0], want_keys[order])
+    assert lsd.sort(frozen, overwrite=True) is not frozen
