@@ -117,10 +117,11 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
         return _by_fields(native(keys), [positions], order, descending, comm, backend, report,
                           device_memory, outs)[0]
     keys, descending, _ = _stand_ins(native(keys), descending)
-    job = outofcore.plan(keys, comm, backend, device_memory, extra_row_bytes=8)
+    rt = _runtime(keys, comm, backend)
+    job = outofcore.plan(rt, keys, device_memory, extra_row_bytes=8)
     if job:
-        return outofcore.argsort(job, keys, descending, _report(report, job.rt), outs)
-    rt, dev_keys, to_caller = _prepare(keys, comm, backend)
+        return outofcore.argsort(job, keys, descending, _report(report, rt), outs)
+    dev_keys, to_caller = _prepare(rt, keys)
     report = _report(report, rt)
     codec = numeric_codec(keys.dtype, descending, canonical=True)
     if _orders_numbers(rt, codec, lossy=True):
@@ -156,11 +157,12 @@ def sort_records(records, key_size: int, comm=None, *, descending: bool = False,
                                      {"key_size": key_size, "descending": descending}, [check],
                                      _listed(out), [(records.dtype, records.shape[1:])],
                                      device_memory, report))
-    job = outofcore.plan(records, comm, backend, device_memory)
+    rt = _runtime(records, comm, backend)
+    job = outofcore.plan(rt, records, device_memory)
     if job:
-        return outofcore.sort_records(job, records, key_size, descending,
-                                     _report(report, job.rt), outs)
-    rt, dev_records, to_caller = _prepare(records, comm, backend)
+        return outofcore.sort_records(job, records, key_size, descending, _report(report, rt),
+                                     outs)
+    dev_records, to_caller = _prepare(rt, records)
     xp = rt.xp
 
     def words(columns):
@@ -172,11 +174,12 @@ def sort_records(records, key_size: int, comm=None, *, descending: bool = False,
 
 def _sort_numeric(keys, values, comm, descending, stable, backend, report, device_memory,
                   outs=None):
-    job = outofcore.plan(keys, comm, backend, device_memory, values)
+    rt = _runtime(keys, comm, backend)
+    job = outofcore.plan(rt, keys, device_memory, values)
     if job:
-        report = _report(report, job.rt)
+        report = _report(report, rt)
         return outofcore.sort_numeric(job, keys, values, descending, stable, report, outs)
-    rt, dev_keys, to_caller = _prepare(keys, comm, backend)
+    dev_keys, to_caller = _prepare(rt, keys)
     report, clock = _report(report, rt), rt.backend.clock()
     codec = numeric_codec(keys.dtype, descending, canonical=stable)
     given = [] if values is None else [rt.xp.asarray(values)]
@@ -248,22 +251,24 @@ def _into(comm, outs: list | None, results: list) -> list:
     return [o[: len(r)] for o, r in zip(outs, results)]
 
 
-def _prepare(array, comm, backend: str | None) -> tuple[Runtime, object, object]:
-    """Runtime, the array on the backend's device, and a function returning results as given.
+def _runtime(array, comm, backend: str | None) -> Runtime:
+    """The runtime that sorts array: without an explicit backend, CuPy arrays are sorted on
+    the GPU and NumPy arrays on the CPU."""
+    return get_runtime(comm, backend or ("gpu" if on_gpu(array) else "cpu"))
 
-    Without an explicit backend, CuPy arrays are sorted on the GPU and NumPy arrays on the CPU.
-    """
+
+def _prepare(rt: Runtime, array) -> tuple[object, object]:
+    """The array on rt's device, and a function returning results as given."""
     gpu = on_gpu(array)
-    rt = get_runtime(comm, backend or ("gpu" if gpu else "cpu"))
     if rt.backend.name == "gpu":
         import cupy
 
-        return rt, cupy.asarray(array), (lambda a: a) if gpu else cupy.asnumpy
+        return cupy.asarray(array), (lambda a: a) if gpu else cupy.asnumpy
     if gpu:
         import cupy
 
-        return rt, array.get(), cupy.asarray
-    return rt, np.asarray(array), np.asarray
+        return array.get(), cupy.asarray
+    return np.asarray(array), np.asarray
 
 
 def _as_given(keys, dtype: np.dtype, outs: list | None):

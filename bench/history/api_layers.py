@@ -4,12 +4,16 @@ array module's own sort. Each call is timed on the host by itself, the device id
 (synchronized, not timed), so a step that queues device work is not held up by earlier calls';
 the median of --number calls.
 
-    python3 bench/history/api_layers.py [--backend gpu] [--log 20]
+    python3 bench/history/api_layers.py [--backend gpu] [--log 20] [--profile 30]
+
+--profile N: then the whole call under cProfile, the N functions of most time of their own.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import sys
 import time
@@ -35,6 +39,7 @@ def main() -> int:
     ap.add_argument("--log", type=int, default=20)
     ap.add_argument("--dtype", default="uint32")
     ap.add_argument("--number", type=int, default=1000)
+    ap.add_argument("--profile", type=int, default=0, metavar="N")
     args = ap.parse_args()
     if args.backend == "gpu":
         import cupy as xp
@@ -66,9 +71,9 @@ def main() -> int:
             rt, report, [x], lambda c, **more: local_sort(rt, c, api._first, codec=codec)),
         "as_array": lambda: as_array(x, "keys"),
         "begin": lambda: begin(None, None, call),
-        "outofcore.plan": lambda: outofcore.plan(x, None, None, None, None),
+        "outofcore.plan": lambda: outofcore.plan(rt, x, None, None),
         "get_runtime": lambda: get_runtime(None, args.backend),
-        "_prepare": lambda: api._prepare(x, None, None),
+        "_prepare": lambda: api._prepare(rt, x),
         "NumericCodec": lambda: NumericCodec(x.dtype, False, canonical=False),
         "SortReport.ran_on": lambda: SortReport(timed_phases=False).ran_on(rt),
         "a phase": in_phase,
@@ -83,7 +88,18 @@ def main() -> int:
             step()
             took.append(time.perf_counter() - start)
         print(f"{name:24s} {statistics.median(took) * 1e6:8.2f} us", flush=True)
+    if args.profile:
+        profiled(lambda: distsort.sort(x), sync, args.number, args.profile)
     return 0
+
+
+def profiled(call, sync, number: int, top: int) -> None:
+    """call's functions under cProfile (number calls, each after the device is idle)."""
+    profile = cProfile.Profile()
+    for _ in range(number):
+        sync()
+        profile.runcall(call)
+    pstats.Stats(profile).sort_stats("tottime").print_stats(top)
 
 
 if __name__ == "__main__":

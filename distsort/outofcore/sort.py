@@ -14,7 +14,7 @@ from ..memory import HostColumns
 from ..phases import phase
 from ..plan import out_of_core
 from ..report import HostClock, SortReport
-from ..runtime import Runtime, get_runtime
+from ..runtime import Runtime
 from ..transport import row_bytes
 from .cuts import bucket_sizes, cut_runs, pick_splitters
 from .layout import Source, plan_layout, row_cost
@@ -37,18 +37,16 @@ class Job:
     to_caller: Callable = unchanged
 
 
-def plan(array, comm, backend: str | None, device_memory: int | str | None, values=None,
+def plan(rt: Runtime, array, device_memory: int | str | None, values=None,
          extra_row_bytes: int = 0) -> Job | None:
-    """A Job where the sort of this array (and values; extra_row_bytes more a row) goes out of
-    core (plan.out_of_core), else None. Collective; every rank gets the same answer."""
-    gpu = on_gpu(array)
-    rt = get_runtime(comm, backend or ("gpu" if gpu else "cpu"))
+    """A Job where the sort of this array (and values; extra_row_bytes more a row) on rt goes
+    out of core (plan.out_of_core), else None. Collective; every rank gets the same answer."""
     rows = len(array)
     row = (array.nbytes + (values.nbytes if values is not None else 0)) // max(rows, 1)
     budget = out_of_core(rt, rows, row + extra_row_bytes, device_memory)
     if budget is None:
         return None
-    if gpu:
+    if on_gpu(array):
         import cupy
 
         return Job(rt, budget, cupy.asarray)

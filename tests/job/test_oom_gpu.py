@@ -18,6 +18,7 @@ import pytest
 import distsort
 from distsort import gpu_safety
 from distsort.outofcore import sort as ooc
+from distsort.runtime import get_runtime
 
 MPI = pytest.importorskip("mpi4py.MPI")
 COMM = MPI.COMM_WORLD
@@ -53,7 +54,8 @@ def test_the_installed_cupy_is_not_one_that_sorts_wrongly_on_oom():
 def test_a_pool_limit_sends_the_sort_out_of_core_with_the_same_result(pool):
     x = np.random.default_rng([COMM.Get_rank(), 5]).integers(0, 2**32, 4 * MiB, dtype=np.uint32)
     pool.set_limit(size=pool.used_bytes() + 64 * MiB)  # budget 70%: below the ~4x 16 MiB needed
-    assert ooc.plan(x, COMM, "gpu", None) is not None  # every rank takes the out-of-core path
+    # every rank takes the out-of-core path
+    assert ooc.plan(get_runtime(COMM, "gpu"), x, None) is not None
     shard = distsort.sort(x, backend="gpu")
     got = np.concatenate(COMM.allgather(np.asarray(shard)))
     np.testing.assert_array_equal(got, np.sort(np.concatenate(COMM.allgather(x))))
