@@ -193,7 +193,7 @@ for step in $steps; do
                     --dtype $dtype 2>&1 | grep -a "distsort.sort\|Error"
                 done
                 PYTHONPATH=$PWD:/tmp/site timeout 200 python3 bench/local_sort.py --api \
-                  --min-log 20 --max-log 24 --runs 7 --cases uint32,int32,argsort-u32 \
+                  --min-log 20 --max-log 24 --runs 7 --cases uint32,int32,float32,argsort-u32 \
                   --out "$OUT/apiab${i}_$(basename "$tree")" 2>&1 | grep -a "x[0-9]\|Error")
              done
            done ;;

@@ -81,9 +81,9 @@ MIN_N = {
 MAX_N = (1 << 32) - 1
 GRAPH_MIN, GRAPH_MAX = 1 << 16, 1 << 23  # sorts below MIN_N replayed as graphs (graphs.py):
 # from here they beat CUB's; up to here their buffers are small enough to keep, and the two
-# copies a replay adds cost less than they save. Unsigned keys and orders: signed and float keys
-# sort through their codes no faster than CUB sorts plain integers (bench/RESULTS.md run 358)
-GRAPHED = ("sort", "sort64", "narrow", "narrow64", "argsort")
+# copies a replay adds cost less than they save. "coded": float keys and descending orders,
+# where CUB's route adds a pass to make the codes and one to undo them
+GRAPHED = ("sort", "sort64", "narrow", "narrow64", "coded", "coded64", "argsort")
 FLAGS_ONCE_BYTES = 64 << 20  # up to this, all passes' look-back flags are zeroed by one memset
 NULL = np.uintp(0)  # a null device pointer, for kernel arguments left out
 WIDE_ROWS = 1 << 30  # from here a tile's look-back flag takes two words (radix.cu: counts < 2^30)
@@ -486,7 +486,11 @@ class RadixEngine:
         self.used.add("radix")
         width = 8 * keys.dtype.itemsize
         begin_bit = max(0, bits[0])
-        end_bit = width if bits[1] is None else min(bits[1], width)
+        end_bit = max(begin_bit, width if bits[1] is None else min(bits[1], width))
+        if replay:  # 32 or 64 bits: the graph copies the keys into its own (aligned) buffer
+            flat = keys if keys.ndim == 1 and keys.flags.c_contiguous else \
+                cp.ascontiguousarray(keys).ravel()
+            return self._replayed(flat, mode, (begin_bit, end_bit), low, code)
         if width >= 32:
             work = _aligned(cp, keys)
             copied = work.data.ptr != keys.data.ptr
@@ -494,12 +498,7 @@ class RadixEngine:
             work, copied, scratch = keys.astype(cp.uint32), True, None
         # a copy of the keys is ours to overwrite, unless the caller's values ride along
         mine = overwrite or (copied and mode != "pairs")
-        end_bit = max(begin_bit, end_bit)
-        if replay:
-            out_k, out_v = self._replayed(work, mode, (begin_bit, end_bit), low, code)
-        else:
-            out_k, out_v = radix_sort(work, vals, mode, begin_bit, end_bit, low, mine, scratch,
-                                      code)
+        out_k, out_v = radix_sort(work, vals, mode, begin_bit, end_bit, low, mine, scratch, code)
         return (out_k if width >= 32 else out_k.astype(keys.dtype)), out_v
 
     def _replayed(self, keys, mode: str, bits: tuple, low: int, code: int) -> tuple:
@@ -511,8 +510,11 @@ class RadixEngine:
         placeholder(keys.device.id)  # kept by the process: made from CuPy's pool, not a graph's
         key = (keys.size, keys.dtype.char, mode, *bits, int(low), code)
         replayed = self.graphs.run(key, keys, sort)
-        return replayed if replayed is not None else radix_sort(keys, None, mode, *bits, low,
-                                                                 False, None, code)
+        if replayed is not None:
+            return replayed
+        work = _aligned(_cupy(), keys)
+        mine = work.data.ptr != keys.data.ptr  # an aligned copy, ours to overwrite
+        return radix_sort(work, None, mode, *bits, low, mine, None, code)
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
              **options: Unpack[SortOptions]):

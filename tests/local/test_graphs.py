@@ -99,7 +99,8 @@ class _Fake:
                 memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
                 get_current_stream=lambda: Stream(),
                 using_allocator=lambda malloc: contextlib.nullcontext()),
-            empty_like=lambda a: np.empty_like(a).view(_Array))
+            empty_like=lambda a: np.empty_like(a).view(_Array),
+            ndarray=lambda shape, dtype: np.empty(shape, dtype).view(_Array))
 
 
 @pytest.fixture

@@ -60,13 +60,15 @@ def test_replayed_orders_of_numbers_take_their_codes_in_the_passes(cp, dtype):
     assert len(engine.graphs.graphs) == 1
 
 
-def test_signed_and_float_sorts_are_not_replayed(cp):
-    """Through their codes they are no faster than CUB's sort of plain integers."""
-    engine, codec = RadixEngine(), NumericCodec(np.dtype(np.float32), False)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("descending", [False, True])
+def test_float_and_descending_sorts_are_replayed_through_their_codes(cp, dtype, descending):
+    engine, codec = RadixEngine(), NumericCodec(np.dtype(dtype), descending)
     for seed in range(3):
-        keys = fresh(cp, np.float32, 3 * GRAPH_MIN, seed)
-        assert cp.array_equal(engine.sort(keys, codec=codec), cp.sort(keys))
-    assert not engine.graphs.graphs
+        keys = fresh(cp, dtype, 3 * GRAPH_MIN, seed)
+        want = cp.sort(keys)[::-1] if descending else cp.sort(keys)
+        assert cp.array_equal(engine.sort(keys, codec=codec), want)
+    assert len(engine.graphs.graphs) == 1
 
 
 def test_a_narrow_bit_range_and_low_are_part_of_the_graph(cp):
@@ -168,3 +170,24 @@ def test_pairs_of_odd_values_are_not_replayed(cp):
     order = cp.argsort(keys)
     assert cp.array_equal(got_keys, keys[order]) and cp.array_equal(got_values, values[order])
     assert not engine.graphs.graphs and not engine.graphs.seen
+
+
+@pytest.mark.parametrize("graphless", [False, True])
+def test_unaligned_and_strided_views_are_replayed_and_right(cp, monkeypatch, graphless):
+    """A view that starts off a 16-byte boundary, or strides: the graph copies it in as it is;
+    where no graph can be made, the sort takes an aligned copy (the histogram reads vectors)."""
+    engine, n = RadixEngine(), 2 * GRAPH_MIN
+
+    def no_memory(*args):
+        raise cp.cuda.memory.OutOfMemoryError(n, n, n)
+
+    if graphless:
+        monkeypatch.setattr(graphs, "_Graph", no_memory)
+    for seed in range(3):
+        base = fresh(cp, np.uint32, 2 * n + 1, seed)
+        for view in (base[1:n + 1], base[: 2 * n : 2]):
+            before = view.copy()
+            assert cp.array_equal(engine.sort(view), cp.sort(before))
+            assert cp.array_equal(engine.argsort(view), cp.argsort(before))
+            assert cp.array_equal(view, before)  # the caller's keys are left as they were
+    assert "radix" in engine.used and bool(engine.graphs.graphs) != graphless
