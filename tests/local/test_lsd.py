@@ -45,6 +45,38 @@ def test_keys_pairs_and_orders_as_numpy_stably(dtype, n, spread):
     np.testing.assert_array_equal(lsd.sort(mine, overwrite=True), keys[order])
 
 
+HYBRID_BYTES = 24 << 20  # lsd.c: from here one MSD pass, then each bucket's LSD passes
+
+
+def hybrid_keys(dtype, n: int, spread: str, seed: int) -> np.ndarray:
+    """Keys for the hybrid: a top digit below the word's (a constant digit above the MSD
+    pass), or a low digit that is one value within each bucket but not across them (those
+    buckets' passes end in the other buffer than the rest's)."""
+    rng = np.random.default_rng(seed)
+    if spread == "below_top":
+        return rng.integers(0, 1 << 20, n).astype(dtype)
+    top = rng.integers(0, 256, n).astype(dtype)
+    mixed = (top << np.uint8(8 * np.dtype(dtype).itemsize - 8)) | top  # low digit = top's
+    some = rng.random(n) < 0.5  # and half the buckets with a middle digit that varies
+    return np.where(some & (top % 2 == 0), mixed | (rng.integers(0, 256, n).astype(dtype)
+                                                     << np.uint8(8)), mixed).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("spread", ["whole", "ties", "below_top", "bucket_constant"])
+def test_arrays_beyond_the_caches_sort_by_the_hybrid_as_numpy_stably(dtype, spread):
+    n = HYBRID_BYTES // np.dtype(dtype).itemsize + 5
+    keys = (keys_of(dtype, n, spread, 3) if spread in ("whole", "ties")
+            else hybrid_keys(dtype, n, spread, 3))
+    order = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(lsd.sort(keys), keys[order])
+    np.testing.assert_array_equal(lsd.argsort(keys), order)  # pairs: 8-byte values
+    values = np.arange(n, dtype=np.uint32)  # 4-byte values (their pairs' hybrid from fewer rows)
+    got_keys, got_values = lsd.sort_pairs(keys, values)
+    np.testing.assert_array_equal(got_keys, keys[order])
+    np.testing.assert_array_equal(got_values, order.astype(np.uint32))
+
+
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
 def test_a_fitting_scratch_is_the_second_buffer_and_others_are_not_used(dtype):
     """lsd.sort takes a scratch that fits (dtype, length, contiguous, writable, apart from the
