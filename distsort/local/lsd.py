@@ -17,7 +17,10 @@ import numpy as np
 from . import clib
 
 CALIBRATION = 1 << 18  # keys sorted both ways, once a process and key width, to choose (wins)
-MARGIN = 1.5  # how much faster the radix sort must be there: in cache, where it does best
+MARGIN = 1.5  # how much faster the radix sort of keys must be there: in cache, where its lead
+# over NumPy's sort is the largest. Pairs need none: their lead grows beyond the caches, where
+# NumPy's argsort and gathers miss them, and a margin once sent a Xeon's pairs to NumPy at
+# twice the time (bench/RESULTS.md, session 43)
 SMALL = 1 << 16  # fewer keys: NumPy's sort (its call costs less; the choice is not worth it)
 
 
@@ -36,8 +39,8 @@ def available(keys: np.ndarray, values: np.ndarray | None = None,
 @functools.cache
 def wins(itemsize: int, value_bytes: int = 0) -> bool:
     """Does the radix sort beat NumPy by MARGIN on CALIBRATION random keys of this width?
-    With values of value_bytes, against what NumPy has for pairs: a stable argsort and the
-    gathers (its SIMD sort, where it has one, sorts keys alone: an AVX-512 machine's keys go
+    With values of value_bytes, does it beat what NumPy has for pairs at all: a stable argsort
+    and the gathers (its SIMD sort, where it has one, sorts keys alone: an AVX-512 machine's keys go
     to NumPy, its pairs to the radix sort, bench/RESULTS.md, session 39)."""
     dtype = np.dtype(f"u{itemsize}")
     keys = np.random.default_rng(0).integers(0, np.iinfo(dtype).max, CALIBRATION, dtype=dtype,
@@ -50,7 +53,7 @@ def wins(itemsize: int, value_bytes: int = 0) -> bool:
         order = np.argsort(keys, kind="stable")
         return keys[order], values[order]
 
-    return MARGIN * _best(lambda: sort_pairs(keys, values)) < _best(numpy_pairs)
+    return _best(lambda: sort_pairs(keys, values)) < _best(numpy_pairs)
 
 
 def _best(call) -> float:
