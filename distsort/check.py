@@ -143,10 +143,6 @@ def first_disorder(words, xp=np) -> int | None:
         return None
     if len(words) == 1 and _is_cupy(xp):
         return _device_first_descent(words[0])
-    if len(words) == 1:  # one comparison pass, not the several of the general case below
-        bad = words[0][:-1] > words[0][1:]
-        i = int(bad.argmax())
-        return i if bool(bad[i]) else None
     bad = xp.zeros(n - 1, dtype=bool)
     equal = xp.ones(n - 1, dtype=bool)
     for w in words:
