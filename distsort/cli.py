@@ -155,8 +155,9 @@ def parser(kind: type = _OneVoice) -> argparse.ArgumentParser:
     # info shows each setting, flagging the bad ones, rather than stop at the first
     info.set_defaults(func=commands.info, checks_settings=False)
     _bench_parser(command("bench", "throughput against size, with a plot"))
-    build = command("compile", "compile the CUDA kernels into distsort's kernel cache, so that "
-                               "no job compiles them (once per machine or container image)")
+    build = command("compile", "compile what a job would compile as it runs: the CUDA kernels "
+                               "into distsort's kernel cache, the C kernels and the Python "
+                               "bytecode (once per machine or container image)")
     build.set_defaults(func=commands.compile_kernels)
     _service_parsers(command)
     return top

@@ -389,21 +389,48 @@ def _argsort_checks_keys() -> None:
 
 
 def compile_kernels(args, comm) -> int:
-    """`compile`: every CUDA kernel a sort may use into the kernel cache (cuda_source.py): ours,
-    and CuPy's own that small sorts of every kind compile: a rank's alone and, where compile
-    runs on several ranks, theirs together, split and (on one GPU) folded (steps/fold.py).
-    Those of several ranks differ (the steps, the transport): at one rank a note says how to
-    compile them."""
+    """`compile`: ahead of the jobs, what they would otherwise compile as they run: distsort's
+    Python bytecode (which a process started with PYTHONDONTWRITEBYTECODE=1 compiles anew each
+    time, where the package is a source tree) and the CPU's C kernels (local/clib.py), once a
+    node; then on GPUs every CUDA kernel a sort may use into the kernel cache (cuda_source.py):
+    ours, and CuPy's own that small sorts of every kind compile: a rank's alone and, where
+    compile runs on several ranks, theirs together, split and (on one GPU) folded
+    (steps/fold.py). Those of several ranks differ (the steps, the transport): at one rank a
+    note says how to compile them."""
+    from .backend import gpu_count
+
+    began = time.perf_counter()
+    agree(comm, lambda: _compile_host(first_on_node=node_place(comm)[0] == 0))
+    if not comm.allreduce(gpu_count() > 0, op=MPI.LAND):
+        if comm.Get_rank() == 0:
+            print(f"distsort: Python's bytecode and the C kernels are compiled "
+                  f"({time.perf_counter() - began:.1f} s); no GPU on every rank: no CUDA "
+                  "kernels to compile", flush=True)
+        return 0
+    return _compile_cuda(comm)
+
+
+def _compile_host(first_on_node: bool) -> None:
+    """distsort's bytecode next to its sources (where they can be written: an installed
+    package has its own) and the C kernels, by the first rank of each node."""
+    import compileall
+
+    from .local import clib
+
+    if first_on_node:
+        compileall.compile_dir(os.path.dirname(__file__), quiet=2)
+        clib.library()
+
+
+def _compile_cuda(comm) -> int:
+    """compile_kernels' CUDA kernels (see there)."""
     from . import check as check_module
     from . import keys
-    from .backend import gpu_count
     from .cuda_source import compile_apart, kernel_cache, use_kernel_cache
     from .local import digit_partition, partition, radix, rows, tiles
     from .steps import sample
     from .transport.choice import FOLD, SPLIT
 
-    if not comm.allreduce(gpu_count() > 0, op=MPI.LAND):
-        agree(comm, _no_gpu_to_compile_for)
     use_kernel_cache(fill=True)  # first: building a runtime of several ranks runs kernels
     rt = agree(comm, lambda: get_runtime(comm, "gpu"))  # built for this GPU's architecture
     start = time.perf_counter()
@@ -426,11 +453,6 @@ def compile_kernels(args, comm) -> int:
             print("distsort: those of jobs on several ranks were not: run `mpirun -n 2 python -m "
                   "distsort compile` (or your launcher) for them", flush=True)
     return 0
-
-
-def _no_gpu_to_compile_for() -> None:
-    raise DistsortError("compile builds the CUDA kernels for this machine's GPU: it needs CuPy "
-                        "and a visible GPU on every rank (on CPUs there is nothing to compile)")
 
 
 @contextlib.contextmanager
