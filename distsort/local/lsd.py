@@ -5,11 +5,19 @@ where it beats NumPy's sort on this machine (wins).
 Why measured: where NumPy has no SIMD sort for the CPU, the radix sort is several times faster
 (bench/RESULTS.md, session 32); where it has AVX-512's (x86-simd-sort), NumPy's may be the
 faster. Where no C compiler works, available() is False and callers use NumPy.
+
+Measured once a process (each of a job's ranks pays it, for each kind of sort), unless `compile`
+measured every kind on this machine and stored the answers beside the C library
+(measure_all): then each process reads them, as long as the CPU and NumPy are the same.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import os
+import platform
+import tempfile
 import time
 
 import numpy as np
@@ -36,12 +44,79 @@ def available(keys: np.ndarray, values: np.ndarray | None = None,
             and clib.library() is not None and wins(keys.dtype.itemsize, width))
 
 
+KINDS = ((4, 0), (8, 0), (4, 4), (4, 8), (8, 4), (8, 8))  # (key, value bytes) sorts ask about
+
+
 @functools.cache
 def wins(itemsize: int, value_bytes: int = 0) -> bool:
     """Does the radix sort beat NumPy by MARGIN on CALIBRATION random keys of this width?
     With values of value_bytes, does it beat what NumPy has for pairs at all: a stable argsort
     and the gathers (its SIMD sort, where it has one, sorts keys alone: an AVX-512 machine's keys go
-    to NumPy, its pairs to the radix sort, bench/RESULTS.md, session 39)."""
+    to NumPy, its pairs to the radix sort, bench/RESULTS.md, session 39). The answer stored for
+    this machine (measure_all), where there is one."""
+    stored = _stored().get(f"{itemsize},{value_bytes}")
+    return stored if isinstance(stored, bool) else _timed(itemsize, value_bytes)
+
+
+def measure_all() -> None:
+    """Time every kind of sort in KINDS now and store the answers beside the C library, where
+    every process on this machine reads them (`compile`); nothing where it cannot be written."""
+    path = _store_path()
+    if path is None:
+        return
+    answers = {"machine": _machine(), "wins": {f"{k},{v}": _timed(k, v) for k, v in KINDS}}
+    try:
+        fd, temp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".wins-")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(answers, f)
+        os.chmod(temp, 0o644)  # every user's jobs may read it (mkstemp's is the owner's alone)
+        os.replace(temp, path)  # whole, or not at all: ranks of other nodes may race
+    except OSError:
+        return
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+    _stored.cache_clear()
+    wins.cache_clear()
+
+
+@functools.cache
+def _stored() -> dict:
+    """The answers measure_all stored for this machine, or {}."""
+    try:
+        with open(_store_path() or "") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("machine") != _machine():
+        return {}
+    answers = data.get("wins")
+    return answers if isinstance(answers, dict) else {}
+
+
+def _store_path() -> str | None:
+    """Beside the C library: its name holds the sources' hash, so new kernels measure anew."""
+    library = clib.library_path()
+    return None if library is None else os.path.splitext(library)[0] + ".wins.json"
+
+
+def _machine() -> str:
+    """What the answers depend on: the CPU's model and cores, and NumPy's version."""
+    model = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f
+                          if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return f"{model}; {os.cpu_count()} cores; NumPy {np.__version__}"
+
+
+def _timed(itemsize: int, value_bytes: int) -> bool:
+    """wins(), measured now."""
     dtype = np.dtype(f"u{itemsize}")
     keys = np.random.default_rng(0).integers(0, np.iinfo(dtype).max, CALIBRATION, dtype=dtype,
                                              endpoint=True)

@@ -580,16 +580,23 @@ def test_a_setting_no_rank_can_read_is_one_message_before_any_work(tmp_path, mon
 
 
 def test_compile_on_cpus_writes_the_bytecode_a_job_would_compile(tmp_path, monkeypatch):
-    """Without a GPU, compile does what a CPU job would otherwise compile as it runs: distsort's
-    bytecode (here into a cache of the test's own, where PYTHONDONTWRITEBYTECODE keeps the
-    imports from writing any) and the C kernels; one rank says that there is no CUDA to build."""
+    """Without a GPU, compile does what a CPU job would otherwise do as it runs: compile
+    distsort's bytecode (here into a cache of the test's own, where PYTHONDONTWRITEBYTECODE
+    keeps the imports from writing any) and the C kernels, and time their sorts against
+    NumPy's (the answers beside them); one rank says that there is no CUDA to build."""
+    from distsort.local import lsd
+
     monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "pyc"))
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    answers = lsd._store_path()  # beside the C library the ranks find
+    if answers and os.path.exists(answers):
+        os.unlink(answers)
     run = distsort("compile", ranks=2, cwd=tmp_path)
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
     assert run.stdout.count("no CUDA kernels to compile") == 1, run.stdout
     compiled = {path.name.split(".")[0] for path in (tmp_path / "pyc").rglob("*.pyc")}
     assert {"api", "commands", "radix", "lsd", "exchange"} <= compiled, sorted(compiled)
+    assert answers is None or os.path.exists(answers)  # None: no C compiler here
 
 
 def test_ctrl_c_on_mpiexec_stops_every_rank_cleanly(tmp_path):

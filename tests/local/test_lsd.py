@@ -3,6 +3,7 @@ on either side of its choice (lsd.wins)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -155,7 +156,7 @@ def test_the_choice_is_measured_once_a_width():
     assert not lsd.available(np.zeros(lsd.SMALL, np.int32))  # codes only: unsigned keys
 
 
-def test_pairs_are_chosen_against_numpy_pairs_not_its_key_sort(monkeypatch):
+def test_pairs_are_chosen_against_numpy_pairs_not_its_key_sort(monkeypatch, store):
     """Where NumPy's key sort wins (an AVX-512 machine's; here our key sort is slowed down),
     pairs and orders still go to the radix sort: their rival is NumPy's stable argsort and the
     gathers, which no SIMD sort speeds up."""
@@ -166,12 +167,8 @@ def test_pairs_are_chosen_against_numpy_pairs_not_its_key_sort(monkeypatch):
         return real(keys, overwrite)
 
     monkeypatch.setattr(lsd, "sort", slow)
-    lsd.wins.cache_clear()
-    try:
-        assert not lsd.wins(8)
-        assert lsd.wins(8, 8) and lsd.wins(4, 8)
-    finally:
-        lsd.wins.cache_clear()
+    assert not lsd.wins(8)
+    assert lsd.wins(8, 8) and lsd.wins(4, 8)
 
 
 @pytest.mark.parametrize("radix", [False, True])
@@ -224,3 +221,40 @@ def test_pairs_given_up_that_share_memory_or_cannot_be_written_are_copied_first(
     got = lsd.sort_pairs(frozen, want_values.copy(), overwrite=True)
     np.testing.assert_array_equal(got[0], want_keys[order])
     assert lsd.sort(frozen, overwrite=True) is not frozen
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """The calibration's answers kept in a file of the test's own; the process's answers
+    forgotten before and after."""
+    path = tmp_path / "cpu.wins.json"
+    monkeypatch.setattr(lsd, "_store_path", lambda: str(path))
+    lsd._stored.cache_clear()
+    lsd.wins.cache_clear()
+    yield path
+    lsd._stored.cache_clear()
+    lsd.wins.cache_clear()
+
+
+def test_answers_stored_for_this_machine_are_taken_without_timing(store, monkeypatch):
+    store.write_text(json.dumps({"machine": lsd._machine(), "wins": {"4,0": False, "8,8": True}}))
+    monkeypatch.setattr(lsd, "_best", lambda call: pytest.fail("timed despite the answers"))
+    assert lsd.wins(4) is False and lsd.wins(8, 8) is True
+
+
+@pytest.mark.parametrize("text", ["not json", json.dumps([1]),
+                                  json.dumps({"machine": "another CPU", "wins": {"4,0": False}})])
+def test_answers_of_another_machine_or_unreadable_are_timed_anew(store, monkeypatch, text):
+    store.write_text(text)
+    times = iter([1.0, 2.0])  # ours, then NumPy's: the radix sort 2x the faster
+    monkeypatch.setattr(lsd, "_best", lambda call: next(times))
+    assert lsd.wins(4) is True
+
+
+def test_measure_all_stores_every_kind_for_the_next_process(store):
+    lsd.measure_all()
+    lsd._stored.cache_clear()
+    assert set(lsd._stored()) == {f"{k},{v}" for k, v in lsd.KINDS}
+    assert all(isinstance(answer, bool) for answer in lsd._stored().values())
+    assert not [p for p in store.parent.iterdir() if p.name.startswith(".wins-")]
+    assert store.stat().st_mode & 0o044 == 0o044  # others' jobs read it too
