@@ -24,7 +24,7 @@ import numpy as np
 
 from . import clib
 
-CALIBRATION = 1 << 18  # keys sorted both ways, once a process and key width, to choose (wins)
+CALIBRATION = 1 << 18  # keys sorted both ways, once a process (or machine) a kind (wins)
 MARGIN = 1.5  # how much faster the radix sort of keys must be there: in cache, where its lead
 # over NumPy's sort is the largest. Pairs need none: their lead grows beyond the caches, where
 # NumPy's argsort and gathers miss them, and a margin once sent a Xeon's pairs to NumPy at
