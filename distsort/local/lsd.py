@@ -60,9 +60,10 @@ def wins(itemsize: int, value_bytes: int = 0) -> bool:
 
 def measure_all() -> None:
     """Time every kind of sort in KINDS now and store the answers beside the C library, where
-    every process on this machine reads them (`compile`); nothing where it cannot be written."""
+    every process on this machine reads them (`compile`); nothing where it cannot be written,
+    or where this machine's answers are there already (delete the file to measure anew)."""
     path = _store_path()
-    if path is None:
+    if path is None or set(_stored()) >= {f"{k},{v}" for k, v in KINDS}:
         return
     answers = {"machine": _machine(), "wins": {f"{k},{v}": _timed(k, v) for k, v in KINDS}}
     try:

@@ -258,3 +258,8 @@ def test_measure_all_stores_every_kind_for_the_next_process(store):
     assert all(isinstance(answer, bool) for answer in lsd._stored().values())
     assert not [p for p in store.parent.iterdir() if p.name.startswith(".wins-")]
     assert store.stat().st_mode & 0o044 == 0o044  # others' jobs read it too
+    stored = store.read_text()
+    store.write_text(stored.replace("true", "false"))  # answers there: not measured again
+    lsd._stored.cache_clear()
+    lsd.measure_all()
+    assert store.read_text() == stored.replace("true", "false")
