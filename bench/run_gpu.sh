@@ -97,6 +97,9 @@ for step in $steps; do
                   --reps 2 --out "$OUT" 2>&1 | tail -12 ;;
     abfile) dir=$(mktemp -d)  # the file job of the tree in $AB_OLD (.abold) and this one, alternated
             python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
+            for tree in "${AB_OLD:-.abold}" .; do  # both byte-compiled: PYTHONDONTWRITEBYTECODE
+              python3 -m compileall -q "$tree/distsort" > /dev/null  # would tax one tree alone
+            done
             for i in 1 2 3; do
               for tree in "${AB_OLD:-.abold}" .; do
                 sync  # no dirty pages left (they would throttle the output's writes)
