@@ -12,8 +12,8 @@
    Arrays larger than the caches (HYBRID_BYTES) take one MSD pass first, on the most significant
    digit that varies, into 256 buckets, and then each bucket's lower digits by LSD passes while
    the bucket is in cache: every LSD pass over memory then costs a pass over cache, so the
-   bytes moved to and from memory drop from ~52 to ~28 a 32-bit key (2^24 keys on the 2-core
-   machine: 15 -> 9 ns a key, bench/RESULTS.md, session 43). Same passes, same stability.
+   bytes moved to and from memory drop from ~52 to ~28 a 32-bit key (bench/RESULTS.md,
+   session 43). Same passes, same stability.
 
    The sort ping-pongs between the keys' own buffer and a scratch buffer of the same size and
    says which holds the result. LSD is stable and the MSD pass too, so pairs keep equal keys in
