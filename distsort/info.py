@@ -193,6 +193,9 @@ def backend_info(comm, gpus: Mapping[str, Any]) -> dict[str, Any]:
     merge = built or "none (no C compiler here): CPU ranks sort what they receive"
     sort = "NumPy's (no C compiler here)" if built is None else _cpu_sort(lsd.wins(4),
                                                                           lsd.wins(4, 8))
+    if built is not None:  # whose timing chose: compile's for the machine, or this process's
+        sort += ("; as `compile` timed them" if lsd.stored_answers()
+                 else "; timed by each process (`compile` times them once for the machine)")
     return {"available": available, "requested": requested, "selected": selected,
             "cpu_merge": merge, "cpu_sort": sort}
 

@@ -77,6 +77,17 @@ def test_info_says_which_sort_cpu_ranks_run_for_keys_and_for_pairs(keys, pairs, 
     assert all(w in said for w in words) and "NumPy" in said
 
 
+@pytest.mark.parametrize("stored, said", [({"4,0": True}, "as `compile` timed them"),
+                                           ({}, "timed by each process")])
+def test_info_says_whose_timing_chose_the_cpu_sort(no_cupy, monkeypatch, stored, said):
+    from distsort.local import clib, lsd
+
+    if clib.library() is None:
+        pytest.skip("no C compiler here: NumPy sorts, nothing is timed")
+    monkeypatch.setattr(lsd, "stored_answers", lambda: stored)
+    assert said in info.collect_info()["backend"]["cpu_sort"]
+
+
 def test_info_says_where_cpu_ranks_have_no_merge(no_cupy, monkeypatch):
     from distsort.local import clib
 

@@ -54,7 +54,7 @@ def wins(itemsize: int, value_bytes: int = 0) -> bool:
     and the gathers (its SIMD sort, where it has one, sorts keys alone: an AVX-512 machine's keys go
     to NumPy, its pairs to the radix sort, bench/RESULTS.md, session 39). The answer stored for
     this machine (measure_all), where there is one."""
-    stored = _stored().get(f"{itemsize},{value_bytes}")
+    stored = stored_answers().get(f"{itemsize},{value_bytes}")
     return stored if isinstance(stored, bool) else _timed(itemsize, value_bytes)
 
 
@@ -63,7 +63,7 @@ def measure_all() -> None:
     every process on this machine reads them (`compile`); nothing where it cannot be written,
     or where this machine's answers are there already (delete the file to measure anew)."""
     path = _store_path()
-    if path is None or set(_stored()) >= {f"{k},{v}" for k, v in KINDS}:
+    if path is None or set(stored_answers()) >= {f"{k},{v}" for k, v in KINDS}:
         return
     answers = {"machine": _machine(), "wins": {f"{k},{v}": _timed(k, v) for k, v in KINDS}}
     try:
@@ -80,12 +80,12 @@ def measure_all() -> None:
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
-    _stored.cache_clear()
+    stored_answers.cache_clear()
     wins.cache_clear()
 
 
 @functools.cache
-def _stored() -> dict:
+def stored_answers() -> dict:
     """The answers measure_all stored for this machine, or {}."""
     try:
         with open(_store_path() or "") as f:

@@ -229,10 +229,10 @@ def store(tmp_path, monkeypatch):
     forgotten before and after."""
     path = tmp_path / "cpu.wins.json"
     monkeypatch.setattr(lsd, "_store_path", lambda: str(path))
-    lsd._stored.cache_clear()
+    lsd.stored_answers.cache_clear()
     lsd.wins.cache_clear()
     yield path
-    lsd._stored.cache_clear()
+    lsd.stored_answers.cache_clear()
     lsd.wins.cache_clear()
 
 
@@ -253,13 +253,13 @@ def test_answers_of_another_machine_or_unreadable_are_timed_anew(store, monkeypa
 
 def test_measure_all_stores_every_kind_for_the_next_process(store):
     lsd.measure_all()
-    lsd._stored.cache_clear()
-    assert set(lsd._stored()) == {f"{k},{v}" for k, v in lsd.KINDS}
-    assert all(isinstance(answer, bool) for answer in lsd._stored().values())
+    lsd.stored_answers.cache_clear()
+    assert set(lsd.stored_answers()) == {f"{k},{v}" for k, v in lsd.KINDS}
+    assert all(isinstance(answer, bool) for answer in lsd.stored_answers().values())
     assert not [p for p in store.parent.iterdir() if p.name.startswith(".wins-")]
     assert store.stat().st_mode & 0o044 == 0o044  # others' jobs read it too
     stored = store.read_text()
     store.write_text(stored.replace("true", "false"))  # answers there: not measured again
-    lsd._stored.cache_clear()
+    lsd.stored_answers.cache_clear()
     lsd.measure_all()
     assert store.read_text() == stored.replace("true", "false")
