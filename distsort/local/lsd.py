@@ -14,6 +14,7 @@ measured every kind on this machine and stored the answers beside the C library
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import platform
@@ -99,9 +100,13 @@ def stored_answers() -> dict:
 
 
 def _store_path() -> str | None:
-    """Beside the C library: its name holds the sources' hash, so new kernels measure anew."""
+    """Beside the C library: its name holds the sources' hash, so new kernels measure anew,
+    and this file's the machine's (nodes of several kinds may share one kernel cache)."""
     library = clib.library_path()
-    return None if library is None else os.path.splitext(library)[0] + ".wins.json"
+    if library is None:
+        return None
+    machine = hashlib.sha256(_machine().encode()).hexdigest()[:12]
+    return f"{os.path.splitext(library)[0]}.{machine}.wins.json"
 
 
 def _machine() -> str:

@@ -4,6 +4,7 @@ on either side of its choice (lsd.wins)."""
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import numpy as np
@@ -263,3 +264,13 @@ def test_measure_all_stores_every_kind_for_the_next_process(store):
     lsd.stored_answers.cache_clear()
     lsd.measure_all()
     assert store.read_text() == stored.replace("true", "false")
+
+
+def test_machines_of_two_kinds_keep_their_answers_apart(monkeypatch):
+    """Nodes of several kinds may share one kernel cache: each kind's answers in a file of
+    its own, beside the one C library."""
+    paths = set()
+    for machine in ("one CPU; 2 cores; NumPy 2", "another CPU; 64 cores; NumPy 2"):
+        monkeypatch.setattr(lsd, "_machine", lambda machine=machine: machine)
+        paths.add(lsd._store_path())
+    assert len(paths) == 2 and len({os.path.dirname(p) for p in paths}) == 1
