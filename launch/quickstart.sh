@@ -24,6 +24,7 @@ else
     python3 -m venv .venv
     .venv/bin/python -m pip install -q -e ".[mpich]"
     touch .venv/.distsort-installed
+    installed=1  # compiled below, on CPUs too: the C kernels, their timing, the bytecode
   fi
   python=.venv/bin/python
   mpirun=.venv/bin/mpiexec
@@ -54,6 +55,9 @@ fi
 echo "quickstart: $ranks rank(s) ($why), $gpus GPU(s)"
 # the CUDA kernels, compiled once into distsort's kernel cache (quick where they are there): on
 # the job's ranks, at least 2, so that those of jobs on several ranks, laid out as this one, are
-# there too
-[ "$gpus" -gt 0 ] && "$mpirun" "${flags[@]}" -n $((ranks > 2 ? ranks : 2)) "$python" -m distsort compile
+# there too; on CPUs once, when .venv is made (each rank of the job would build and time the C
+# kernels, and with PYTHONDONTWRITEBYTECODE=1 compile every module, in every run)
+if [ "$gpus" -gt 0 ] || [ -n "${installed:-}" ]; then
+  "$mpirun" "${flags[@]}" -n $((ranks > 2 ? ranks : 2)) "$python" -m distsort compile
+fi
 exec "$mpirun" "${flags[@]}" -n "$ranks" "$python" -m distsort "$@"
