@@ -510,11 +510,8 @@ class RadixEngine:
         placeholder(keys.device.id)  # kept by the process: made from CuPy's pool, not a graph's
         key = (keys.size, keys.dtype.char, mode, *bits, int(low), code)
         replayed = self.graphs.run(key, keys, sort)
-        if replayed is not None:
-            return replayed
-        work = _aligned(_cupy(), keys)
-        mine = work.data.ptr != keys.data.ptr  # an aligned copy, ours to overwrite
-        return radix_sort(work, None, mode, *bits, low, mine, None, code)
+        return replayed if replayed is not None else self._run(keys, None, mode, bits, low,
+                                                               code=code)
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
              **options: Unpack[SortOptions]):
