@@ -98,6 +98,7 @@ class StreamClock:
         return self.cp.cuda.get_current_stream().record()
 
     def seconds(self, start, end) -> float:
+        end.synchronize()  # a one-rank sort returns once queued: its report is read after it
         return self.cp.cuda.get_elapsed_time(start, end) / 1e3
 
 

@@ -67,3 +67,19 @@ def test_a_failing_phase_is_timed_and_unwatched(where):
             with phases.phase(report, "exchange", HostClock()):
                 raise KeyboardInterrupt("body")
     assert "exchange" in report.phases and not _monitor().armed
+
+
+@pytest.mark.gpu
+def test_a_one_rank_gpu_sorts_phases_read_at_once():
+    """A one-rank sort returns once its work is queued (pipeline.sort_as_one): its report's
+    phases, read straight after, wait for their marks rather than fail (not ready)."""
+    cp = pytest.importorskip("cupy")
+    from mpi4py import MPI
+
+    import distsort
+    from distsort.report import SortReport
+
+    keys = cp.random.randint(0, 2**31, 1 << 24, dtype=cp.int64).astype(cp.uint32)
+    report = SortReport()
+    distsort.sort(keys, MPI.COMM_SELF, report=report)
+    assert report.phases["finish"] > 0
