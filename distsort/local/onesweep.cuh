@@ -10,15 +10,22 @@
 #endif
 
 // The coder of raw keys that a sort orders by their codes (code: kind | descending << 2 |
-// canonical << 3, as keys.NumericCodec.code); code 0 (keys that are codes already) and the build
-// without RADIX_KEY_CODES leave keys as they are.
+// canonical << 3, as keys.NumericCodec.code), with which ends of a kernel meet raw keys:
+// CODE_LOAD, it reads raw keys (and codes them), CODE_STORE, it writes raw keys (their codes'
+// bits). A sort's first pass reads raw keys and its last writes them; the keys between stay
+// codes, so the passes between run the plain build (radix.py): a pass that coded both ways
+// took ~1.7x a plain one's time at 2^20 keys (ncu). Code 0 (keys that are codes already) and
+// the build without RADIX_KEY_CODES leave keys as they are.
+#define CODE_LOAD 16
+#define CODE_STORE 32
 template <typename K> struct RawKeys {
     KeyCoder<K> coder;
-    bool on;
+    bool in, out;
     __device__ __forceinline__ RawKeys(int code)
-        : coder(code & 3, (code >> 2) & 1, (code >> 3) & 1), on(RADIX_KEY_CODES && code) {}
-    __device__ __forceinline__ K code(K raw) const { return on ? coder.code(raw) : raw; }
-    __device__ __forceinline__ K bits(K kept) const { return on ? coder.bits(kept) : kept; }
+        : coder(code & 3, (code >> 2) & 1, (code >> 3) & 1),
+          in(RADIX_KEY_CODES && (code & CODE_LOAD)), out(RADIX_KEY_CODES && (code & CODE_STORE)) {}
+    __device__ __forceinline__ K code(K raw) const { return in ? coder.code(raw) : raw; }
+    __device__ __forceinline__ K bits(K kept) const { return out ? coder.bits(kept) : kept; }
 };
 
 

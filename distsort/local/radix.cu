@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(HIST_BLOCK, 1)
     constexpr int LANES = sizeof(K) == 4 ? 32 : 16;
     constexpr int VEC = 16 / (int)sizeof(K);
     constexpr int NBINS = PASSES * RADIX;
-    const RawKeys<K> raw(code);
+    const RawKeys<K> raw(code ? code | CODE_LOAD : 0);  // it reads the caller's raw keys
     extern __shared__ u32 s_hist[];
     for (int i = threadIdx.x; i < NBINS * LANES; i += blockDim.x) s_hist[i] = 0;
     int shift[PASSES];

@@ -90,6 +90,7 @@ WIDE_ROWS = 1 << 30  # from here a tile's look-back flag takes two words (radix.
 
 WORD_NAME = {4: "u32", 8: "u64"}  # the kernels' template names of 4- and 8-byte words
 _VALUE_DTYPE = {"u32": np.uint32, "u64": np.uint64, "i64": np.int64}
+CODE_LOAD, CODE_STORE = 16, 32  # a pass's code: which ends meet raw keys (onesweep.cuh)
 KEYS_ONLY = ("u32", "u32", 0)  # the (value in, value out, mode) of a pass without values
 # (value in, value out, mode) of every onesweep instance; mode 0 keys, 1 read values, 2 index
 _VALUE_KINDS = (
@@ -286,7 +287,8 @@ def onesweep(src, dst, kinds, shift_bits, low, pass_args, wide: bool, tiles: int
     value kind, pass_args (bases, tile counter, zeroed flags); descriptors, where given, are
     (tile_start, tile_rows) uint32 arrays, one entry per tile (radix.cu), else
     tiles are consecutive TILE-key runs of src; skip, where given, a device word that, where
-    set by radix_scan, makes the pass do nothing; code as in digit_counts."""
+    set by radix_scan, makes the pass do nothing; code as in digit_counts, with CODE_LOAD and
+    CODE_STORE where the pass reads or writes raw keys (_PingPong.pass_code)."""
     vin, vout, vmode = kinds
     name = _onesweep_name(WORD_NAME[src[0].dtype.itemsize], vin, vout, vmode)
     kernel = _kernel(src[0].device.id, name, code)
@@ -366,10 +368,10 @@ def radix_sort(
         return _unsorted(cp, keys, vals, mode, pong.keys[0] if not overwrite else None)
     start = 0
     if guessed is not None and active[0] == 0:
-        pong.src, start = guessed, 1
+        (pong.src, pong.raw), start = guessed, 1
     for i in range(start, len(active)):
         p = active[i]
-        pong.src = pong.run(state, i, p, passes[p], low, last=i == len(active) - 1)
+        pong.src, pong.raw = pong.run(state, i, p, passes[p], low, last=i == len(active) - 1)
     return pong.src[0], None if mode == "keys" else pong.src[1]
 
 
@@ -396,9 +398,20 @@ class _PingPong:
         self.keys = [_scratch(cp, keys, scratch), keys if overwrite else None]
         self.values = [None, vals if overwrite and mode == "pairs" else None]
         self.src = (keys, vals if mode == "pairs" else self.dummy)
+        self.raw = True  # src's keys are the caller's words, not yet their codes (code)
+
+    def pass_code(self, raw_out: bool) -> int:
+        """The kernels' code for a pass from src that writes raw keys (raw_out) or codes: with
+        the ends that meet raw keys (CODE_LOAD, CODE_STORE); 0 where neither does, so the
+        passes between a sort's first and last run the plain build (onesweep.cuh)."""
+        if not self.code or not (self.raw or raw_out):
+            return 0
+        return self.code | CODE_LOAD * self.raw | CODE_STORE * raw_out
 
     def run(self, state: _State, i: int, p: int, shift_bits, low, last: bool, skip=None):
-        """Launch pass p, the i-th that runs, from src; returns the (keys, values) it writes."""
+        """Launch pass p, the i-th that runs, from src; returns the (keys, values) it writes
+        and whether those keys are raw (the last pass's; a guessed first pass's, skip given,
+        which may prove the only one) or codes."""
         _, vout, vmode = kinds = _value_plan(self.mode, self.vals, i, last)
         if self.keys[i % 2] is None:
             self.keys[i % 2] = self.cp.empty_like(self.src[0])
@@ -407,9 +420,10 @@ class _PingPong:
             values = self.values[i % 2] = self.cp.empty(self.n, dtype=_VALUE_DTYPE[vout])
         dst = (self.keys[i % 2], values if vmode else self.dummy)
         pair = self.src if vmode == 1 else (self.src[0], self.dummy)
+        raw_out = last or skip is not None
         onesweep(pair, dst, kinds, shift_bits, low, state.pass_args(p, i), state.wide,
-                 state.tiles, skip=skip, code=self.code)
-        return dst
+                 state.tiles, skip=skip, code=self.pass_code(raw_out))
+        return dst, raw_out
 
 
 class RadixEngine:
