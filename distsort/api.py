@@ -118,12 +118,15 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
                           device_memory, outs)[0]
     keys, descending, _ = _stand_ins(native(keys), descending)
     rt = _runtime(keys, comm, backend)
+    codec = numeric_codec(keys.dtype, descending, canonical=True)
+    replayed = _replayed(rt, keys, "argsort", codec, (report, device_memory, outs))
+    if replayed is not None:
+        return replayed
     job = outofcore.plan(rt, keys, device_memory, extra_row_bytes=8)
     if job:
         return outofcore.argsort(job, keys, descending, _report(report, rt), outs)
     dev_keys, to_caller = _prepare(rt, keys)
     report = _report(report, rt)
-    codec = numeric_codec(keys.dtype, descending, canonical=True)
     if _orders_numbers(rt, codec, lossy=True):
         order = sort_as_one(rt, report, [dev_keys],
                             lambda c, **more: [rt.backend.engine.argsort(c[0], codec=codec,
@@ -175,13 +178,17 @@ def sort_records(records, key_size: int, comm=None, *, descending: bool = False,
 def _sort_numeric(keys, values, comm, descending, stable, backend, report, device_memory,
                   outs=None):
     rt = _runtime(keys, comm, backend)
+    codec = numeric_codec(keys.dtype, descending, canonical=stable)
+    if values is None and not codec.lossy:
+        replayed = _replayed(rt, keys, "sort", codec, (report, device_memory, outs))
+        if replayed is not None:
+            return replayed, None
     job = outofcore.plan(rt, keys, device_memory, values)
     if job:
         report = _report(report, rt)
         return outofcore.sort_numeric(job, keys, values, descending, stable, report, outs)
     dev_keys, to_caller = _prepare(rt, keys)
     report, clock = _report(report, rt), rt.backend.clock()
-    codec = numeric_codec(keys.dtype, descending, canonical=stable)
     given = [] if values is None else [rt.xp.asarray(values)]
     if codec.identity or _orders_numbers(rt, codec):  # no encode or decode pass: no phase
         out = distributed_sort(rt, [dev_keys] + given, _first, report, {"codec": codec})
@@ -255,6 +262,18 @@ def _runtime(array, comm, backend: str | None) -> Runtime:
     """The runtime that sorts array: without an explicit backend, CuPy arrays are sorted on
     the GPU and NumPy arrays on the CPU."""
     return get_runtime(comm, backend or ("gpu" if on_gpu(array) else "cpu"))
+
+
+def _replayed(rt: Runtime, keys, op: str, codec: NumericCodec, asked: tuple):
+    """A small sort ('sort' or 'argsort') that one rank's engine replays from a graph it keeps
+    for the kind (local/graphs.py): its result, straight from the engine, where the caller asks
+    for nothing else (asked: no report, device_memory or out arrays) of a sort of device keys;
+    else None. The pipeline's layers (plan, report, phase, watchdog) would cost the host more
+    than the sort's own launch, and the device waits for them (bench/RESULTS.md, session 44)."""
+    if any(a is not None for a in asked) or rt.comm.Get_size() != 1 or not on_gpu(keys):
+        return None
+    replay = getattr(rt.backend.engine, "replay", None)
+    return None if replay is None else replay(keys, op, codec)
 
 
 def _prepare(rt: Runtime, array) -> tuple[object, object]:

@@ -82,6 +82,20 @@ class Graphs:
                 self.seen.popitem(last=False)
             return False
 
+    def replay(self, key: tuple, keys) -> tuple | None:
+        """The results of the graph kept for this key, replayed on keys; None where none is
+        kept (nothing is noted or captured)."""
+        key = _where(key)
+        with self.lock:  # the graph's buffers serve one sort at a time, in stream order
+            return self._replayed(key, keys)
+
+    def _replayed(self, key: tuple, keys) -> tuple | None:
+        graph = self.graphs.pop(key, None)
+        if graph is None:
+            return None
+        self.graphs[key] = graph  # the most recently used
+        return graph.run(keys)
+
     def run(self, key: tuple, keys, sort: Callable) -> tuple | None:
         """sort(keys) by the graph of this key, captured first where there is none: sort takes
         a buffer of keys (its own to overwrite) and returns a tuple of result arrays (or Nones).
@@ -91,11 +105,10 @@ class Graphs:
         import cupy
 
         key = _where(key)
-        with self.lock:  # the graph's buffers serve one sort at a time, in stream order
-            graph = self.graphs.pop(key, None)
-            if graph is not None:
-                self.graphs[key] = graph  # the most recently used
-                return graph.run(keys)
+        with self.lock:
+            replayed = self._replayed(key, keys)
+            if replayed is not None:
+                return replayed
             if key in self.failed:
                 return None
             try:  # the first replay too: the device loads a graph at its first launch

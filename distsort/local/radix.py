@@ -89,6 +89,7 @@ NULL = np.uintp(0)  # a null device pointer, for kernel arguments left out
 WIDE_ROWS = 1 << 30  # from here a tile's look-back flag takes two words (radix.cu: counts < 2^30)
 
 WORD_NAME = {4: "u32", 8: "u64"}  # the kernels' template names of 4- and 8-byte words
+_WORD_CHAR = {kb: np.dtype(UNSIGNED[kb]).char for kb in WORD_NAME}  # their dtypes' codes
 _VALUE_DTYPE = {"u32": np.uint32, "u64": np.uint64, "i64": np.int64}
 CODE_LOAD, CODE_STORE = 16, 32  # a pass's code: which ends meet raw keys (onesweep.cuh)
 KEYS_ONLY = ("u32", "u32", 0)  # the (value in, value out, mode) of a pass without values
@@ -519,13 +520,30 @@ class RadixEngine:
         """radix_sort's (keys, positions or None) of a small sort, by its graph (where _route
         said "graph": one is kept, or this kind was seen before): new arrays."""
         def sort(buffer) -> tuple:
-            return radix_sort(buffer, None, mode, *bits, low, True, None, code, learn=False)
+            out = radix_sort(buffer, None, mode, *bits, low, True, None, code, learn=False)
+            return (None, out[1]) if mode == "argsort" else out  # its keys: not copied out
 
         placeholder(keys.device.id)  # kept by the process: made from CuPy's pool, not a graph's
         key = (keys.size, keys.dtype.char, mode, *bits, int(low), code)
         replayed = self.graphs.run(key, keys, sort)
         return replayed if replayed is not None else self._run(keys, None, mode, bits, low,
                                                                code=code)
+
+    def replay(self, keys, op: str, codec):
+        """op ('sort' or 'argsort', all bits) of raw numbers in the codec's order by the graph
+        kept for its kind, where one is: the sorted keys or the positions, new arrays; else
+        None, with nothing noted (the caller sorts as usual, which sights and captures). For
+        callers whose layers would otherwise hold up a small sort's one launch (api.py)."""
+        kb = keys.dtype.itemsize
+        if kb not in WORD_NAME or keys.ndim != 1 or not keys.flags.c_contiguous:
+            return None
+        mode = "keys" if op == "sort" else "argsort"
+        kind = (keys.size, _WORD_CHAR[kb], mode, 0, 8 * kb, 0, codec.code)  # as _replayed's
+        replayed = self.graphs.replay(kind, keys)
+        if replayed is None:
+            return None
+        self.used.add("radix")
+        return replayed[0].view(keys.dtype) if op == "sort" else replayed[1]
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
              **options: Unpack[SortOptions]):
@@ -619,5 +637,6 @@ def _numbers(engine: RadixEngine, codec, op: str, keys, bits: tuple, options: di
     vals = value_words(cp.ascontiguousarray(values)) if op == "pairs" else None
     mode = {"sort": "keys", "argsort": "argsort", "pairs": "pairs"}[op]
     out_k, out_v = engine._run(words, vals, mode, bits, **options, **code,
-                               replay=who == "graph")
-    return out_k.view(keys.dtype), out_v.view(values.dtype) if op == "pairs" else out_v
+                               replay=who == "graph")  # a replayed argsort gives no keys
+    return (None if out_k is None else out_k.view(keys.dtype),
+            out_v.view(values.dtype) if op == "pairs" else out_v)

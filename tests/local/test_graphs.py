@@ -127,6 +127,16 @@ def test_a_graph_is_captured_once_then_replayed(fake):
     assert fake.log == ["capture", "launch", "launch", "launch"] and len(kept.graphs) == 1
 
 
+def test_a_replay_alone_runs_only_a_kept_graph_and_notes_nothing(fake):
+    kept = graphs.Graphs()
+    assert kept.replay(("k",), keys()) is None
+    assert not kept.seen and not kept.graphs and fake.log == []
+    kept.run(("k",), keys(), sort)
+    out, none = kept.replay(("k",), keys())
+    assert none is None and out.tolist() == list(range(8))
+    assert fake.log == ["capture", "launch", "launch"]
+
+
 def test_the_least_recently_used_graph_goes_after_its_last_replay(fake, monkeypatch):
     monkeypatch.setattr(graphs, "BYTES", 250)  # room for two graphs of fake.pool_bytes
     kept = graphs.Graphs()
@@ -194,3 +204,4 @@ def test_a_kind_is_ready_from_its_second_sighting():
     kept = graphs.Graphs()
     assert [kept.ready(("k", 1)) for _ in range(3)] == [False, True, True]
     assert not kept.ready(("k", 2))
+

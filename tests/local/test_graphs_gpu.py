@@ -191,3 +191,35 @@ def test_unaligned_and_strided_views_are_replayed_and_right(cp, monkeypatch, gra
             assert cp.array_equal(engine.argsort(view), cp.argsort(before))
             assert cp.array_equal(view, before)  # the caller's keys are left as they were
     assert "radix" in engine.used and bool(engine.graphs.graphs) != graphless
+
+
+@pytest.mark.parametrize("dtype,op,descending", [
+    (np.uint32, "sort", False), (np.int32, "sort", False), (np.float32, "sort", True),
+    (np.uint64, "argsort", False), (np.float64, "argsort", True)])
+def test_the_api_replays_a_kept_graph_past_the_pipeline(cp, monkeypatch, dtype, op, descending):
+    """One rank's small sorts through the API: the first goes to CUB and the second captures,
+    through the pipeline (its plan); later ones go to the kept graph straight from the API,
+    unless the caller asks for a report. Every result as CuPy's."""
+    from mpi4py import MPI
+
+    import distsort
+    from distsort import api
+    from distsort.report import SortReport
+
+    planned, plan = [], api.outofcore.plan
+    monkeypatch.setattr(api.outofcore, "plan", lambda *a, **k: planned.append(1) or plan(*a, **k))
+    call = getattr(distsort, op)
+    n = 3 * GRAPH_MIN + 1
+    for seed in range(4):
+        keys = fresh(cp, dtype, n, 100 + seed, high=5000)  # ties
+        got = call(keys, MPI.COMM_SELF, descending=descending)
+        if op == "argsort":
+            want = cp.argsort(-keys if descending else keys)  # stable, as ours
+        else:
+            want = cp.sort(keys)[::-1] if descending else cp.sort(keys)
+        assert got.dtype == want.dtype and cp.array_equal(got, want)
+    assert len(planned) == 2
+    report = SortReport()
+    call(keys, MPI.COMM_SELF, descending=descending, report=report)
+    assert len(planned) == 3 and "finish" in report.phases
+
