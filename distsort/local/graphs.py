@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
-BYTES = 256 << 20  # device memory the kept graphs' buffers may hold, all together
+BYTES = 512 << 20  # device memory the kept graphs' buffers may hold, all together: an
+# argsort of 2^24 uint32 keys holds ~400 MiB
 SIGHTINGS = 256  # kinds of sort remembered as seen
 
 
@@ -69,11 +71,26 @@ class Graphs:
         self.graphs: OrderedDict[tuple, _Graph] = OrderedDict()
         self.seen: OrderedDict[tuple, None] = OrderedDict()
         self.failed: OrderedDict[tuple, None] = OrderedDict()  # not tried again
+        self.holds = 0  # held_off() bodies under way
+
+    @contextmanager
+    def held_off(self) -> Iterator[None]:
+        """No graph is captured or replayed inside the body (nor a sighting noted): for sorts
+        planned within a device-memory budget, which has no room for a graph's own buffers."""
+        with self.lock:
+            self.holds += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.holds -= 1
 
     def ready(self, key: tuple) -> bool:
         """Has this kind of sort (key: its size and what its kernels depend on) been seen
         before, so that run() replays or captures a graph for it? Notes a sighting."""
         with self.lock:
+            if self.holds:
+                return False
             if key in self.seen:
                 self.seen.move_to_end(key)
                 return True

@@ -205,3 +205,10 @@ def test_a_kind_is_ready_from_its_second_sighting():
     assert [kept.ready(("k", 1)) for _ in range(3)] == [False, True, True]
     assert not kept.ready(("k", 2))
 
+
+def test_held_off_no_kind_is_seen_so_none_is_captured(fake):
+    kept = graphs.Graphs()
+    with kept.held_off():
+        assert [kept.ready(("k",)) for _ in range(3)] == [False] * 3
+    assert not kept.seen and fake.log == []
+    assert [kept.ready(("k",)) for _ in range(2)] == [False, True]

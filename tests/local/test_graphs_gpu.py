@@ -223,3 +223,21 @@ def test_the_api_replays_a_kept_graph_past_the_pipeline(cp, monkeypatch, dtype, 
     call(keys, MPI.COMM_SELF, descending=descending, report=report)
     assert len(planned) == 3 and "finish" in report.phases
 
+
+def test_the_out_of_core_sort_keeps_no_graphs(cp):
+    """Its runs' sorts repeat one size, within a device-memory budget that has no room for a
+    graph's buffers: no kind is noted, so none is captured."""
+    from mpi4py import MPI
+
+    import distsort
+    from distsort.report import SortReport
+    from distsort.runtime import get_runtime
+
+    engine = get_runtime(MPI.COMM_SELF, "gpu").backend.engine
+    distsort.release(MPI.COMM_SELF)
+    for seed in range(3):
+        keys = fresh(cp, np.uint32, 1 << 22, seed)
+        report = SortReport()
+        got = distsort.sort(keys, MPI.COMM_SELF, device_memory="8MiB", report=report)
+        assert report.path == "out of core" and cp.array_equal(got, cp.sort(keys))
+    assert not engine.graphs.seen and not engine.graphs.graphs

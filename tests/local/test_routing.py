@@ -24,16 +24,19 @@ def test_coded_sorts_are_ours_sooner_than_plain_ones(dtype, route):
 
 
 def test_a_small_sort_is_replayed_from_its_kinds_second_sighting():
-    """From GRAPH_MIN to GRAPH_MAX keys, below MIN_N: CUB the first time a kind of sort (its
-    size, dtype, bits, low and code) is seen, a graph of our kernels from the second."""
+    """From GRAPH_MIN to GRAPH_MAX keys: the first time a kind of sort (its size, dtype, bits,
+    low and code) is seen, CUB (below MIN_N) or our kernels launched one by one; a graph of
+    them from the second."""
     from distsort.local.radix import GRAPH_MAX, GRAPH_MIN
 
+    assert GRAPH_MIN < MIN_N["argsort"] < GRAPH_MAX
     engine = RadixEngine()
-    for n in (GRAPH_MIN, GRAPH_MAX - 1):
+    for n in (GRAPH_MIN, MIN_N["argsort"] - 1, MIN_N["argsort"], GRAPH_MAX - 1):
+        first = "ours" if n >= MIN_N["argsort"] else "cub"
         assert [engine._route(keys(np.uint32, n), "argsort") for _ in range(3)] == \
-            ["cub", "graph", "graph"]
-    for n in (GRAPH_MIN - 1, GRAPH_MAX):  # outside: CUB at every sighting
-        assert [engine._route(keys(np.uint32, n), "argsort") for _ in range(2)] == ["cub"] * 2
+            [first, "graph", "graph"]
+    for n, route in ((GRAPH_MIN - 1, "cub"), (GRAPH_MAX, "ours")):  # outside: never a graph
+        assert [engine._route(keys(np.uint32, n), "argsort") for _ in range(2)] == [route] * 2
 
 
 def test_a_new_low_or_code_is_a_kind_not_seen():
