@@ -6,7 +6,7 @@
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
 #   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD)
 #   cpuab (AB_OLD, CPUSORT_ARGS)
-#   steps cold tune trees apiab smallapi passprof a2a ce fresh
+#   steps cold tune trees apiab smallapi passprof codedprof (CODED_LOG) a2a ce fresh
 #   ipctests
 #   ipcalone take service (SERVICE_RANKS: 1 2, SERVICE_ARGS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
 #   (EXTERNAL_TOTAL=100GB: less;
@@ -245,6 +245,16 @@ e = R(min_n=0); [e.sort(cp.random.randint(0, 2**32, 1 << 28, dtype=cp.uint32)) f
                 >"$OUT/passprof.txt" 2>&1
               grep -aE "radix_onesweep|Duration|stalled|Warp Cycles|Eligible|Achieved Occ|Throughput" \
                 "$OUT/passprof.txt" | awk '$NF != 0' | head -70 ;;
+    codedprof) ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)  # each pass's
+               # time, uint32 against int32 and float32 keys (the coded build's first and last)
+               timeout 200 "$ncu" --clock-control none --metrics gpu__time_duration.sum \
+                 -k regex:radix_ python3 -c "import cupy as cp, numpy as np
+from distsort.keys import NumericCodec as C; from distsort.local.radix import RadixEngine as R
+e, x = R(min_n=0), cp.random.randint(0, 2**31, 1 << ${CODED_LOG:-20}, dtype=cp.int64) - 2**30
+for t in (np.uint32, np.int32, np.float32): [e.sort(x.astype(t), codec=C(np.dtype(t))) for _ in (0, 1)]
+" >"$OUT/codedprof.txt" 2>&1
+               grep -aoE "radix_[a-z]+<[a-z ]+,|radix_scan|gpu__time_duration.sum +[a-z]+ +[0-9.]+" \
+                 "$OUT/codedprof.txt" | awk '{print $NF}' | paste -sd' ' ;;
     ipcalone) for p in 2 4; do  # the copy-engine transport alone, its event waits skipped
                 [ "$p" -le "$gpus" ] && timeout 100 $mpi -n $p python3 bench/history/ipc_transport.py 2>&1 \
                   | grep -a "P=\|Error"
