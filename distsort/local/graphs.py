@@ -77,8 +77,9 @@ class Graphs:
 
     @contextmanager
     def held_off(self) -> Iterator[None]:
-        """No graph is captured or replayed inside the body (nor a sighting noted): for sorts
-        planned within a device-memory budget, which has no room for a graph's own buffers."""
+        """ready() answers no inside the body and notes no sighting, so the sorts it routes
+        neither capture nor replay a graph: for sorts planned within a device-memory budget,
+        which has no room for a graph's own buffers."""
         with self.lock:
             self.holds += 1
         try:
