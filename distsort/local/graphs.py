@@ -8,11 +8,11 @@ graph with buffers of its own, and each later sort of that kind copies its keys 
 the graph and copies the result out: a few host calls.
 
 Captured on a kind's second sighting, so a stream of sizes that never repeat captures nothing
-(it sorts as before: by CUB, or by our kernels launched one by one). From SYNC_MIN keys a graph
-also spares the host its wait for the histogram (which lets a direct sort skip constant
-digits; a graph runs every pass). The graphs and their buffers are kept per device, stream
-(and thread, on per-thread default streams) and kind, least recently used first out, up to
-BYTES of buffers an engine; release() drops them, each once its last replay has run.
+(it sorts by CUB as before). A graph runs every pass, so it stands in for CUB's sorts only:
+from radix.MIN_N our kernels run one by one, and from SYNC_MIN skip the digits that never
+vary. The graphs and their buffers are kept per device, stream (and thread, on per-thread
+default streams) and kind, least recently used first out, up to BYTES of buffers an engine;
+release() drops them, each once its last replay has run.
 """
 
 from __future__ import annotations

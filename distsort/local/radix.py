@@ -21,8 +21,7 @@ Where CUB (cupy.sort / cupy.argsort, through CubEngine) runs instead of our kern
   sorts only pay off on large arrays; a bit range narrower than the key ("narrow") saves passes;
   except that from GRAPH_MIN to GRAPH_MAX keys a sort or argsort of a kind seen before (its
   size, bits, low and code: float keys and descending orders too) replays our kernels as a
-  CUDA graph (graphs.py), which costs the host one launch, not seven, and waits for no
-  histogram on the host (from MIN_N too, up to GRAPH_MAX);
+  CUDA graph (graphs.py), which costs the host one launch, not seven;
 - uint8/uint16 keys (CUB sorts them natively in 1-2 narrow passes; ours would widen them);
 - 2^32 keys or more (our kernels keep 32-bit positions);
 - keys that are not uint8/16/32/64, or not 1-D.
@@ -80,11 +79,10 @@ MIN_N = {
     "pairs": 1 << 21,
 }
 MAX_N = (1 << 32) - 1
-GRAPH_MIN, GRAPH_MAX = 1 << 16, 1 << 25  # sorts replayed as graphs (graphs.py): from here
-# they beat CUB's; below here their buffers are small enough to keep, and the two copies a
-# replay adds cost less than the host's launches and its wait for the histogram (which lets a
-# direct sort skip constant digits) save. "coded": float keys and descending orders, where
-# CUB's route adds a pass to make the codes and one to undo them
+GRAPH_MIN, GRAPH_MAX = 1 << 16, 1 << 25  # sorts below MIN_N replayed as graphs (graphs.py):
+# from here they beat CUB's; below here their buffers are small enough to keep, and the two
+# copies a replay adds cost less than CUB's host work and its extra passes. "coded": float keys
+# and descending orders, where CUB's route adds a pass to make the codes and one to undo them
 GRAPHED = ("sort", "sort64", "narrow", "narrow64", "coded", "coded64", "argsort")
 FLAGS_ONCE_BYTES = 64 << 20  # up to this, all passes' look-back flags are zeroed by one memset
 NULL = np.uintp(0)  # a null device pointer, for kernel arguments left out
@@ -493,11 +491,11 @@ class RadixEngine:
         elif op == "sort":  # CUB (cupy.sort) sorts every bit: fewer passes are ours to win
             narrow = len(digit_passes(max(0, begin_bit), end)) < kb
             op = ("narrow" if narrow else "sort") + ("64" if kb == 8 else "")
+        if keys.size >= MIN_N[op]:  # from SYNC_MIN it skips the digits that do not vary:
+            return "ours"  # a graph runs every pass (2x the passes of small-range 64-bit keys)
         kind = (keys.size, keys.dtype.char, op, begin_bit, end_bit, int(low), code)
         graphed = GRAPH_MIN <= keys.size < GRAPH_MAX and op in GRAPHED
-        if graphed and self.graphs.ready(kind):
-            return "graph"
-        return "ours" if keys.size >= MIN_N[op] else "cub"
+        return "graph" if graphed and self.graphs.ready(kind) else "cub"
 
     def _run(self, keys, vals, mode: str, bits: tuple, low: int = 0, overwrite: bool = False,
              scratch=None, code: int = 0, replay: bool = False):

@@ -24,19 +24,23 @@ def test_coded_sorts_are_ours_sooner_than_plain_ones(dtype, route):
 
 
 def test_a_small_sort_is_replayed_from_its_kinds_second_sighting():
-    """From GRAPH_MIN to GRAPH_MAX keys: the first time a kind of sort (its size, dtype, bits,
-    low and code) is seen, CUB (below MIN_N) or our kernels launched one by one; a graph of
-    them from the second."""
+    """From GRAPH_MIN to GRAPH_MAX keys, below MIN_N: CUB the first time a kind of sort (its
+    size, dtype, bits, low and code) is seen, a graph of our kernels from the second. From
+    MIN_N our kernels run one by one every time: they skip the digits that never vary, which
+    a graph cannot."""
     from distsort.local.radix import GRAPH_MAX, GRAPH_MIN
 
-    assert GRAPH_MIN < MIN_N["argsort"] < GRAPH_MAX
+    assert GRAPH_MIN < MIN_N["argsort"] < GRAPH_MAX <= MIN_N["sort"]
     engine = RadixEngine()
-    for n in (GRAPH_MIN, MIN_N["argsort"] - 1, MIN_N["argsort"], GRAPH_MAX - 1):
-        first = "ours" if n >= MIN_N["argsort"] else "cub"
-        assert [engine._route(keys(np.uint32, n), "argsort") for _ in range(3)] == \
-            [first, "graph", "graph"]
-    for n, route in ((GRAPH_MIN - 1, "cub"), (GRAPH_MAX, "ours")):  # outside: never a graph
-        assert [engine._route(keys(np.uint32, n), "argsort") for _ in range(2)] == [route] * 2
+    for n, op in ((GRAPH_MIN, "argsort"), (MIN_N["argsort"] - 1, "argsort"),
+                  (GRAPH_MAX - 1, "sort")):
+        assert [engine._route(keys(np.uint32, n), op) for _ in range(3)] == \
+            ["cub", "graph", "graph"]
+    assert [engine._route(keys(np.uint32, MIN_N["argsort"]), "argsort") for _ in range(3)] == \
+        ["ours"] * 3
+    for n in (GRAPH_MIN - 1, GRAPH_MAX):  # outside: CUB at every sighting below MIN_N
+        assert [engine._route(keys(np.uint64, n), "argsort") for _ in range(2)] == \
+            ["cub" if n < MIN_N["argsort"] else "ours"] * 2
 
 
 def test_a_new_low_or_code_is_a_kind_not_seen():
