@@ -529,8 +529,7 @@ class RadixEngine:
             return (None, out[1]) if mode == "argsort" else out  # its keys: not copied out
 
         placeholder(keys.device.id)  # kept by the process: made from CuPy's pool, not a graph's
-        key = (keys.size, keys.dtype.char, mode, *bits, int(low), code)
-        replayed = self.graphs.run(key, keys, sort)
+        replayed = self.graphs.run(_graph_kind(keys, mode, bits, low, code), keys, sort)
         return replayed if replayed is not None else self._run(keys, None, mode, bits, low,
                                                                code=code)
 
@@ -543,8 +542,7 @@ class RadixEngine:
         if kb not in WORD_NAME or keys.ndim != 1 or not keys.flags.c_contiguous:
             return None
         mode = "keys" if op == "sort" else "argsort"
-        kind = (keys.size, _WORD_CHAR[kb], mode, 0, 8 * kb, 0, codec.code)  # as _replayed's
-        replayed = self.graphs.replay(kind, keys)
+        replayed = self.graphs.replay(_graph_kind(keys, mode, (0, 8 * kb), 0, codec.code), keys)
         if replayed is None:
             return None
         self.used.add("radix")
@@ -607,6 +605,12 @@ class RadixEngine:
         words = value_words(cp.ascontiguousarray(values))
         out_k, out_v = self._run(keys, words, "pairs", bits, **options)
         return out_k, out_v.view(values.dtype)
+
+
+def _graph_kind(keys, mode: str, bits: tuple, low, code: int) -> tuple:
+    """The kind of sort a kept graph serves (graphs.py): the keys' count and width, and what
+    its kernels hold (mode, bits, low, code); the same for raw numbers as for their words."""
+    return (keys.size, _WORD_CHAR[keys.dtype.itemsize], mode, *bits, int(low), code)
 
 
 def _numbers(engine: RadixEngine, codec, op: str, keys, bits: tuple, options: dict,
