@@ -4,8 +4,9 @@ Below SYNC_MIN keys our kernels (a histogram, a scan, a onesweep pass per digit)
 device time than CUB's sort (2^20 uint32: 65 against 85 us), but the host spends ~160 us
 launching them, so the device waits for the host and CUB's one call wins. A kind of sort seen
 before (its size, and what its kernels hold: bits, low, code) is instead captured once into a
-graph with buffers of its own, and each later sort of that kind copies its keys in, replays
-the graph and copies the result out: a few host calls.
+graph with buffers of its own. Its kernels read their input and write their results through
+three device words (radix.cu: Ends), so each later sort of that kind sets those to its keys
+and to new result arrays, and replays the graph: a few host calls, and no copies.
 
 Captured on a kind's second sighting, so a stream of sizes that never repeat captures nothing
 (it sorts by CUB as before). A graph runs every pass, so it stands in for CUB's sorts only:
@@ -22,26 +23,28 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import numpy as np
+
 BYTES = 512 << 20  # device memory the kept graphs' buffers may hold, all together: an
 # argsort of 2^24 uint32 keys holds ~400 MiB
 SIGHTINGS = 256  # kinds of sort remembered as seen
 
 
 class _Graph:
-    """A captured sort: its input buffer (and the kept buffers the graph uses) and its result."""
+    """A captured sort: the buffers its graph uses, the words it reads its ends from, and the
+    shapes of its results."""
 
     def __init__(self, cp, keys, sort: Callable):
         self.cp = cp
         self.pool = cp.cuda.MemoryPool()  # the graph's own blocks, which no other work reuses
         self.stream = cp.cuda.Stream(non_blocking=True)  # a legacy stream cannot be captured
-        self.stream.wait_event(cp.cuda.get_current_stream().record())  # keys are written
         with cp.cuda.using_allocator(self.pool.malloc), self.stream:
-            self.keys = cp.empty_like(keys)
-            self.keys[...] = keys
-            sort(self.keys)  # loads the kernels and sizes the pool's blocks: no cudaMalloc below
+            self.keys = cp.empty_like(keys)  # what the kernels are given: the ends stand in
+            self.ends = cp.zeros(3, dtype=cp.uint64)  # 0: the kernels' own arrays
+            sort(self.keys, self.ends)  # loads the kernels, sizes the pool: no cudaMalloc below
             self.stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
             try:
-                self.result = sort(self.keys)
+                self.result = sort(self.keys, self.ends)
             finally:
                 self.graph = self.stream.end_capture()
         self.stream.synchronize()
@@ -52,17 +55,15 @@ class _Graph:
         """The captured sort of keys, on the current stream: new arrays."""
         cp = self.cp
         stream = cp.cuda.get_current_stream()
-        self.keys.data.copy_from_device_async(keys.data, keys.nbytes)
+        # cp.ndarray, not empty_like: the latter's Python cost a replay microseconds
+        result = tuple(None if r is None else cp.ndarray(r.shape, r.dtype) for r in self.result)
+        ends = np.array([keys.data.ptr] + [0 if r is None else r.data.ptr for r in result],
+                        dtype=np.uint64)
+        # from pageable memory: staged as the call returns, so ends may go at once
+        self.ends.data.copy_from_host_async(ends.ctypes.data, ends.nbytes, stream)
         self.graph.launch(stream)
-        result = tuple(None if r is None else _copy(cp, r) for r in self.result)
         self.done.record(stream)  # its buffers' last use: a drop waits for this alone
         return result
-
-
-def _copy(cp, a):
-    out = cp.ndarray(a.shape, a.dtype)  # not empty_like: its Python cost a replay microseconds
-    out.data.copy_from_device_async(a.data, a.nbytes)
-    return out
 
 
 class Graphs:
@@ -118,7 +119,9 @@ class Graphs:
 
     def run(self, key: tuple, keys, sort: Callable) -> tuple | None:
         """sort(keys) by the graph of this key, captured first where there is none: sort takes
-        a buffer of keys (its own to overwrite) and returns a tuple of result arrays (or Nones).
+        a buffer of keys (its own to overwrite) and `ends`, three device words that, where not
+        0, stand for the keys it reads and for its two results, and returns those two results
+        (arrays, or None where not wanted: its ends word stays 0).
         Whatever device memory sort allocates comes from the graph's own pool and goes with
         it: sort must keep none of it beyond its call (a cache of its own). None where the
         device had no memory for a new graph's buffers: the caller sorts without one."""

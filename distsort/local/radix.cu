@@ -9,6 +9,13 @@
 //
 // Positions are 32-bit: the driver only sends arrays of fewer than 2^32 keys here.
 //
+// Ends (in_end, out_ends; null where not used): device words read as a kernel starts, each
+// standing, where not 0, for the address that its parameter gives: in_end for the keys read,
+// out_ends for the keys and the values written. A sort replayed as a CUDA graph (graphs.py)
+// is captured once with its parameters fixed; its first pass and the histogram read the
+// caller's keys, and its last pass writes new result arrays, through these words, set before
+// each replay: no copy into the graph's buffers and none out of them (each moves 2n words).
+//
 // Digits are those of (key - low), modulo 2^bits of the key: a driver that knows every key lies
 // in [low, high] passes low, and sorting the bits of key - low below (high - low).bit_length()
 // orders the keys with fewer passes than their own varying bits would need (a range [2^31 - 2^23,
@@ -30,8 +37,9 @@
 template <typename K, int PASSES>
 __global__ void __launch_bounds__(HIST_BLOCK, 1)
     radix_histogram(const K* __restrict__ keys, u64 n, K low, int begin_bit, int end_bit,
-                    int code, u32* __restrict__ counts)
+                    int code, u32* __restrict__ counts, const u64* __restrict__ in_end)
 {
+    if (in_end && *in_end) keys = reinterpret_cast<const K*>(*in_end);
     constexpr int LANES = sizeof(K) == 4 ? 32 : 16;
     constexpr int VEC = 16 / (int)sizeof(K);
     constexpr int NBINS = PASSES * RADIX;
@@ -123,6 +131,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 // reads tile_rows[t] <= TILE keys from tile_start[t] on. Tiles cut from pieces that lie apart
 // read the pieces in tile order as if they were one array: the landing sort's second pass
 // (landing.py) reads every block's run of each digit, digit by digit, with no gather first.
+// in_end, out_ends: see Ends above.
 // skip (or null): a word radix_scan sets where this pass's digit never varies; then every block
 // returns at once, so the driver can queue the first pass before it reads which passes vary,
 // and the GPU does not wait for the host in between.
@@ -133,10 +142,14 @@ __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) 
                    int shift, int bits, int code, const u32* __restrict__ bases,
                    u32* tile_counter,
                    void* flags, int wide, const u32* __restrict__ tile_start,
-                   const u32* __restrict__ tile_rows, const u32* __restrict__ skip)
+                   const u32* __restrict__ tile_rows, const u32* __restrict__ skip,
+                   const u64* __restrict__ in_end, const u64* __restrict__ out_ends)
 {
     __shared__ OnesweepSmem<K, VO, VMODE> sm;
     if (skip && *skip) return;  // the digit is the same for every key: the pass is not needed
+    if (in_end && *in_end) keys_in = reinterpret_cast<const K*>(*in_end);
+    if (out_ends && out_ends[0]) keys_out = reinterpret_cast<K*>(out_ends[0]);
+    if (out_ends && out_ends[1]) vals_out = reinterpret_cast<VO*>(out_ends[1]);
     RadixDigit<K, Items<K, VMODE>::value> dig{low, shift, (1u << bits) - 1u, RawKeys<K>(code)};
     onesweep_next(keys_in, keys_out, vals_in, vals_out, n, dig, bases, tile_counter, flags, wide,
                   tile_start, tile_rows, sm);

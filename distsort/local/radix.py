@@ -240,11 +240,11 @@ def _active_passes(npasses: int, device: int, scanned) -> list[int]:
     return [p for p in range(npasses) if not constant[p]]
 
 
-def _histogram(keys, low, state: _State, bits: tuple, code: int, learn: bool):
+def _histogram(keys, low, state: _State, bits: tuple, code: int, learn: bool, in_end=None):
     """Digit counts and bases of every pass of bits (as digit_counts); from SYNC_MIN keys on,
     where learn, returns an event recorded once the constant-digit flags are set (else None)."""
     if keys.size < SYNC_MIN or not learn:
-        digit_counts(keys, low, bits, state.counts, state.bases, code=code)
+        digit_counts(keys, low, bits, state.counts, state.bases, code=code, in_end=in_end)
         return None
     constant = _constant_words(keys.device.id)[0]
     digit_counts(keys, low, bits, state.counts, state.bases, constant, state.skip, code)
@@ -254,22 +254,27 @@ def _histogram(keys, low, state: _State, bits: tuple, code: int, learn: bool):
 
 
 def digit_counts(keys, low, bits: tuple, counts, bases, constant: int = 0, skip=None,
-                 code: int = 0) -> None:
+                 code: int = 0, in_end=None) -> None:
     """Add the digit counts of every pass of bits = (begin_bit, end_bit, passes) of key - low to
     counts (passes x 256 uint32, 16-byte aligned keys), then write each pass's exclusive scan to
     bases; flag the passes whose digit never varies at `constant` (a mapped host address) and in
     `skip` (device words), where given. code: the keys' digits are those of their codes
-    (keys.NumericCodec.code), 0 where they are codes."""
+    (keys.NumericCodec.code), 0 where they are codes. in_end: a device word that, where not 0,
+    is the address of the keys read instead (radix.cu: Ends)."""
     n, kb, dev = keys.size, keys.dtype.itemsize, keys.device.id
     nvec = n // (16 // kb)
     grid = max(1, min(sm_count(dev), -(-nvec // HIST_BLOCK)))
     smem = bits[2] * 256 * HIST_LANES[kb] * 4
     args = (keys, np.uint64(n), low) + tuple(np.int32(b) for b in bits[:2]) + (np.int32(code),)
     hist = _kernel(dev, _histogram_name(kb, bits[2]), code)
-    hist((grid,), (HIST_BLOCK,), args + (counts,), shared_mem=smem)
+    hist((grid,), (HIST_BLOCK,), args + (counts, _or_null(in_end)), shared_mem=smem)
     scan = _kernel(dev, "radix_scan")
-    skip = NULL if skip is None else skip
-    scan((1,), (256,), (counts, np.int32(bits[2]), bases, np.uint64(constant), skip))
+    scan((1,), (256,), (counts, np.int32(bits[2]), bases, np.uint64(constant), _or_null(skip)))
+
+
+def _or_null(words):
+    """A kernel's optional device array argument: the array, or a null pointer."""
+    return NULL if words is None else words
 
 
 def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
@@ -283,13 +288,14 @@ def _value_plan(mode: str, vals, i: int, last: bool) -> tuple[str, str, int]:
 
 
 def onesweep(src, dst, kinds, shift_bits, low, pass_args, wide: bool, tiles: int,
-             descriptors=(), skip=None, code: int = 0) -> None:
+             descriptors=(), skip=None, code: int = 0, ends: tuple = (None, None)) -> None:
     """Launch one onesweep pass over `tiles` tiles: src/dst are (keys, values) arrays, kinds the
     value kind, pass_args (bases, tile counter, zeroed flags); descriptors, where given, are
     (tile_start, tile_rows) uint32 arrays, one entry per tile (radix.cu), else
     tiles are consecutive TILE-key runs of src; skip, where given, a device word that, where
     set by radix_scan, makes the pass do nothing; code as in digit_counts, with CODE_LOAD and
-    CODE_STORE where the pass reads or writes raw keys (_PingPong.pass_code)."""
+    CODE_STORE where the pass reads or writes raw keys (_PingPong.pass_code); ends, where given,
+    the device words (in_end, out_ends) that stand for src's keys and dst (radix.cu: Ends)."""
     vin, vout, vmode = kinds
     name = _onesweep_name(WORD_NAME[src[0].dtype.itemsize], vin, vout, vmode)
     kernel = _kernel(src[0].device.id, name, code)
@@ -297,7 +303,7 @@ def onesweep(src, dst, kinds, shift_bits, low, pass_args, wide: bool, tiles: int
                np.int32(code))
     tail = tuple(pass_args) + (np.int32(wide),)
     tail += tuple(descriptors) + (NULL,) * (2 - len(descriptors))
-    tail += (NULL if skip is None else skip,)
+    tail += tuple(_or_null(w) for w in (skip, *ends))
     kernel((tiles,), (BLOCK,), src[:1] + dst[:1] + src[1:] + dst[1:] + scalars + tail)
 
 
@@ -328,13 +334,17 @@ def radix_sort(
     scratch=None,
     code: int = 0,
     learn: bool = True,
+    ends=None,
 ):
     """Sort unsigned 32/64-bit keys (1-D, aligned, 2 <= n < 2^32) on bits [begin_bit, end_bit)
     of key - low (taken modulo 2^bits: keys below low would sort after the others).
     With code (keys.NumericCodec.code), the words are the bits of signed or float keys, ordered
     by their codes (low and the bits are then the codes'), and written back as they were.
     learn=False: every pass runs, with no wait for the host to learn which digits are constant
-    (a sort captured as a graph cannot wait).
+    (a sort captured as a graph cannot wait). ends: three device words (uint64) that, where not
+    0, stand for the keys the histogram and the first pass read and for the keys and values the
+    last pass writes (radix.cu: Ends), so a sort captured as a graph serves other arrays
+    (graphs.py); with learn=False and at least one pass.
 
     mode 'keys': returns (keys, None); 'pairs': vals (uint32/uint64) permuted alike;
     'argsort': returns (keys, int64 permutation). Stable. The keys returned are the input keys
@@ -353,12 +363,15 @@ def radix_sort(
         raise ValueError(f"low={low} is not a {keys.dtype} value")
     low = UNSIGNED[kb](int(low))
     passes = digit_passes(begin_bit, min(end_bit, 8 * kb))
+    if ends is not None and (learn or not passes):
+        raise ValueError("ends are for sorts of at least one pass with learn=False")
     state = _State(cp, n, kb, len(passes), mode)
     scanned = None
     if passes:
         bits = (begin_bit, min(end_bit, 8 * kb), len(passes))
-        scanned = _histogram(keys, low, state, bits, code, learn)
-    pong = _PingPong(cp, keys, vals, mode, overwrite, scratch, code)
+        scanned = _histogram(keys, low, state, bits, code, learn,
+                             None if ends is None else ends[:1])
+    pong = _PingPong(cp, keys, vals, mode, overwrite, scratch, code, ends)
     # Keys only: the first pass is queued before the host reads which passes vary (it returns at
     # once on the device where its digit does not), so the GPU does not wait for the host.
     guessed = None
@@ -393,8 +406,9 @@ class _PingPong:
     """The key (and value) buffers that one sort's passes alternate between (radix_sort), each
     allocated when a pass first writes it; src is what the next pass reads."""
 
-    def __init__(self, cp, keys, vals, mode: str, overwrite: bool, scratch, code: int):
+    def __init__(self, cp, keys, vals, mode: str, overwrite: bool, scratch, code: int, ends):
         self.cp, self.n, self.vals, self.mode, self.code = cp, keys.size, vals, mode, code
+        self.ends = ends  # radix_sort's: the first pass reads ends[0], the last writes ends[1:]
         self.dummy = placeholder(keys.device.id)
         self.keys = [_scratch(cp, keys, scratch), keys if overwrite else None]
         self.values = [None, vals if overwrite and mode == "pairs" else None]
@@ -422,8 +436,10 @@ class _PingPong:
         dst = (self.keys[i % 2], values if vmode else self.dummy)
         pair = self.src if vmode == 1 else (self.src[0], self.dummy)
         raw_out = last or skip is not None
+        ends = (None, None) if self.ends is None else \
+            (self.ends[:1] if i == 0 else None, self.ends[1:] if last else None)
         onesweep(pair, dst, kinds, shift_bits, low, state.pass_args(p, i), state.wide,
-                 state.tiles, skip=skip, code=self.pass_code(raw_out))
+                 state.tiles, skip=skip, code=self.pass_code(raw_out), ends=ends)
         return dst, raw_out
 
 
@@ -507,10 +523,8 @@ class RadixEngine:
         width = 8 * keys.dtype.itemsize
         begin_bit = max(0, bits[0])
         end_bit = max(begin_bit, width if bits[1] is None else min(bits[1], width))
-        if replay:  # 32 or 64 bits: the graph copies the keys into its own (aligned) buffer
-            flat = keys if keys.ndim == 1 and keys.flags.c_contiguous else \
-                cp.ascontiguousarray(keys).ravel()
-            return self._replayed(flat, mode, (begin_bit, end_bit), low, code)
+        if replay and end_bit > begin_bit:  # 32 or 64 bits, read where they are (aligned)
+            return self._replayed(_aligned(cp, keys), mode, (begin_bit, end_bit), low, code)
         if width >= 32:
             work = _aligned(cp, keys)
             copied = work.data.ptr != keys.data.ptr
@@ -524,8 +538,9 @@ class RadixEngine:
     def _replayed(self, keys, mode: str, bits: tuple, low: int, code: int) -> tuple:
         """radix_sort's (keys, positions or None) of a small sort, by its graph (where _route
         said "graph": one is kept, or this kind was seen before): new arrays."""
-        def sort(buffer) -> tuple:
-            out = radix_sort(buffer, None, mode, *bits, low, True, None, code, learn=False)
+        def sort(buffer, ends) -> tuple:
+            out = radix_sort(buffer, None, mode, *bits, low, True, None, code, learn=False,
+                             ends=ends)
             return (None, out[1]) if mode == "argsort" else out  # its keys: not copied out
 
         placeholder(keys.device.id)  # kept by the process: made from CuPy's pool, not a graph's
@@ -542,7 +557,8 @@ class RadixEngine:
         if kb not in WORD_NAME or keys.ndim != 1 or not keys.flags.c_contiguous:
             return None
         mode = "keys" if op == "sort" else "argsort"
-        replayed = self.graphs.replay(_graph_kind(keys, mode, (0, 8 * kb), 0, codec.code), keys)
+        kind = _graph_kind(keys, mode, (0, 8 * kb), 0, codec.code)
+        replayed = self.graphs.replay(kind, _aligned(_cupy(), keys))
         if replayed is None:
             return None
         self.used.add("radix")
