@@ -1,9 +1,11 @@
-"""Where small sorts stop being replayed as graphs: the public API at 2^22-2^24 keys with
-radix.GRAPH_MAX set to each of --maxes, alternated in one process (the kept graphs let go
-between settings), ours against cupy.sort / cupy.argsort as bench/local_sort.py --api times
-them. Session 44 (run 374) chose GRAPH_MAX = 2^25 with it.
+"""Where small sorts stop being replayed as graphs: the public API at 2^22-2^24 keys under each
+of --settings (radix.GRAPH_MAX, or a radix.MIN_N entry, set to a power of two), alternated in
+one process (the kept graphs let go between settings), ours against cupy.sort / cupy.argsort
+as bench/local_sort.py --api times them. Session 44 (run 374) chose GRAPH_MAX = 2^25 with
+`--settings GRAPH_MAX=23 GRAPH_MAX=25`; session 45 MIN_N's "coded" and "argsort" with
+`--settings coded=24,argsort=24 coded=25,argsort=25`.
 
-    python3 bench/history/graph_max.py [--maxes 23,25] [--rounds 2]
+    python3 bench/history/graph_max.py [--settings S ...] [--rounds 2] [--logs 22,23,24]
 """
 
 from __future__ import annotations
@@ -21,21 +23,43 @@ import distsort  # noqa: E402
 from distsort.local import radix  # noqa: E402
 
 
+def apply(setting: str) -> dict:
+    """Set each NAME=LOG of a setting (GRAPH_MAX, or a MIN_N key); returns what it replaced."""
+    saved = {}
+    for item in setting.split(","):
+        name, log = item.split("=")
+        if name == "GRAPH_MAX":
+            saved[name], radix.GRAPH_MAX = radix.GRAPH_MAX, 1 << int(log)
+        else:
+            saved[name], radix.MIN_N[name] = radix.MIN_N[name], 1 << int(log)
+    return saved
+
+
+def restore(saved: dict) -> None:
+    for name, value in saved.items():
+        if name == "GRAPH_MAX":
+            radix.GRAPH_MAX = value
+        else:
+            radix.MIN_N[name] = value
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--maxes", default="23,25", help="log2 of each GRAPH_MAX to try")
+    ap.add_argument("--settings", nargs="+", default=["GRAPH_MAX=23", "GRAPH_MAX=25"],
+                    help="each NAME=LOG[,NAME=LOG...]: GRAPH_MAX or a MIN_N key, log2")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--logs", default="22,23,24", help="log2 of the sizes")
     args = ap.parse_args()
     for rnd in range(args.rounds):
-        for log_max in (int(x) for x in args.maxes.split(",")):
-            saved, radix.GRAPH_MAX = radix.GRAPH_MAX, 1 << log_max
+        for setting in args.settings:
+            saved = apply(setting)
             for case in ("uint32", "int32", "float32", "argsort-u32"):
-                for log in (22, 23, 24):
+                for log in (int(x) for x in args.logs.split(",")):
                     r = local_sort.measure(cp, case, 1 << log, 7, 3, None)
-                    print(f"round {rnd} GRAPH_MAX 2^{log_max} {case} 2^{log}: ours "
+                    print(f"round {rnd} {setting} {case} 2^{log}: ours "
                           f"{r['ms']['ours']:.3f} CUB {r['ms']['cub']:.3f} "
                           f"x{r['speedup']:.2f}", flush=True)
-            radix.GRAPH_MAX = saved
+            restore(saved)
             distsort.release()  # no graph of one setting kept into the next
     return 0
 

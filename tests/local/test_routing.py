@@ -13,14 +13,15 @@ def keys(dtype, n: int) -> np.ndarray:
     return np.broadcast_to(np.zeros(1, dtype), (n,))  # n keys' shape, no memory
 
 
-@pytest.mark.parametrize("dtype,route", [(np.uint32, "coded"), (np.uint64, "coded64")])
-def test_coded_sorts_are_ours_sooner_than_plain_ones(dtype, route):
-    """Signed and float keys that CUB would have to encode and decode around its sort are ours
-    from a smaller size than unsigned keys, which CUB sorts as they are."""
-    engine, n = RadixEngine(), MIN_N[route]
-    assert MIN_N[route] < MIN_N["sort" if dtype == np.uint32 else "sort64"]
-    assert engine._ours(keys(dtype, n), "coded") and not engine._ours(keys(dtype, n // 2), "coded")
-    assert not engine._ours(keys(dtype, n), "sort")
+def test_coded_64_bit_sorts_are_ours_sooner_than_plain_ones():
+    """Signed and float 64-bit keys that CUB would have to encode and decode around its sort
+    are ours from a smaller size than unsigned keys, which CUB sorts as they are (32-bit ones
+    from the same size: graphs replay the sorts below it)."""
+    engine, n = RadixEngine(), MIN_N["coded64"]
+    assert MIN_N["coded64"] < MIN_N["sort64"] and MIN_N["coded"] <= MIN_N["sort"]
+    assert engine._ours(keys(np.uint64, n), "coded")
+    assert not engine._ours(keys(np.uint64, n // 2), "coded")
+    assert not engine._ours(keys(np.uint64, n), "sort")
 
 
 def test_a_small_sort_is_replayed_from_its_kinds_second_sighting():
@@ -30,13 +31,12 @@ def test_a_small_sort_is_replayed_from_its_kinds_second_sighting():
     a graph cannot."""
     from distsort.local.radix import GRAPH_MAX, GRAPH_MIN
 
-    assert GRAPH_MIN < MIN_N["argsort"] < GRAPH_MAX <= MIN_N["sort"]
+    assert GRAPH_MIN < MIN_N["sort64"] < GRAPH_MAX <= min(MIN_N["sort"], MIN_N["argsort"])
     engine = RadixEngine()
-    for n, op in ((GRAPH_MIN, "argsort"), (MIN_N["argsort"] - 1, "argsort"),
-                  (GRAPH_MAX - 1, "sort")):
+    for n, op in ((GRAPH_MIN, "argsort"), (GRAPH_MAX - 1, "argsort"), (GRAPH_MAX - 1, "sort")):
         assert [engine._route(keys(np.uint32, n), op) for _ in range(3)] == \
             ["cub", "graph", "graph"]
-    assert [engine._route(keys(np.uint32, MIN_N["argsort"]), "argsort") for _ in range(3)] == \
+    assert [engine._route(keys(np.uint64, MIN_N["sort64"]), "sort") for _ in range(3)] == \
         ["ours"] * 3
     for n in (GRAPH_MIN - 1, GRAPH_MAX):  # outside: CUB at every sighting below MIN_N
         assert [engine._route(keys(np.uint64, n), "argsort") for _ in range(2)] == \
