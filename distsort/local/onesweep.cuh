@@ -8,6 +8,9 @@
 #ifndef RADIX_KEY_CODES
 #define RADIX_KEY_CODES 0  // 1: the build whose passes sort signed and float keys by their codes
 #endif
+#ifndef RADIX_FIXED_CODE
+#define RADIX_FIXED_CODE -1  // a coded build's one code (its low 4 bits), or -1: the kernels'
+#endif
 
 // The coder of raw keys that a sort orders by their codes (code: kind | descending << 2 |
 // canonical << 3, as keys.NumericCodec.code), with which ends of a kernel meet raw keys:
@@ -15,15 +18,21 @@
 // bits). A sort's first pass reads raw keys and its last writes them; the keys between stay
 // codes, so the passes between run the plain build (radix.py): a pass that coded both ways
 // took ~1.7x a plain one's time at 2^20 keys (ncu). Code 0 (keys that are codes already) and
-// the build without RADIX_KEY_CODES leave keys as they are.
+// the build without RADIX_KEY_CODES leave keys as they are. A build of one code
+// (RADIX_FIXED_CODE; radix.FIXED_CODES: the common ones) folds the coder's words into its
+// instructions: the passes hold no registers for them, and they are short of registers.
 #define CODE_LOAD 16
 #define CODE_STORE 32
 template <typename K> struct RawKeys {
     KeyCoder<K> coder;
     bool in, out;
     __device__ __forceinline__ RawKeys(int code)
-        : coder(code & 3, (code >> 2) & 1, (code >> 3) & 1),
+        : coder(kind(code) & 3, (kind(code) >> 2) & 1, (kind(code) >> 3) & 1),
           in(RADIX_KEY_CODES && (code & CODE_LOAD)), out(RADIX_KEY_CODES && (code & CODE_STORE)) {}
+    __device__ __forceinline__ static int kind(int code)
+    {
+        return RADIX_FIXED_CODE >= 0 ? RADIX_FIXED_CODE : code;
+    }
     __device__ __forceinline__ K code(K raw) const { return in ? coder.code(raw) : raw; }
     __device__ __forceinline__ K bits(K kept) const { return out ? coder.bits(kept) : kept; }
 };

@@ -95,6 +95,10 @@ WORD_NAME = {4: "u32", 8: "u64"}  # the kernels' template names of 4- and 8-byte
 _WORD_CHAR = {kb: np.dtype(UNSIGNED[kb]).char for kb in WORD_NAME}  # their dtypes' codes
 _VALUE_DTYPE = {"u32": np.uint32, "u64": np.uint64, "i64": np.int64}
 CODE_LOAD, CODE_STORE = 16, 32  # a pass's code: which ends meet raw keys (onesweep.cuh)
+# codes (keys.NumericCodec.code) with a build of radix.cu of their own (onesweep.cuh:
+# RADIX_FIXED_CODE): ascending signed and float keys; the others' kernels read their code
+FIXED_CODES = (1, 2)
+BUILDS = (0, -1, *FIXED_CODES)  # radix.cu's builds (_build): plain, coded, fixed codes
 KEYS_ONLY = ("u32", "u32", 0)  # the (value in, value out, mode) of a pass without values
 # (value in, value out, mode) of every onesweep instance; mode 0 keys, 1 read values, 2 index
 _VALUE_KINDS = (
@@ -122,19 +126,28 @@ def _onesweep_name(key: str, vin: str, vout: str, mode: int) -> str:
 
 
 def compile_all() -> None:
-    """Compile every instance a sort may use (python -m distsort compile), both builds at once."""
-    compile_apart([functools.partial(_module, coded) for coded in (False, True)])
+    """Compile every instance a sort may use (python -m distsort compile), all builds at once."""
+    compile_apart([functools.partial(_module, build) for build in BUILDS])
+
+
+def _build(code: int) -> int:
+    """The build of radix.cu whose kernels run with this code (keys.NumericCodec.code, with
+    CODE_LOAD and CODE_STORE): 0 the plain one, a fixed code's own, or -1 the coded build
+    that reads its code from the kernels' argument."""
+    kind = code & (CODE_LOAD - 1)
+    return kind if kind == 0 or kind in FIXED_CODES else -1
 
 
 @functools.cache
-def _module(coded: bool):
-    """Compile radix.cu once per process (and once per machine: cuda_source.py); coded: the
-    build whose passes order raw signed and float keys by their codes (RADIX_KEY_CODES), apart
-    so that the passes over codes stay as they are."""
+def _module(build: int):
+    """Compile a build of radix.cu (_build) once per process (and once per machine:
+    cuda_source.py). The coded builds order raw signed and float keys by their codes
+    (RADIX_KEY_CODES), apart so that the passes over codes stay as they are; a fixed code's
+    knows its code at compile time (RADIX_FIXED_CODE: onesweep.cuh)."""
     names = ["radix_scan"] + [_histogram_name(kb, p) for kb in (4, 8) for p in range(1, kb + 1)]
     names += [_onesweep_name(k, *v) for k in ("u32", "u64") for v in _VALUE_KINDS]
-    defines = onesweep_defines() + ((("RADIX_KEY_CODES", 1),) if coded else ())
-    return load_module("local/radix.cu", tuple(names), defines)
+    coded = (("RADIX_KEY_CODES", 1), ("RADIX_FIXED_CODE", build)) if build else ()
+    return load_module("local/radix.cu", tuple(names), onesweep_defines() + coded)
 
 
 def onesweep_defines() -> tuple:
@@ -147,8 +160,8 @@ def onesweep_defines() -> tuple:
 @functools.cache
 def _kernel(device: int, name: str, code: int = 0):
     """A compiled kernel of radix.cu on a device (looked up once: launches stay cheap), of the
-    coded build where code (keys.NumericCodec.code) is not 0."""
-    kernel = _module(code != 0).get_function(name)
+    build that runs this code (_build)."""
+    kernel = _module(_build(code)).get_function(name)
     if name.startswith("radix_histogram"):  # up to 8 passes x 256 bins x 16 copies, 4 bytes
         kernel.max_dynamic_shared_size_bytes = 128 << 10
     return kernel

@@ -73,3 +73,22 @@ def test_coded_sorts_are_replayed_like_plain_ones(dtype):
 def test_forced_kernels_are_never_replayed():
     engine = RadixEngine(min_n=0)
     assert {engine._route(keys(np.uint32, 1 << 20), "sort") for _ in range(3)} == {"ours"}
+
+
+def test_common_codes_run_builds_of_their_own(monkeypatch):
+    """Ascending signed and float keys (codes 1 and 2) run builds of radix.cu that know their
+    code at compile time, whichever ends of the sort meet raw keys; other codes the coded build
+    that reads it from the kernels' argument; keys that are codes already the plain build.
+    `python -m distsort compile` compiles every build a code can run."""
+    from distsort.local import radix
+    from distsort.local.radix import CODE_LOAD, CODE_STORE, _build
+
+    assert [_build(c) for c in (0, 1, 2, 1 | CODE_LOAD, 2 | CODE_LOAD | CODE_STORE)] == \
+        [0, 1, 2, 1, 2]
+    assert {_build(c) for c in (4, 5, 6, 10, 14, 6 | CODE_LOAD, 9 | CODE_STORE)} == {-1}
+    compiled: list[int] = []
+    monkeypatch.setattr(radix, "compile_apart", lambda builds: [b() for b in builds])
+    monkeypatch.setattr(radix, "_module", compiled.append)
+    radix.compile_all()
+    assert sorted(compiled) == sorted({_build(c | ends) for c in range(16)
+                                       for ends in (CODE_LOAD, CODE_STORE)})
