@@ -43,8 +43,9 @@ for step in $steps; do
              tests/local/test_landing_gpu.py tests/local/test_digit_partition_gpu.py \
              tests/outofcore/test_external_gpu.py tests/job/test_oom_gpu.py \
              tests/job/test_byte_order.py tests/io/test_staging_gpu.py \
-             tests/test_pinned_gpu.py tests/job/test_service_gpu.py tests/job/test_cold_gpu.py 2>&1 \
-             | tail -25 ;;
+             tests/test_pinned_gpu.py tests/job/test_service_gpu.py tests/job/test_cold_gpu.py \
+             --durations=15 > "$OUT/tests_full.log" 2>&1  # the slowest: where device time goes
+           grep -aA17 "slowest" "$OUT/tests_full.log"; tail -5 "$OUT/tests_full.log" ;;
     mpitests) # ranks that share a GPU (fewer than 4): every count split (each rank sorts its
               # share: the multi-GPU code paths), then folded (rank 0 sorts all) at 3 ranks;
               # MPITEST_COUNTS="2 3" ... runs those counts only
