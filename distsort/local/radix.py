@@ -83,8 +83,8 @@ MIN_N = {
 }
 MAX_N = (1 << 32) - 1
 GRAPH_MIN, GRAPH_MAX = 1 << 16, 1 << 25  # sorts below MIN_N replayed as graphs (graphs.py):
-# from here they beat CUB's; below here their buffers are small enough to keep, and the two
-# copies a replay adds cost less than CUB's host work and its extra passes. "coded": float keys
+# from here they beat CUB's; below here their buffers are small enough to keep, and a replay
+# costs the host less than CUB's work and the device no extra pass. "coded": float keys
 # and descending orders, where CUB's route adds a pass to make the codes and one to undo them
 GRAPHED = ("sort", "sort64", "narrow", "narrow64", "coded", "coded64", "argsort")
 FLAGS_ONCE_BYTES = 64 << 20  # up to this, all passes' look-back flags are zeroed by one memset

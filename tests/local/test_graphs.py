@@ -52,9 +52,6 @@ class _Fake:
             def __init__(self, non_blocking=False):
                 self.ptr = stream_ptr
 
-            def wait_event(self, event):
-                pass
-
             def record(self):
                 return types.SimpleNamespace(synchronize=lambda: fake.log.append("wait"))
 
