@@ -3,9 +3,12 @@ of --settings (radix.GRAPH_MAX, or a radix.MIN_N entry, set to a power of two), 
 one process (the kept graphs let go between settings), ours against cupy.sort / cupy.argsort
 as bench/local_sort.py --api times them. Session 44 (run 374) chose GRAPH_MAX = 2^25 with
 `--settings GRAPH_MAX=23 GRAPH_MAX=25`; session 45 MIN_N's "coded" and "argsort" with
-`--settings coded=24,argsort=24 coded=25,argsort=25`.
+`--settings coded=24,argsort=24 coded=25,argsort=25`; session 46 GRAPH_MAX = 2^27 (graphs
+above MIN_N too, for kinds seen before) with `--settings GRAPH_MAX=25 GRAPH_MAX=27 --logs
+25,26` and the 64-bit cases.
 
     python3 bench/history/graph_max.py [--settings S ...] [--rounds 2] [--logs 22,23,24]
+        [--cases uint32,int32,float32,argsort-u32]
 """
 
 from __future__ import annotations
@@ -49,11 +52,13 @@ def main() -> int:
                     help="each NAME=LOG[,NAME=LOG...]: GRAPH_MAX or a MIN_N key, log2")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--logs", default="22,23,24", help="log2 of the sizes")
+    ap.add_argument("--cases", default="uint32,int32,float32,argsort-u32",
+                    help="bench/local_sort.py's cases")
     args = ap.parse_args()
     for rnd in range(args.rounds):
         for setting in args.settings:
             saved = apply(setting)
-            for case in ("uint32", "int32", "float32", "argsort-u32"):
+            for case in args.cases.split(","):
                 for log in (int(x) for x in args.logs.split(",")):
                     r = local_sort.measure(cp, case, 1 << log, 7, 3, None)
                     print(f"round {rnd} {setting} {case} 2^{log}: ours "

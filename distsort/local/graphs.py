@@ -9,11 +9,12 @@ three device words (radix.cu: Ends), so each later sort of that kind sets those 
 and to new result arrays, and replays the graph: a few host calls, and no copies.
 
 Captured on a kind's second sighting, so a stream of sizes that never repeat captures nothing
-(it sorts by CUB as before). A graph runs every pass, so it stands in for CUB's sorts only:
-from radix.MIN_N our kernels run one by one, and from SYNC_MIN skip the digits that never
+(it sorts as before: CUB, or from radix.MIN_N our kernels one by one). A graph runs every
+pass, so from radix.GRAPH_MAX our kernels run one by one, skipping the digits that never
 vary. The graphs and their buffers are kept per device, stream (and thread, on per-thread
-default streams) and kind, least recently used first out, up to BYTES of buffers an engine;
-release() drops them, each once its last replay has run.
+default streams) and kind, least recently used first out, up to room() bytes of buffers an
+engine (a graph larger than that is not kept: its kind sorts without one); release() drops
+them, each once its last replay has run.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-BYTES = 512 << 20  # device memory the kept graphs' buffers may hold, all together: an
-# argsort of 2^24 uint32 keys holds ~400 MiB
+# The kept graphs' buffers, all together, may hold 1/SHARE of the device's memory, and at
+# least FLOOR_BYTES: an argsort of 2^26 uint32 keys holds ~1.5 GiB, within an H200's share
+FLOOR_BYTES, SHARE = 512 << 20, 32
 SIGHTINGS = 256  # kinds of sort remembered as seen
 
 
@@ -140,14 +142,22 @@ class Graphs:
             except (cupy.cuda.memory.OutOfMemoryError, cupy.cuda.runtime.CUDARuntimeError):
                 # no memory for its buffers (a capture cut short says so thus), or a capture
                 # CUDA refused: this kind sorts without a graph from now on
-                self.failed[key] = None
-                if len(self.failed) > SIGHTINGS:
-                    self.failed.popitem(last=False)
+                self._failed(key)
                 return None
+            if graph.nbytes > room():  # a kind too large to keep: sorted without a graph
+                _drop(graph)
+                self._failed(key)
+                return result
             self.graphs[key] = graph
-            while sum(g.nbytes for g in self.graphs.values()) > BYTES and len(self.graphs) > 1:
+            while sum(g.nbytes for g in self.graphs.values()) > room():
                 _drop(self.graphs.popitem(last=False)[1])
             return result
+
+    def _failed(self, key: tuple) -> None:
+        """This kind sorts without a graph from now on (not tried again)."""
+        self.failed[key] = None
+        if len(self.failed) > SIGHTINGS:
+            self.failed.popitem(last=False)
 
     def release(self) -> None:
         with self.lock:
@@ -155,6 +165,13 @@ class Graphs:
                 _drop(self.graphs.popitem()[1])
             self.seen.clear()
             self.failed.clear()
+
+
+def room() -> int:
+    """Bytes the kept graphs of the current device may hold (FLOOR_BYTES, SHARE)."""
+    import cupy
+
+    return max(FLOOR_BYTES, cupy.cuda.Device().mem_info[1] // SHARE)
 
 
 def _where(key: tuple) -> tuple:

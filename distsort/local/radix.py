@@ -19,9 +19,10 @@ Where CUB (cupy.sort / cupy.argsort, through CubEngine) runs instead of our kern
 - below the sizes in MIN_N, per operation, where CUB measured faster (bench/local_sort.py,
   bench/RESULTS.md): launch and Python overheads weigh more there, and full-width key-only
   sorts only pay off on large arrays; a bit range narrower than the key ("narrow") saves passes;
-  except that from GRAPH_MIN to GRAPH_MAX keys a sort or argsort of a kind seen before (its
-  size, bits, low and code: float keys and descending orders too) replays our kernels as a
-  CUDA graph (graphs.py), which costs the host one launch, not seven;
+  except that from GRAPH_MIN to GRAPH_MAX keys, on either side of MIN_N, a sort or argsort of
+  a kind seen before (its size, bits, low and code: float keys and descending orders too)
+  replays our kernels as a CUDA graph (graphs.py), which costs the host one launch, not seven,
+  and never waits for it;
 - uint8/uint16 keys (CUB sorts them natively in 1-2 narrow passes; ours would widen them);
 - 2^32 keys or more (our kernels keep 32-bit positions);
 - keys that are not uint8/16/32/64, or not 1-D.
@@ -67,10 +68,8 @@ MAX_PASSES = 8  # 64-bit keys, 8-bit digits
 # 8 passes ours was about even with CUB at 2^24 and a little slower below, and CUB sorts all 64
 # bits whatever the range, so one pass fewer (1/8 less work) wins from 2^24. "coded" and
 # "coded64": signed and float keys, which our passes order by their codes as they go, where CUB
-# needs a pass to make the codes and one to undo them (measured through the API). Below these
-# sizes a sort of a kind seen before is our graph (GRAPH_MAX), which at 2^24 32-bit keys beat
-# our kernels launched one by one (bench/history/graph_max.py): those skip the digits that do
-# not vary, a graph runs every pass, as CUB does.
+# needs a pass to make the codes and one to undo them (measured through the API). Below
+# GRAPH_MAX a sort of a kind seen before is our graph instead, on either side of these sizes.
 MIN_N = {
     "sort": 1 << 25,
     "sort64": 1 << 24,
@@ -82,10 +81,13 @@ MIN_N = {
     "pairs": 1 << 21,
 }
 MAX_N = (1 << 32) - 1
-GRAPH_MIN, GRAPH_MAX = 1 << 16, 1 << 25  # sorts below MIN_N replayed as graphs (graphs.py):
-# from here they beat CUB's; below here their buffers are small enough to keep, and a replay
-# costs the host less than CUB's work and the device no extra pass. "coded": float keys
-# and descending orders, where CUB's route adds a pass to make the codes and one to undo them
+# Sorts of a kind seen before, from GRAPH_MIN to GRAPH_MAX keys, replayed as graphs (graphs.py):
+# from GRAPH_MIN they beat CUB's sort, and up to GRAPH_MAX our kernels launched one by one too,
+# whose host waits to learn which digits vary (2^24-2^26 keys of every width: 1.10-1.31x CUB
+# against 0.84-1.14x, bench/history/graph_max.py); from there skipping those digits, which a
+# graph cannot, is worth more than the host's time. "coded": float keys and descending orders,
+# where CUB's route adds a pass to make the codes and one to undo them
+GRAPH_MIN, GRAPH_MAX = 1 << 16, 1 << 27
 GRAPHED = ("sort", "sort64", "narrow", "narrow64", "coded", "coded64", "argsort")
 FLAGS_ONCE_BYTES = 64 << 20  # up to this, all passes' look-back flags are zeroed by one memset
 NULL = np.uintp(0)  # a null device pointer, for kernel arguments left out
@@ -523,11 +525,10 @@ class RadixEngine:
         elif op == "sort":  # CUB (cupy.sort) sorts every bit: fewer passes are ours to win
             narrow = len(digit_passes(max(0, begin_bit), end)) < kb
             op = ("narrow" if narrow else "sort") + ("64" if kb == 8 else "")
-        if keys.size >= MIN_N[op]:  # from SYNC_MIN it skips the digits that do not vary:
-            return "ours"  # a graph runs every pass (2x the passes of small-range 64-bit keys)
         kind = (keys.size, keys.dtype.char, op, begin_bit, end_bit, int(low), code)
-        graphed = GRAPH_MIN <= keys.size < GRAPH_MAX and op in GRAPHED
-        return "graph" if graphed and self.graphs.ready(kind) else "cub"
+        if GRAPH_MIN <= keys.size < GRAPH_MAX and op in GRAPHED and self.graphs.ready(kind):
+            return "graph"
+        return "ours" if keys.size >= MIN_N[op] else "cub"
 
     def _run(self, keys, vals, mode: str, bits: tuple, low: int = 0, overwrite: bool = False,
              scratch=None, code: int = 0, replay: bool = False):

@@ -88,6 +88,8 @@ class _Fake:
                 return fake.pool_bytes
 
         class Device:
+            mem_info = (0, 1 << 40)  # (free, total) bytes
+
             def __init__(self, device=None):
                 self.id = 3 if device is None else device
 
@@ -149,8 +151,23 @@ def test_a_replay_alone_runs_only_a_kept_graph_and_notes_nothing(fake):
     assert fake.log == ["capture", "launch", "launch"]
 
 
+def test_the_kept_graphs_have_a_share_of_the_devices_memory(fake, monkeypatch):
+    assert graphs.room() == (1 << 40) // graphs.SHARE  # the fake device's total: 1 TiB
+    monkeypatch.setattr(fake.module.cuda.Device, "mem_info", (0, 1 << 30))
+    assert graphs.room() == graphs.FLOOR_BYTES
+
+
+def test_a_graph_larger_than_the_room_is_not_kept(fake, monkeypatch):
+    """Its sort's results are returned; then its kind sorts without a graph (None)."""
+    monkeypatch.setattr(graphs, "room", lambda: fake.pool_bytes - 1)
+    kept = graphs.Graphs()
+    assert kept.run(("k",), keys(), sort) is not None
+    assert not kept.graphs and fake.log == ["capture", "launch", "wait"]
+    assert kept.run(("k",), keys(), sort) is None and fake.log.count("capture") == 1
+
+
 def test_the_least_recently_used_graph_goes_after_its_last_replay(fake, monkeypatch):
-    monkeypatch.setattr(graphs, "BYTES", 250)  # room for two graphs of fake.pool_bytes
+    monkeypatch.setattr(graphs, "room", lambda: 250)  # two graphs of fake.pool_bytes
     kept = graphs.Graphs()
     for kind in ("a", "b", "a", "c"):  # "a" used again after "b": "b" is the one to go
         kept.run((kind,), keys(), sort)

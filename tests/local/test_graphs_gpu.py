@@ -83,16 +83,37 @@ def test_a_narrow_bit_range_and_low_are_part_of_the_graph(cp):
     assert len(engine.graphs.graphs) == 2
 
 
-def test_graphs_are_kept_within_their_bytes_and_released(cp, monkeypatch):
+def test_graphs_are_kept_within_their_room_and_released(cp, monkeypatch):
     engine = RadixEngine()
-    monkeypatch.setattr(graphs, "BYTES", 1)  # room for the newest only
     for n in (GRAPH_MIN, GRAPH_MIN + 8):
         for seed in range(2):
             keys = fresh(cp, np.uint32, n, seed)
             assert cp.array_equal(engine.sort(keys), cp.sort(keys))
+        if n == GRAPH_MIN:  # room for one graph of this size, not two
+            (first,) = engine.graphs.graphs.values()
+            monkeypatch.setattr(graphs, "room", lambda nbytes=first.nbytes: nbytes * 3 // 2)
     assert [key[0] for key in engine.graphs.graphs] == [GRAPH_MIN + 8]
     engine.release()
     assert not engine.graphs.graphs
+
+
+def test_a_size_our_kernels_sort_one_by_one_is_replayed_when_seen_again(cp):
+    """From MIN_N a kind's first sort runs our kernels one by one, later ones its graph."""
+    engine, n = RadixEngine(), radix.MIN_N["sort"] + 11
+    for seed in range(3):
+        keys = fresh(cp, np.uint32, n, seed)
+        assert cp.array_equal(engine.sort(keys), cp.sort(keys))
+        assert len(engine.graphs.graphs) == min(seed, 1)
+    assert "cub" not in engine.used
+
+
+def test_a_sort_too_large_for_a_graph_is_sorted_without_one(cp, monkeypatch):
+    engine, n = RadixEngine(), GRAPH_MIN
+    monkeypatch.setattr(graphs, "room", lambda: 1)
+    for seed in range(3):
+        keys = fresh(cp, np.uint32, n, seed)
+        assert cp.array_equal(engine.sort(keys), cp.sort(keys))
+    assert not engine.graphs.graphs and "radix" in engine.used
 
 
 def test_each_stream_has_graphs_of_its_own(cp):

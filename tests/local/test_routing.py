@@ -25,20 +25,25 @@ def test_coded_64_bit_sorts_are_ours_sooner_than_plain_ones():
 
 
 def test_a_small_sort_is_replayed_from_its_kinds_second_sighting():
-    """From GRAPH_MIN to GRAPH_MAX keys, below MIN_N: CUB the first time a kind of sort (its
-    size, dtype, bits, low and code) is seen, a graph of our kernels from the second. From
-    MIN_N our kernels run one by one every time: they skip the digits that never vary, which
-    a graph cannot."""
+    """From GRAPH_MIN to GRAPH_MAX keys a kind of sort (its size, dtype, bits, low and code)
+    seen before is replayed as a graph of our kernels; the first time CUB sorts it below MIN_N
+    and our kernels one by one from there (a rank's finish sorts a size seen once). From
+    GRAPH_MAX our kernels run one by one every time: they skip the digits that never vary,
+    which a graph cannot."""
     from distsort.local.radix import GRAPH_MAX, GRAPH_MIN
 
-    assert GRAPH_MIN < MIN_N["sort64"] < GRAPH_MAX <= min(MIN_N["sort"], MIN_N["argsort"])
+    assert GRAPH_MIN < MIN_N["sort64"] < min(MIN_N["sort"], MIN_N["argsort"]) < GRAPH_MAX
     engine = RadixEngine()
-    for n, op in ((GRAPH_MIN, "argsort"), (GRAPH_MAX - 1, "argsort"), (GRAPH_MAX - 1, "sort")):
+    for n, op in ((GRAPH_MIN, "argsort"), (MIN_N["argsort"] - 1, "argsort"),
+                  (MIN_N["sort"] - 1, "sort")):
         assert [engine._route(keys(np.uint32, n), op) for _ in range(3)] == \
             ["cub", "graph", "graph"]
+    for n, op in ((MIN_N["sort"], "sort"), (GRAPH_MAX - 1, "argsort")):
+        assert [engine._route(keys(np.uint32, n), op) for _ in range(3)] == \
+            ["ours", "graph", "graph"]
     assert [engine._route(keys(np.uint64, MIN_N["sort64"]), "sort") for _ in range(3)] == \
-        ["ours"] * 3
-    for n in (GRAPH_MIN - 1, GRAPH_MAX):  # outside: CUB at every sighting below MIN_N
+        ["ours", "graph", "graph"]
+    for n in (GRAPH_MIN - 1, GRAPH_MAX):  # outside: the same route at every sighting
         assert [engine._route(keys(np.uint64, n), "argsort") for _ in range(2)] == \
             ["cub" if n < MIN_N["argsort"] else "ours"] * 2
 
