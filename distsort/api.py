@@ -179,10 +179,10 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
                   outs=None):
     rt = _runtime(keys, comm, backend)
     codec = numeric_codec(keys.dtype, descending, canonical=stable)
-    if values is None and not codec.lossy:
-        replayed = _replayed(rt, keys, "sort", codec, (report, device_memory, outs))
+    if not codec.lossy:
+        replayed = _replayed(rt, keys, "sort", codec, (report, device_memory, outs), values)
         if replayed is not None:
-            return replayed, None
+            return (replayed, None) if values is None else replayed
     job = outofcore.plan(rt, keys, device_memory, values)
     if job:
         report = _report(report, rt)
@@ -264,16 +264,21 @@ def _runtime(array, comm, backend: str | None) -> Runtime:
     return get_runtime(comm, backend or ("gpu" if on_gpu(array) else "cpu"))
 
 
-def _replayed(rt: Runtime, keys, op: str, codec: NumericCodec, asked: tuple):
-    """A small sort ('sort' or 'argsort') that one rank's engine replays from a graph it keeps
-    for the kind (local/graphs.py): its result, straight from the engine, where the caller asks
-    for nothing else (asked: no report, device_memory or out arrays) of a sort of device keys;
-    else None. The pipeline's layers (plan, report, phase, watchdog) would cost the host more
-    than the sort's own launch, and the device waits for them (bench/RESULTS.md, session 44)."""
+def _replayed(rt: Runtime, keys, op: str, codec: NumericCodec, asked: tuple, values=None):
+    """A sort ('sort' or 'argsort'; a sort with values: of the pairs) that one rank's engine
+    replays from a graph it keeps for the kind (local/graphs.py): its result, straight from the
+    engine, where the caller asks for nothing else (asked: no report, device_memory or out
+    arrays) of a sort of device keys (and values); else None. The pipeline's layers (plan,
+    report, phase, watchdog) would cost the host more than the sort's own launch, and the
+    device waits for them (bench/RESULTS.md, session 44)."""
     if any(a is not None for a in asked) or rt.comm.Get_size() != 1 or not on_gpu(keys):
         return None
+    if values is not None and not on_gpu(values):
+        return None
     replay = getattr(rt.backend.engine, "replay", None)
-    return None if replay is None else replay(keys, op, codec)
+    if replay is None:
+        return None
+    return replay(keys, op, codec) if values is None else replay(keys, "pairs", codec, values)
 
 
 def _prepare(rt: Runtime, array) -> tuple[object, object]:

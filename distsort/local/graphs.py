@@ -5,8 +5,8 @@ device time than CUB's sort (2^20 uint32: 65 against 85 us), but the host spends
 launching them, so the device waits for the host and CUB's one call wins. A kind of sort seen
 before (its size, and what its kernels hold: bits, low, code) is instead captured once into a
 graph with buffers of its own. Its kernels read their input and write their results through
-three device words (radix.cu: Ends), so each later sort of that kind sets those to its keys
-and to new result arrays, and replays the graph: a few host calls, and no copies.
+four device words (radix.cu: Ends), so each later sort of that kind sets those to its keys
+(and values) and to new result arrays, and replays the graph: a few host calls, no copies.
 
 Captured on a kind's second sighting, so a stream of sizes that never repeat captures nothing
 (it sorts as before: CUB, or from radix.MIN_N our kernels one by one). A graph runs every
@@ -36,30 +36,32 @@ class _Graph:
     """A captured sort: the buffers its graph uses, the words it reads its ends from, and the
     shapes of its results."""
 
-    def __init__(self, cp, keys, sort: Callable):
+    def __init__(self, cp, given: tuple, sort: Callable):
         self.cp = cp
         self.pool = cp.cuda.MemoryPool()  # the graph's own blocks, which no other work reuses
         self.stream = cp.cuda.Stream(non_blocking=True)  # a legacy stream cannot be captured
         with cp.cuda.using_allocator(self.pool.malloc), self.stream:
-            self.keys = cp.empty_like(keys)  # what the kernels are given: the ends stand in
-            self.ends = cp.zeros(3, dtype=cp.uint64)  # 0: the kernels' own arrays
-            sort(self.keys, self.ends)  # loads the kernels, sizes the pool: no cudaMalloc below
+            # what the kernels are given (keys, values or None): the ends stand in for them
+            self.given = tuple(None if a is None else cp.empty_like(a) for a in given)
+            self.ends = cp.zeros(4, dtype=cp.uint64)  # 0: the kernels' own arrays
+            sort(self.given, self.ends)  # loads the kernels, sizes the pool: no cudaMalloc below
             self.stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
             try:
-                self.result = sort(self.keys, self.ends)
+                self.result = sort(self.given, self.ends)
             finally:
                 self.graph = self.stream.end_capture()
         self.stream.synchronize()
         self.nbytes = self.pool.total_bytes()
         self.done = cp.cuda.Event(disable_timing=True)  # recorded after each replay
 
-    def run(self, keys) -> tuple:
-        """The captured sort of keys, on the current stream: new arrays."""
+    def run(self, given: tuple) -> tuple:
+        """The captured sort of given (keys, values or None), on the current stream: new
+        arrays."""
         cp = self.cp
         stream = cp.cuda.get_current_stream()
         # cp.ndarray, not empty_like: the latter's Python cost a replay microseconds
         result = tuple(None if r is None else cp.ndarray(r.shape, r.dtype) for r in self.result)
-        ends = np.array([keys.data.ptr] + [0 if r is None else r.data.ptr for r in result],
+        ends = np.array([0 if a is None else a.data.ptr for a in given + result],
                         dtype=np.uint64)
         # from pageable memory: staged as the call returns, so ends may go at once
         self.ends.data.copy_from_host_async(ends.ctypes.data, ends.nbytes, stream)
@@ -105,25 +107,26 @@ class Graphs:
                 self.seen.popitem(last=False)
             return False
 
-    def replay(self, key: tuple, keys) -> tuple | None:
-        """The results of the graph kept for this key, replayed on keys; None where none is
-        kept (nothing is noted or captured)."""
+    def replay(self, key: tuple, given: tuple) -> tuple | None:
+        """The results of the graph kept for this key, replayed on given (keys, values or
+        None); None where none is kept (nothing is noted or captured)."""
         key = _where(key)
         with self.lock:  # the graph's buffers serve one sort at a time, in stream order
-            return self._replayed(key, keys)
+            return self._replayed(key, given)
 
-    def _replayed(self, key: tuple, keys) -> tuple | None:
+    def _replayed(self, key: tuple, given: tuple) -> tuple | None:
         graph = self.graphs.pop(key, None)
         if graph is None:
             return None
         self.graphs[key] = graph  # the most recently used
-        return graph.run(keys)
+        return graph.run(given)
 
-    def run(self, key: tuple, keys, sort: Callable) -> tuple | None:
-        """sort(keys) by the graph of this key, captured first where there is none: sort takes
-        a buffer of keys (its own to overwrite) and `ends`, three device words that, where not
-        0, stand for the keys it reads and for its two results, and returns those two results
-        (arrays, or None where not wanted: its ends word stays 0).
+    def run(self, key: tuple, given: tuple, sort: Callable) -> tuple | None:
+        """sort(given) by the graph of this key, captured first where there is none; given is
+        (keys, values or None). sort takes buffers like given (its own to overwrite) and
+        `ends`, four device words that, where not 0, stand for the keys and values it reads and
+        for its two results, and returns those two results (arrays, or None where not wanted:
+        its ends word stays 0).
         Whatever device memory sort allocates comes from the graph's own pool and goes with
         it: sort must keep none of it beyond its call (a cache of its own). None where the
         device had no memory for a new graph's buffers: the caller sorts without one."""
@@ -131,14 +134,14 @@ class Graphs:
 
         key = _where(key)
         with self.lock:
-            replayed = self._replayed(key, keys)
+            replayed = self._replayed(key, given)
             if replayed is not None:
                 return replayed
             if key in self.failed:
                 return None
             try:  # the first replay too: the device loads a graph at its first launch
-                graph = _Graph(cupy, keys, sort)
-                result = graph.run(keys)
+                graph = _Graph(cupy, given, sort)
+                result = graph.run(given)
             except (cupy.cuda.memory.OutOfMemoryError, cupy.cuda.runtime.CUDARuntimeError):
                 # no memory for its buffers (a capture cut short says so thus), or a capture
                 # CUDA refused: this kind sorts without a graph from now on

@@ -10,11 +10,12 @@
 // Positions are 32-bit: the driver only sends arrays of fewer than 2^32 keys here.
 //
 // Ends (in_end, out_ends; null where not used): device words read as a kernel starts, each
-// standing, where not 0, for the address that its parameter gives: in_end for the keys read,
-// out_ends for the keys and the values written. A sort replayed as a CUDA graph (graphs.py)
-// is captured once with its parameters fixed; its first pass and the histogram read the
-// caller's keys, and its last pass writes new result arrays, through these words, set before
-// each replay: no copy into the graph's buffers and none out of them (each moves 2n words).
+// standing, where not 0, for the address that its parameter gives: in_end for the keys and
+// the values read, out_ends for the keys and the values written. A sort replayed as a CUDA
+// graph (graphs.py) is captured once with its parameters fixed; its first pass and the
+// histogram read the caller's keys (and values), and its last pass writes new result arrays,
+// through these words, set before each replay: no copy into the graph's buffers and none out
+// of them (each moves 2n words).
 //
 // Digits are those of (key - low), modulo 2^bits of the key: a driver that knows every key lies
 // in [low, high] passes low, and sorting the bits of key - low below (high - low).bit_length()
@@ -147,7 +148,8 @@ __global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) 
 {
     __shared__ OnesweepSmem<K, VO, VMODE> sm;
     if (skip && *skip) return;  // the digit is the same for every key: the pass is not needed
-    if (in_end && *in_end) keys_in = reinterpret_cast<const K*>(*in_end);
+    if (in_end && in_end[0]) keys_in = reinterpret_cast<const K*>(in_end[0]);
+    if (VMODE == 1 && in_end && in_end[1]) vals_in = reinterpret_cast<const VI*>(in_end[1]);
     if (out_ends && out_ends[0]) keys_out = reinterpret_cast<K*>(out_ends[0]);
     if (out_ends && out_ends[1]) vals_out = reinterpret_cast<VO*>(out_ends[1]);
     RadixDigit<K, Items<K, VMODE>::value> dig{low, shift, (1u << bits) - 1u, RawKeys<K>(code)};

@@ -88,7 +88,7 @@ MAX_N = (1 << 32) - 1
 # graph cannot, is worth more than the host's time. "coded": float keys and descending orders,
 # where CUB's route adds a pass to make the codes and one to undo them
 GRAPH_MIN, GRAPH_MAX = 1 << 16, 1 << 27
-GRAPHED = ("sort", "sort64", "narrow", "narrow64", "coded", "coded64", "argsort")
+GRAPHED = ("sort", "sort64", "narrow", "narrow64", "coded", "coded64", "argsort", "pairs")
 FLAGS_ONCE_BYTES = 64 << 20  # up to this, all passes' look-back flags are zeroed by one memset
 NULL = np.uintp(0)  # a null device pointer, for kernel arguments left out
 WIDE_ROWS = 1 << 30  # from here a tile's look-back flag takes two words (radix.cu: counts < 2^30)
@@ -313,7 +313,7 @@ def onesweep(src, dst, kinds, shift_bits, low, pass_args, wide: bool, tiles: int
     tiles are consecutive TILE-key runs of src; skip, where given, a device word that, where
     set by radix_scan, makes the pass do nothing; code as in digit_counts, with CODE_LOAD and
     CODE_STORE where the pass reads or writes raw keys (_PingPong.pass_code); ends, where given,
-    the device words (in_end, out_ends) that stand for src's keys and dst (radix.cu: Ends)."""
+    the device words (in_end, out_ends) that stand for src and dst (radix.cu: Ends)."""
     vin, vout, vmode = kinds
     name = _onesweep_name(WORD_NAME[src[0].dtype.itemsize], vin, vout, vmode)
     kernel = _kernel(src[0].device.id, name, code)
@@ -359,10 +359,10 @@ def radix_sort(
     With code (keys.NumericCodec.code), the words are the bits of signed or float keys, ordered
     by their codes (low and the bits are then the codes'), and written back as they were.
     learn=False: every pass runs, with no wait for the host to learn which digits are constant
-    (a sort captured as a graph cannot wait). ends: three device words (uint64) that, where not
-    0, stand for the keys the histogram and the first pass read and for the keys and values the
-    last pass writes (radix.cu: Ends), so a sort captured as a graph serves other arrays
-    (graphs.py); with learn=False and at least one pass.
+    (a sort captured as a graph cannot wait). ends: four device words (uint64) that, where not
+    0, stand for the keys (and values) the histogram and the first pass read and for the keys
+    and values the last pass writes (radix.cu: Ends), so a sort captured as a graph serves
+    other arrays (graphs.py); with learn=False and at least one pass.
 
     mode 'keys': returns (keys, None); 'pairs': vals (uint32/uint64) permuted alike;
     'argsort': returns (keys, int64 permutation). Stable. The keys returned are the input keys
@@ -426,7 +426,7 @@ class _PingPong:
 
     def __init__(self, cp, keys, vals, mode: str, overwrite: bool, scratch, code: int, ends):
         self.cp, self.n, self.vals, self.mode, self.code = cp, keys.size, vals, mode, code
-        self.ends = ends  # radix_sort's: the first pass reads ends[0], the last writes ends[1:]
+        self.ends = ends  # radix_sort's: the first pass reads ends[:2], the last writes ends[2:]
         self.dummy = placeholder(keys.device.id)
         self.keys = [_scratch(cp, keys, scratch), keys if overwrite else None]
         self.values = [None, vals if overwrite and mode == "pairs" else None]
@@ -455,7 +455,7 @@ class _PingPong:
         pair = self.src if vmode == 1 else (self.src[0], self.dummy)
         raw_out = last or skip is not None
         ends = (None, None) if self.ends is None else \
-            (self.ends[:1] if i == 0 else None, self.ends[1:] if last else None)
+            (self.ends[:2] if i == 0 else None, self.ends[2:] if last else None)
         onesweep(pair, dst, kinds, shift_bits, low, state.pass_args(p, i), state.wide,
                  state.tiles, skip=skip, code=self.pass_code(raw_out), ends=ends)
         return dst, raw_out
@@ -541,7 +541,8 @@ class RadixEngine:
         begin_bit = max(0, bits[0])
         end_bit = max(begin_bit, width if bits[1] is None else min(bits[1], width))
         if replay and end_bit > begin_bit:  # 32 or 64 bits, read where they are (aligned)
-            return self._replayed(_aligned(cp, keys), mode, (begin_bit, end_bit), low, code)
+            return self._replayed(_aligned(cp, keys), vals, mode, (begin_bit, end_bit), low,
+                                  code)
         if width >= 32:
             work = _aligned(cp, keys)
             copied = work.data.ptr != keys.data.ptr
@@ -552,34 +553,44 @@ class RadixEngine:
         out_k, out_v = radix_sort(work, vals, mode, begin_bit, end_bit, low, mine, scratch, code)
         return (out_k if width >= 32 else out_k.astype(keys.dtype)), out_v
 
-    def _replayed(self, keys, mode: str, bits: tuple, low: int, code: int) -> tuple:
-        """radix_sort's (keys, positions or None) of a small sort, by its graph (where _route
+    def _replayed(self, keys, vals, mode: str, bits: tuple, low: int, code: int) -> tuple:
+        """radix_sort's (keys, positions, values or None) of a sort by its graph (where _route
         said "graph": one is kept, or this kind was seen before): new arrays."""
-        def sort(buffer, ends) -> tuple:
-            out = radix_sort(buffer, None, mode, *bits, low, True, None, code, learn=False,
+        def sort(buffers, ends) -> tuple:
+            out = radix_sort(*buffers, mode, *bits, low, True, None, code, learn=False,
                              ends=ends)
             return (None, out[1]) if mode == "argsort" else out  # its keys: not copied out
 
         placeholder(keys.device.id)  # kept by the process: made from CuPy's pool, not a graph's
-        replayed = self.graphs.run(_graph_kind(keys, mode, bits, low, code), keys, sort)
-        return replayed if replayed is not None else self._run(keys, None, mode, bits, low,
+        given = (keys, vals)
+        replayed = self.graphs.run(_graph_kind(keys, mode, bits, low, code, vals), given, sort)
+        return replayed if replayed is not None else self._run(keys, vals, mode, bits, low,
                                                                code=code)
 
-    def replay(self, keys, op: str, codec):
-        """op ('sort' or 'argsort', all bits) of raw numbers in the codec's order by the graph
-        kept for its kind, where one is: the sorted keys or the positions, new arrays; else
-        None, with nothing noted (the caller sorts as usual, which sights and captures). For
-        callers whose layers would otherwise hold up a small sort's one launch (api.py)."""
-        kb = keys.dtype.itemsize
+    def replay(self, keys, op: str, codec, values=None):
+        """op ('sort', 'argsort', or 'pairs' with values of 4 or 8 bytes; all bits) of raw
+        numbers in the codec's order by the graph kept for its kind, where one is: the sorted
+        keys, the positions, or both of the pairs, new arrays; else None, with nothing noted
+        (the caller sorts as usual, which sights and captures). For callers whose layers would
+        otherwise hold up a small sort's one launch (api.py)."""
+        kb, vals = keys.dtype.itemsize, None
         if kb not in WORD_NAME or keys.ndim != 1 or not keys.flags.c_contiguous:
             return None
-        mode = "keys" if op == "sort" else "argsort"
-        kind = _graph_kind(keys, mode, (0, 8 * kb), 0, codec.code)
-        replayed = self.graphs.replay(kind, _aligned(_cupy(), keys))
+        if op == "pairs":
+            if (values.ndim != 1 or values.dtype.itemsize not in WORD_NAME
+                    or not values.flags.c_contiguous or values.size != keys.size):
+                return None
+            vals = value_words(values)
+        mode = {"sort": "keys", "argsort": "argsort", "pairs": "pairs"}[op]
+        kind = _graph_kind(keys, mode, (0, 8 * kb), 0, codec.code, vals)
+        replayed = self.graphs.replay(kind, (_aligned(_cupy(), keys), vals))
         if replayed is None:
             return None
         self.used.add("radix")
-        return replayed[0].view(keys.dtype) if op == "sort" else replayed[1]
+        if op == "argsort":
+            return replayed[1]
+        out_k = replayed[0].view(keys.dtype)
+        return out_k if op == "sort" else (out_k, replayed[1].view(values.dtype))
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
              **options: Unpack[SortOptions]):
@@ -626,24 +637,27 @@ class RadixEngine:
         keys, values, codec = cp.asarray(keys), cp.asarray(values), options.pop("codec", None)
         if codec is not None:
             return _numbers(self, codec, "pairs", keys, (begin_bit, end_bit), options, values)
-        if not self._ours(keys, "pairs", begin_bit, end_bit):
+        route = self._route(keys, "pairs", begin_bit, end_bit, options.get("low", 0))
+        if route == "cub":
             if keys.size < 2:
                 return (keys, values) if options.get("overwrite") else (keys.copy(),
                                                                         values.copy())
             return self._fallback().sort_pairs(keys, values)
-        bits = (begin_bit, end_bit)
+        bits, replay = (begin_bit, end_bit), route == "graph"
         if values.dtype.itemsize not in (4, 8) or values.ndim != 1:
-            out_k, order = self._run(keys, None, "argsort", bits, **options)
-            return out_k, take(values, order)
+            out_k, order = self._run(keys, None, "argsort", bits, **options, replay=replay)
+            return take(keys, order) if out_k is None else out_k, take(values, order)
         words = value_words(cp.ascontiguousarray(values))
-        out_k, out_v = self._run(keys, words, "pairs", bits, **options)
+        out_k, out_v = self._run(keys, words, "pairs", bits, **options, replay=replay)
         return out_k, out_v.view(values.dtype)
 
 
-def _graph_kind(keys, mode: str, bits: tuple, low, code: int) -> tuple:
+def _graph_kind(keys, mode: str, bits: tuple, low, code: int, vals=None) -> tuple:
     """The kind of sort a kept graph serves (graphs.py): the keys' count and width, and what
-    its kernels hold (mode, bits, low, code); the same for raw numbers as for their words."""
-    return (keys.size, _WORD_CHAR[keys.dtype.itemsize], mode, *bits, int(low), code)
+    its kernels hold (mode, bits, low, code, the values' width); the same for raw numbers as
+    for their words."""
+    width = "" if vals is None else _WORD_CHAR[vals.dtype.itemsize]
+    return (keys.size, _WORD_CHAR[keys.dtype.itemsize], mode, *bits, int(low), code, width)
 
 
 def _numbers(engine: RadixEngine, codec, op: str, keys, bits: tuple, options: dict,
@@ -674,8 +688,9 @@ def _numbers(engine: RadixEngine, codec, op: str, keys, bits: tuple, options: di
         return (out_k if plain else codec.decode(out_k, cp)), out_v
     code = {"code": codec.code}
     if op == "pairs" and (values.dtype.itemsize not in (4, 8) or values.ndim != 1):
-        out_k, order = engine._run(words, None, "argsort", bits, **options, **code)
-        return out_k.view(keys.dtype), take(values, order)
+        out_k, order = engine._run(words, None, "argsort", bits, **options, **code,
+                                   replay=who == "graph")  # a replayed argsort gives no keys
+        return take(keys, order) if out_k is None else out_k.view(keys.dtype), take(values, order)
     vals = value_words(cp.ascontiguousarray(values)) if op == "pairs" else None
     mode = {"sort": "keys", "argsort": "argsort", "pairs": "pairs"}[op]
     out_k, out_v = engine._run(words, vals, mode, bits, **options, **code,

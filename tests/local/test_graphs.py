@@ -115,28 +115,34 @@ def fake(monkeypatch):
     return made
 
 
-def keys(n: int = 8):
-    return np.arange(n, dtype=np.uint32).view(_Array)
+def keys(n: int = 8, values: bool = False) -> tuple:
+    """What a sort is given: (keys, values or None)."""
+    column = np.arange(n, dtype=np.uint32).view(_Array)
+    return column, (column + 1).view(_Array) if values else None
 
 
-def sort(buffer, ends) -> tuple:
-    return (buffer, None)
+def sort(buffers, ends) -> tuple:
+    return buffers  # (keys, values or None)
 
 
 def replayed_on(kept: graphs.Graphs, given, result) -> bool:
-    """Whether the one kept graph's last replay read `given` and wrote `result` (keys, None):
-    its ends words (radix.cu), set before the launch, hold their addresses (0: none wanted)."""
+    """Whether the one kept graph's last replay read `given` and wrote `result` (keys, values
+    or None): its ends words (radix.cu), set before the launch, hold their addresses (0: none
+    given or wanted)."""
     (graph,) = kept.graphs.values()
-    out, none = result
-    return (none is None and out.shape == given.shape and out.dtype == given.dtype
-            and graph.ends.tolist() == [given.data.ptr, out.data.ptr, 0])
+    words = [0 if a is None else a.data.ptr for a in given + result]
+    shaped = all((a is None) == (b is None) and (a is None or (a.shape, a.dtype) == (b.shape,
+                                                                                    b.dtype))
+                 for a, b in zip(given, result))
+    return shaped and graph.ends.tolist() == words and words[2] not in words[:2]
 
 
-def test_a_graph_is_captured_once_then_replayed(fake):
+@pytest.mark.parametrize("values", [False, True])
+def test_a_graph_is_captured_once_then_replayed(fake, values):
     """(The fake replays nothing: that each replay sorts its own keys is test_graphs_gpu.py's.)"""
     kept = graphs.Graphs()
     for _ in range(3):
-        given = keys()
+        given = keys(values=values)
         assert replayed_on(kept, given, kept.run(("k",), given, sort))
     assert fake.log == ["capture", "launch", "launch", "launch"] and len(kept.graphs) == 1
 
@@ -194,7 +200,7 @@ def test_a_graph_that_cannot_be_made_is_given_up(fake, monkeypatch, failure, whe
         calls.append(1)
         if when == "capture" and len(calls) == 2:  # between begin_capture and end_capture
             raise error("no memory")
-        return (buffer, None)
+        return buffer
 
     def launch(self, keys):
         raise error("no memory")

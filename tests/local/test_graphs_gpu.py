@@ -183,16 +183,35 @@ def test_a_low_never_seen_twice_captures_nothing(cp):
     assert not engine.graphs.graphs
 
 
-def test_pairs_of_odd_values_are_not_replayed(cp):
-    """sort_pairs runs our kernels from MIN_N["pairs"], below GRAPH_MAX, as an argsort and a
-    gather where the values are not 4 or 8 bytes: never by a graph (pairs are not replayed)."""
-    engine, n = RadixEngine(), radix.MIN_N["pairs"]
-    keys = fresh(cp, np.uint32, n, 1)
-    values = cp.arange(n, dtype=cp.uint16)
-    got_keys, got_values = engine.sort_pairs(keys, values)
-    order = cp.argsort(keys)
-    assert cp.array_equal(got_keys, keys[order]) and cp.array_equal(got_values, values[order])
-    assert not engine.graphs.graphs and not engine.graphs.seen
+@pytest.mark.parametrize("n", [GRAPH_MIN, radix.MIN_N["pairs"] + 3])
+@pytest.mark.parametrize("key_dtype,value_dtype", [
+    (np.uint32, np.uint32), (np.uint64, np.float64), (np.float32, np.int64),
+    (np.int64, np.uint32), (np.uint32, np.uint16)])
+def test_pairs_are_replayed_and_right(cp, n, key_dtype, value_dtype):
+    """Values of 4 or 8 bytes ride through the graph's passes; others follow an argsort's
+    graph by a gather. Stable, and the caller's keys and values left as given."""
+    engine = RadixEngine()
+    codec = NumericCodec(np.dtype(key_dtype), False) if np.dtype(key_dtype).kind != "u" else None
+    for seed in range(3):
+        keys = fresh(cp, key_dtype, n, seed, high=n // 4)  # ties: stability shows
+        values = cp.arange(n).astype(value_dtype)
+        before = keys.copy(), values.copy()
+        got_keys, got_values = engine.sort_pairs(keys, values, codec=codec)
+        order = cp.argsort(keys)  # stable (CUB)
+        assert cp.array_equal(got_keys, keys[order]) and cp.array_equal(got_values, values[order])
+        assert cp.array_equal(keys, before[0]) and cp.array_equal(values, before[1])
+    assert len(engine.graphs.graphs) == 1
+
+
+def test_the_api_replays_repeated_pairs(cp):
+    import distsort
+
+    for seed in range(3):
+        keys = fresh(cp, np.uint32, GRAPH_MIN + 5, seed, high=1000)
+        values = cp.arange(keys.size, dtype=cp.uint32)
+        got_keys, got_values = distsort.sort_pairs(keys, values, stable=True)
+        order = cp.argsort(keys)  # stable (CUB)
+        assert cp.array_equal(got_keys, keys[order]) and cp.array_equal(got_values, values[order])
 
 
 @pytest.mark.parametrize("graphless", [False, True])
