@@ -19,10 +19,10 @@ Where CUB (cupy.sort / cupy.argsort, through CubEngine) runs instead of our kern
 - below the sizes in MIN_N, per operation, where CUB measured faster (bench/local_sort.py,
   bench/RESULTS.md): launch and Python overheads weigh more there, and full-width key-only
   sorts only pay off on large arrays; a bit range narrower than the key ("narrow") saves passes;
-  except that from GRAPH_MIN to GRAPH_MAX keys, on either side of MIN_N, a sort or argsort of
-  a kind seen before (its size, bits, low and code: float keys and descending orders too)
-  replays our kernels as a CUDA graph (graphs.py), which costs the host one launch, not seven,
-  and never waits for it;
+  except that from GRAPH_MIN to GRAPH_MAX keys, on either side of MIN_N, a sort, argsort or
+  sort of pairs of a kind seen before (its size, bits, low and code: float keys and descending
+  orders too) replays our kernels as a CUDA graph (graphs.py), which costs the host one launch,
+  not seven, and never waits for it;
 - uint8/uint16 keys (CUB sorts them natively in 1-2 narrow passes; ours would widen them);
 - 2^32 keys or more (our kernels keep 32-bit positions);
 - keys that are not uint8/16/32/64, or not 1-D.
