@@ -213,12 +213,12 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
 
 
 TUNE_VARIANTS = [  # (look-back window, early counts, keys per thread of key-only passes for
-    (4, 1, 24, 18),  # 32-bit, 64-bit keys); the first: the defaults. 64-bit keys take at
-    (4, 1, 18, 16),  # most 18 (the tile's static shared memory stays under 48 KB)
-    (4, 1, 22, 18),
-    (4, 1, 26, 18),
-    (4, 1, 28, 18),
-    (2, 1, 24, 18),
+    (4, 1, 24, 18, 3),  # 32-bit, 64-bit keys, blocks per SM their registers leave room for);
+    (4, 1, 24, 18, 2),  # the first: the defaults. 64-bit keys take at most 18 (the tile's
+    (4, 1, 28, 18, 2),  # static shared memory stays under 48 KB). Run 58 chose the keys per
+    (4, 1, 32, 18, 2),  # thread at 3 blocks, session 46 tried the blocks
+    (4, 1, 18, 16, 4),
+    (4, 1, 24, 18, 4),
 ]
 
 
@@ -227,9 +227,10 @@ def tune(cp, log: int = 28, runs: int = 5) -> None:
     import distsort.local.radix as rx
 
     keep = dict(rx.KEY_ITEMS), dict(rx.DEFINES)
-    for window, early, items32, items64 in TUNE_VARIANTS:
+    for window, early, items32, items64, blocks in TUNE_VARIANTS:
         rx.KEY_ITEMS.update({4: items32, 8: items64})
-        rx.DEFINES.update({"RADIX_LOOKBACK_WINDOW": window, "RADIX_EARLY_COUNTS": early})
+        rx.DEFINES.update({"RADIX_LOOKBACK_WINDOW": window, "RADIX_EARLY_COUNTS": early,
+                           "RADIX_KEY_BLOCKS": blocks})
         rx._module.cache_clear()
         rx._kernel.cache_clear()
         eng = RadixEngine(min_n=0)
@@ -243,7 +244,7 @@ def tune(cp, log: int = 28, runs: int = 5) -> None:
             med = statistics.median(times[1:])
             print(
                 f"tune {cp.dtype(dtype).name} 2^{log} window {window} early {early} "
-                f"items {items32}/{items64}: {med:.3f} ms",
+                f"items {items32}/{items64} blocks {blocks}: {med:.3f} ms",
                 flush=True,
             )
     rx.KEY_ITEMS.update(keep[0])

@@ -60,6 +60,10 @@ template <typename K> struct RawKeys {
 #define FLAG_AGG 1u     // the tile's own count of this digit
 #define FLAG_PREFIX 2u  // count of this digit in this tile and all before it
 
+#ifndef RADIX_KEY_BLOCKS
+#define RADIX_KEY_BLOCKS 3  // blocks per SM that key-only passes' registers leave room for
+#endif
+
 #ifndef ITEMS32_KEYS
 #define ITEMS32_KEYS ITEMS32  // keys per thread of key-only passes (no value in shared memory)
 #endif

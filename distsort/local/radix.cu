@@ -137,7 +137,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 // returns at once, so the driver can queue the first pass before it reads which passes vary,
 // and the GPU does not wait for the host in between.
 template <typename K, typename VI, typename VO, int VMODE>
-__global__ void __launch_bounds__(BLOCK, (VMODE != 0 && sizeof(VO) > sizeof(K)) ? 2 : 3)
+__global__ void __launch_bounds__(BLOCK, VMODE == 0                          ? RADIX_KEY_BLOCKS
+                                        : (VMODE != 0 && sizeof(VO) > sizeof(K)) ? 2
+                                                                                 : 3)
     radix_onesweep(const K* __restrict__ keys_in, K* __restrict__ keys_out,
                    const VI* __restrict__ vals_in, VO* __restrict__ vals_out, u64 n, K low,
                    int shift, int bits, int code, const u32* __restrict__ bases,

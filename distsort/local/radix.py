@@ -58,7 +58,7 @@ HIST_LANES = {4: 32, 8: 16}  # copies of each histogram counter, by key width (r
 ITEMS = {4: 18, 8: 16}  # keys per thread by key width; passed to radix.cu as ITEMS32/ITEMS64
 KEY_ITEMS = {4: 24, 8: 18}  # the same for key-only passes (ITEMS32_KEYS/ITEMS64_KEYS)
 # compile-time switches of radix.cu (see there); bench/local_sort.py --tune compares settings
-DEFINES = {"RADIX_LOOKBACK_WINDOW": 4, "RADIX_EARLY_COUNTS": 1}
+DEFINES = {"RADIX_LOOKBACK_WINDOW": 4, "RADIX_EARLY_COUNTS": 1, "RADIX_KEY_BLOCKS": 3}
 SYNC_MIN = 1 << 22  # from here on the host learns which digits are constant, to skip them
 MAX_PASSES = 8  # 64-bit keys, 8-bit digits
 # From these sizes on our kernels run, CUB below: the smallest power of two from which ours was
