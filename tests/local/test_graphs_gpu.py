@@ -203,6 +203,19 @@ def test_pairs_are_replayed_and_right(cp, n, key_dtype, value_dtype):
     assert len(engine.graphs.graphs) == 1
 
 
+@pytest.mark.parametrize("key_dtype", [np.uint32, np.int64])
+def test_descending_pairs_are_replayed_and_stable(cp, key_dtype):
+    engine, n = RadixEngine(), GRAPH_MIN + 3
+    codec = NumericCodec(np.dtype(key_dtype), True)
+    for seed in range(3):
+        keys = fresh(cp, key_dtype, n, seed, high=n // 4)
+        values = cp.arange(n, dtype=cp.uint32)
+        got_keys, got_values = engine.sort_pairs(keys, values, codec=codec)
+        order = cp.asarray(np.argsort(-keys.get().astype(np.int64), kind="stable"))  # ties kept
+        assert cp.array_equal(got_keys, keys[order]) and cp.array_equal(got_values, values[order])
+    assert len(engine.graphs.graphs) == 1
+
+
 def test_the_api_replays_repeated_pairs(cp):
     import distsort
 
