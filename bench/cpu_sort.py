@@ -8,8 +8,9 @@ timed on a fresh copy of the input made before the clock starts, a warm-up first
 --reps, every output checked (check.verify). The data are `distsort gen`'s uniform keys, the
 same whatever the rank count. The table gives seconds, the speed-up over np.sort and the largest
 peak host memory of a rank, then each rank count's phases (the slowest rank's, last run), its
-threads, its sort (our radix sort or NumPy's: local/lsd.py chooses) and its C kernels library;
-cpu_sort.json has every run.
+threads, its sort (our radix sort or NumPy's: local/lsd.py chooses), its C kernels library and
+the warm-up's time: a process's first sort, as a file job's is (its new arrays' pages cost
+most there: bench/history/first_sorts.py); cpu_sort.json has every run.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def data(case: str, start: int, stop: int) -> tuple[np.ndarray, np.ndarray | Non
 
 
 def numpy_seconds(case: str, count: int, reps: int) -> list[float]:
-    """One process sorting everything: np.sort, or for pairs np.argsort and two gathers."""
+    """One process sorting everything: np.sort, or for pairs np.argsort and two gathers; the
+    first of the times is the warm-up's."""
     keys, values = data(case, 0, count)
     times = []
     for _ in range(reps + 1):  # the first is a warm-up
@@ -55,7 +57,7 @@ def numpy_seconds(case: str, count: int, reps: int) -> list[float]:
             out, _ = fresh[order], values[order]
         times.append(time.perf_counter() - start)
         assert np.all(out[:-1] <= out[1:])
-    return times[1:]
+    return times
 
 
 def worker(case: str, count: int, reps: int) -> None:
@@ -88,7 +90,8 @@ def worker(case: str, count: int, reps: int) -> None:
     phases = comm.gather(report.phases)  # the last run's, the slowest rank's of each
     if comm.Get_rank() == 0:
         slowest = {name: max(p.get(name, 0.0) for p in phases) for name in phases[0]}
-        print(json.dumps({"seconds": times[1:], "ok": verdict.ok, "message": verdict.message,
+        print(json.dumps({"seconds": times[1:], "first": times[0], "ok": verdict.ok,
+                          "message": verdict.message,
                           "peak_rss_bytes": peak * 1024, "phases": slowest,
                           "threads": workers.threads(), "c_kernels": clib.library_path(),
                           "radix": clib.library_path() is not None and lsd.wins(
@@ -126,9 +129,10 @@ def main() -> None:
         f"{'P=' + p + ' s':>9} {'x':>5} {'peak GB':>7}" for p in args.ranks.split(",")))
     for case in args.cases.split(","):
         count = args.count if case == "u32" else args.count // 2
-        base = numpy_seconds(case, count, args.reps)
+        first, *base = numpy_seconds(case, count, args.reps)
         runs = {p: distsort_run(case, count, int(p), args.reps) for p in args.ranks.split(",")}
-        results["cases"][case] = {"count": count, "numpy_seconds": base, "distsort": runs}
+        results["cases"][case] = {"count": count, "numpy_seconds": base, "numpy_first": first,
+                                  "distsort": runs}
         line = f"{case:>10} {count:>12} {statistics.median(base):>10.3f} "
         for run in runs.values():
             med = statistics.median(run["seconds"])
@@ -139,7 +143,8 @@ def main() -> None:
             phases = ", ".join(f"{k} {v:.3f}" for k, v in run["phases"].items())
             sort = "our radix sort" if run.get("radix") else "NumPy's sort"
             print(f"{'':>10} P={p}: {run['threads']} threads a rank, {sort}, C kernels "
-                  f"{run['c_kernels']}; phases (s): {phases}")
+                  f"{run['c_kernels']}; phases (s): {phases}; the process's first sort "
+                  f"{run['first']:.3f} s (np.sort's {first:.3f})")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "cpu_sort.json"), "w") as f:
         json.dump(results, f, indent=1)
