@@ -630,8 +630,9 @@ class RadixEngine:
                    **options: Unpack[SortOptions]):
         """(sorted keys, values permuted alike), stable; values is 1-D of any dtype.
 
-        With overwrite, 4- and 8-byte values share the keys' ping-pong: they come back in
-        values after an even number of passes, else in a new array (scratch is for keys only).
+        With overwrite, 4- and 8-byte values share the keys' ping-pong where our kernels run
+        (not replayed: then new arrays): they come back in values after an even number of
+        passes, else in a new array (scratch is for keys only).
         """
         cp = _cupy()
         keys, values, codec = cp.asarray(keys), cp.asarray(values), options.pop("codec", None)
