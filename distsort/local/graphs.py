@@ -147,12 +147,13 @@ class Graphs:
                 # CUDA refused: this kind sorts without a graph from now on
                 self._failed(key)
                 return None
-            if graph.nbytes > room():  # a kind too large to keep: sorted without a graph
+            limit = room()
+            if graph.nbytes > limit:  # a kind too large to keep: sorted without a graph
                 _drop(graph)
                 self._failed(key)
                 return result
             self.graphs[key] = graph
-            while sum(g.nbytes for g in self.graphs.values()) > room():
+            while sum(g.nbytes for g in self.graphs.values()) > limit:
                 _drop(self.graphs.popitem(last=False)[1])
             return result
 
