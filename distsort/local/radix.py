@@ -100,6 +100,7 @@ CODE_LOAD, CODE_STORE = 16, 32  # a pass's code: which ends meet raw keys (onesw
 # codes (keys.NumericCodec.code) with a build of radix.cu of their own (onesweep.cuh:
 # RADIX_FIXED_CODE): ascending signed and float keys; the others' kernels read their code
 FIXED_CODES = (1, 2)
+MODES = {"sort": "keys", "argsort": "argsort", "pairs": "pairs"}  # radix_sort's, by operation
 BUILDS = (0, -1, *FIXED_CODES)  # radix.cu's builds (_build): plain, coded, fixed codes
 KEYS_ONLY = ("u32", "u32", 0)  # the (value in, value out, mode) of a pass without values
 # (value in, value out, mode) of every onesweep instance; mode 0 keys, 1 read values, 2 index
@@ -581,7 +582,7 @@ class RadixEngine:
                     or not values.flags.c_contiguous or values.size != keys.size):
                 return None
             vals = value_words(values)
-        mode = {"sort": "keys", "argsort": "argsort", "pairs": "pairs"}[op]
+        mode = MODES[op]
         kind = _graph_kind(keys, mode, (0, 8 * kb), 0, codec.code, vals)
         replayed = self.graphs.replay(kind, (_aligned(_cupy(), keys), vals))
         if replayed is None:
@@ -646,11 +647,20 @@ class RadixEngine:
             return self._fallback().sort_pairs(keys, values)
         bits, replay = (begin_bit, end_bit), route == "graph"
         if values.dtype.itemsize not in (4, 8) or values.ndim != 1:
-            out_k, order = self._run(keys, None, "argsort", bits, **options, replay=replay)
-            return take(keys, order) if out_k is None else out_k, take(values, order)
+            return _ordered_pairs(self, keys, keys, values, bits, options, replay)
         words = value_words(cp.ascontiguousarray(values))
         out_k, out_v = self._run(keys, words, "pairs", bits, **options, replay=replay)
         return out_k, out_v.view(values.dtype)
+
+
+def _ordered_pairs(engine: RadixEngine, words, keys, values, bits: tuple, options: dict,
+                   replay: bool) -> tuple:
+    """(keys, values) sorted by the words' stable order, for values the passes cannot carry
+    (not 4 or 8 bytes, or rows): an argsort (replayed where `replay`: then it gives no keys),
+    then the gathers."""
+    out_k, order = engine._run(words, None, "argsort", bits, **options, replay=replay)
+    sorted_keys = take(keys, order) if out_k is None else out_k.view(keys.dtype)
+    return sorted_keys, take(values, order)
 
 
 def _graph_kind(keys, mode: str, bits: tuple, low, code: int, vals=None) -> tuple:
@@ -689,11 +699,10 @@ def _numbers(engine: RadixEngine, codec, op: str, keys, bits: tuple, options: di
         return (out_k if plain else codec.decode(out_k, cp)), out_v
     code = {"code": codec.code}
     if op == "pairs" and (values.dtype.itemsize not in (4, 8) or values.ndim != 1):
-        out_k, order = engine._run(words, None, "argsort", bits, **options, **code,
-                                   replay=who == "graph")  # a replayed argsort gives no keys
-        return take(keys, order) if out_k is None else out_k.view(keys.dtype), take(values, order)
+        return _ordered_pairs(engine, words, keys, values, bits, {**options, **code},
+                              who == "graph")
     vals = value_words(cp.ascontiguousarray(values)) if op == "pairs" else None
-    mode = {"sort": "keys", "argsort": "argsort", "pairs": "pairs"}[op]
+    mode = MODES[op]
     out_k, out_v = engine._run(words, vals, mode, bits, **options, **code,
                                replay=who == "graph")  # a replayed argsort gives no keys
     return (None if out_k is None else out_k.view(keys.dtype),
