@@ -101,7 +101,7 @@ class NumpyEngine:
         if _in_pieces(keys):
             out = _sorted_in_pieces(keys, threads(), overwrite, scratch)
         else:
-            out = lsd.sort(keys, overwrite, scratch) if radix else np.sort(keys)
+            out = lsd.sort(keys, overwrite, scratch) if radix else _numpy_sorted(keys, overwrite)
         if len(keys) >= merge.MEASURED_MIN:
             self.seconds_per_key[keys.dtype.itemsize] = (time.perf_counter() - started) / len(keys)
         return out
@@ -182,6 +182,15 @@ def _sorted_in_pieces(keys: np.ndarray, pieces: int, overwrite: bool,
     each([functools.partial(_sort_in_place, out[lo:hi], None if room is None else room[lo:hi])
           for lo, hi in zip(cuts[:-1], cuts[1:])])
     return merge.merge_runs(out, np.diff(cuts), overwrite=True, scratch=room)[0]
+
+
+def _numpy_sorted(keys: np.ndarray, overwrite: bool) -> np.ndarray:
+    """keys by NumPy's sort, in their own memory where overwrite allows: np.sort copies first,
+    a pass over new memory that cost 16 CPU ranks a fifth of their finish."""
+    if overwrite and keys.flags.writeable:
+        keys.sort()
+        return keys
+    return np.sort(keys)
 
 
 def _sort_in_place(keys: np.ndarray, scratch: np.ndarray | None = None) -> None:

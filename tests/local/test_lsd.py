@@ -188,6 +188,20 @@ def test_the_engine_notes_which_sort_ran(monkeypatch, radix):
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
+def test_keys_numpy_sorts_given_up_are_sorted_in_their_own_memory(monkeypatch, overwrite):
+    """Where NumPy's sort runs (lsd.wins says so), sort(overwrite=True) sorts the keys where
+    they are (np.sort would copy them first); without it the caller's keys are left alone."""
+    monkeypatch.setattr(lsd, "wins", lambda itemsize, value_bytes=0: False)
+    keys = keys_of(np.uint32, 4 * lsd.SMALL, "whole", 5)
+    given = keys.copy()
+    got = NumpyEngine().sort(keys, overwrite=overwrite)
+    np.testing.assert_array_equal(got, np.sort(given))
+    assert np.shares_memory(got, keys) is overwrite
+    if not overwrite:
+        np.testing.assert_array_equal(keys, given)
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
 def test_pairs_given_up_are_sorted_in_their_own_memory(monkeypatch, overwrite):
     """sort_pairs(overwrite=True) (the finish's received rows) sorts keys and values where they
     are, no copies first; without it the caller's arrays are left as they were."""
