@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..local.merge import available, merge_runs
 from ..local.order import stable_order
 
 
@@ -25,11 +24,9 @@ def choose_splitters(rt, sample, sizes: list[int]) -> np.ndarray:
     global-position order (ranks in order, each sample in position order), so a stable sort by
     the key words alone, on the device, leaves them in (key words, position) order; the sort is
     deterministic, so every rank picks the same rows. On CPUs, for one key word, each rank
-    orders its sample by key (stably) before sending it, and every rank merges the p sorted
-    runs it receives (local/merge.py) instead of sorting them all (with many ranks, most of the
-    sample phase). Each rank orders what it sends whether or not it can merge: a
-    stable sort of sorted runs in rank order gives the same order, so ranks with and without
-    a compiled merge agree.
+    orders its sample by key (stably) before sending it, and every rank selects the picked
+    rows from the p sorted runs it receives (selected) without ordering them all (a merge of
+    16 ranks' samples was most of the sample phase).
     """
     p = rt.comm.Get_size()
     runs = rt.backend.name == "cpu" and sample.shape[1] == 2  # one key word
@@ -40,13 +37,31 @@ def choose_splitters(rt, sample, sizes: list[int]) -> np.ndarray:
     rows = rt.transport.alltoallv([sample], counts, recv, np.zeros(p, np.int64))[0]
     if len(rows) == 0:
         return np.zeros((p - 1, sample.shape[1]), np.uint64)
-    keys = [rt.xp.ascontiguousarray(rows[:, c]) for c in range(rows.shape[1] - 1)]
-    if runs and available(keys[0]):
-        order = merge_runs(keys[0], recv, positions=True)[1]
-    else:
-        order = stable_order(keys, rt.backend.engine)
     picks = np.arange(1, p, dtype=np.int64) * len(rows) // p
+    if runs:
+        return rows[selected(np.ascontiguousarray(rows[:, 0]), recv, picks)]
+    keys = [rt.xp.ascontiguousarray(rows[:, c]) for c in range(rows.shape[1] - 1)]
+    order = stable_order(keys, rt.backend.engine)
     return rt.backend.to_host(rows[order[rt.backend.from_host(picks)]])
+
+
+def selected(keys: np.ndarray, counts: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """The rows of keys (runs of counts[i] rows one after another, each sorted, stably) that
+    stand at places `picks` of their stable order (equal keys in run order, then row order):
+    each pick's key by a partial sort of the keys, its place among the rows of that key by a
+    search in every run. O(rows) work where a merge moves every row log2(runs) times."""
+    if len(picks) == 0:
+        return picks
+    values = np.partition(keys, picks)[picks]
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    runs = [keys[a : a + c] for a, c in zip(starts, counts)]
+    first = np.array([np.searchsorted(r, values, "left") for r in runs])  # (run, pick)
+    equal = np.array([np.searchsorted(r, values, "right") for r in runs]) - first
+    before = np.cumsum(equal, axis=0) - equal  # equal keys in the runs before each run
+    nth = picks - first.sum(axis=0)  # the pick's place among the rows of its key
+    run = np.argmax(nth < before + equal, axis=0)  # the run that holds it
+    cols = np.arange(len(picks))
+    return starts[run] + first[run, cols] + nth - before[run, cols]
 
 
 def classify(words, offset: int, splitters: np.ndarray, xp):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from distsort.backend import Backend
 from distsort.steps.sample import (
@@ -12,7 +13,7 @@ from distsort.steps.sample import (
     stream_base,
     uniforms,
 )
-from distsort.steps.splitters import classify
+from distsort.steps.splitters import classify, selected
 
 
 def test_sample_size_grows_with_ranks_and_stays_small():
@@ -111,3 +112,20 @@ def test_sample_fractions_are_splitmix64_of_counters():
         np.testing.assert_array_equal(uniforms(start, 6), want)
     u = uniforms(base, 100_000)
     assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
+
+
+@pytest.mark.parametrize("spread", [3, 2**40])  # many ties across runs / almost none
+@pytest.mark.parametrize("runs", [1, 2, 5, 16])
+def test_selected_rows_are_those_of_the_stable_order_of_the_runs(spread, runs):
+    """The CPU splitters' rows picked from p sorted runs without merging them: the same rows
+    as the stable order of all the runs (equal keys in run order) puts at the picks, empty
+    runs and ties across runs included."""
+    rng = np.random.default_rng(runs)
+    counts = rng.integers(0, 200, runs)
+    counts[0] = 0 if runs > 1 else counts[0]  # an empty run
+    keys = np.concatenate([np.sort(rng.integers(0, spread, c, dtype=np.uint64))
+                           for c in counts])
+    picks = np.arange(1, 16, dtype=np.int64) * len(keys) // 16
+    want = np.argsort(keys, kind="stable")[picks]
+    np.testing.assert_array_equal(selected(keys, counts, picks), want)
+    assert selected(keys, counts, picks[:0]).size == 0
