@@ -128,6 +128,10 @@ def _load(path: str) -> ctypes.CDLL | None:
     lib.hash_rows.restype = ctypes.c_uint64
     for width in (32, 64):
         getattr(lib, f"classify_u{width}").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P, _P]
+        for way in ("_compare", "_search", "_permute"):  # each way alone, for the tests
+            if hasattr(lib, f"classify_u{width}{way}"):  # _permute: x86-64 builds only
+                getattr(lib, f"classify_u{width}{way}").argtypes = [_P, _N, _N, _P, _P, _N,
+                                                                    _N, _P, _P]
         getattr(lib, f"scatter_u{width}").argtypes = [_P, _N, _P, _P, _P]
         getattr(lib, f"lsd_u{width}").argtypes = [_P, _P, _N]
         for values in (32, 64):

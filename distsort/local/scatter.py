@@ -62,9 +62,10 @@ def by_rank(keys: np.ndarray, offset: int, splitters: np.ndarray,
     return grouped, total
 
 
-def _classifier(lib, keys: np.ndarray, offset: int, splitters: np.ndarray):
+def _classifier(lib, keys: np.ndarray, offset: int, splitters: np.ndarray, way: str = ""):
     """classify(lo, hi, dest, counts): the destinations of keys[lo:hi] into dest[lo:hi], their
-    number per destination added to counts."""
+    number per destination added to counts (way: scatter.c's choice, or one of its ways,
+    "_compare", "_search" or "_permute", for the tests)."""
     width, p = 8 * keys.dtype.itemsize, len(splitters) + 1
     depth = (p - 1).bit_length()  # the search's steps: 2^depth - 1 keys, the rest the largest
     split_keys = np.full((1 << depth) - 1, np.iinfo(keys.dtype).max, keys.dtype)
@@ -73,7 +74,7 @@ def _classifier(lib, keys: np.ndarray, offset: int, splitters: np.ndarray):
     ptr = clib.pointer
 
     def classify(lo: int, hi: int, dest: np.ndarray, counts: np.ndarray) -> None:
-        getattr(lib, f"classify_u{width}")(ptr(keys, lo), hi - lo, int(offset) + lo,
+        getattr(lib, f"classify_u{width}{way}")(ptr(keys, lo), hi - lo, int(offset) + lo,
                                            ptr(split_keys), ptr(split_at), p - 1,
                                            1 << (depth - 1), ptr(dest, lo), ptr(counts))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distsort.local import scatter
+from distsort.local import clib, scatter
 from distsort.steps.splitters import classify
 
 if not scatter.available(np.zeros(1, np.uint32), 2):
@@ -83,6 +83,39 @@ def test_ties_cut_by_positions_on_other_ranks(three_threads, dtype, p):
     (grouped,), counts = scatter.by_rank(keys, offset, splitters)
     np.testing.assert_array_equal(counts, np.bincount(dest, minlength=p))
     np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
+
+
+def ways(dtype, p: int) -> list[str]:
+    """The ways scatter.c classifies keys that this machine runs for p ranks."""
+    lib, width = clib.library(), np.dtype(dtype).itemsize
+    found = ["_search"] + (["_compare"] if (p - 1) * width <= 64 else [])
+    if lib.classify_avx512() and p <= 128 // width:  # the splitters in two registers
+        found.append("_permute")
+    return found
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("p", [2, 3, 9, 16, 17, 32])
+@pytest.mark.parametrize("distinct", [None, 5])
+def test_every_way_classifies_alike(dtype, p, distinct):
+    """scatter.c's compare, binary search and (with AVX-512) permute search, each where it
+    applies: every key's destination and count as splitters.classify's, ties cut by position,
+    and keys past the last full vector."""
+    rng = np.random.default_rng(p * 7 + (distinct or 0))
+    top = distinct or np.iinfo(dtype).max
+    keys = rng.integers(0, top, 10_007, dtype=np.uint64, endpoint=distinct is None)
+    keys = keys.astype(dtype)
+    keys[:3] = np.iinfo(dtype).max  # the largest key: above every splitter but its equal
+    offset = 31
+    splitters = splitters_of(keys, offset, p, rng)
+    want = classify([keys], offset, splitters, np)
+    for way in ways(dtype, p):
+        dest, counts = np.empty(len(keys), np.uint16), np.zeros(p, np.int64)
+        classify_some = scatter._classifier(clib.library(), keys, offset, splitters, way)
+        classify_some(0, 5000, dest, counts)  # two calls: the second from an offset
+        classify_some(5000, len(keys), dest, counts)
+        np.testing.assert_array_equal(dest, want, err_msg=way)
+        np.testing.assert_array_equal(counts, np.bincount(want, minlength=p), err_msg=way)
 
 
 def test_the_grouped_keys_have_room_behind_them():
