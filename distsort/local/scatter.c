@@ -159,76 +159,57 @@ AVX512 static void flush(__m512i *acc, int groups, int64_t *counts, int64_t ns) 
 SETTLE(uint32_t)
 SETTLE(uint64_t)
 
-AVX512 void classify_u32_permute(const uint32_t *keys, int64_t n, int64_t offset,
-                                 const uint32_t *skeys, const int64_t *spos, int64_t ns,
-                                 int64_t steps, uint16_t *dest, int64_t *counts) {
-  uint32_t table[32], d[16];
-  for (int j = 0; j < 32; j++) table[j] = j < ns ? skeys[j] : UINT32_MAX;
-  const __m512i low = _mm512_loadu_si512(table), high = _mm512_loadu_si512(table + 16);
-  const int groups = (int)(ns / 8) + 1; /* bins 0 to ns */
-  __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
-                    _mm512_setzero_si512()};
-  const int64_t full = n & ~(int64_t)15;
-  for (int64_t at = 0; at < full; at += 16) {
-    const __m512i k = _mm512_loadu_si512(keys + at);
-    __m512i lo = _mm512_setzero_si512();
-    for (int64_t step = steps; step > 0; step >>= 1) { /* rows up to 2 x steps - 2 <= 30 */
-      const __m512i row = _mm512_add_epi32(lo, _mm512_set1_epi32((int)step - 1));
-      const __m512i s = _mm512_permutex2var_epi32(low, row, high);
-      lo = _mm512_mask_add_epi32(lo, _mm512_cmplt_epu32_mask(s, k), lo,
-                                 _mm512_set1_epi32((int)step));
-    }
-    const __m512i first = _mm512_permutex2var_epi32(low, lo, high);
-    const uint32_t ties = _mm512_mask_cmpeq_epu32_mask(
-        _mm512_cmplt_epu32_mask(lo, _mm512_set1_epi32((int)ns)), first, k);
-    if (ties) {
-      _mm512_storeu_si512(d, lo);
-      settle_uint32_t(keys, at, offset, skeys, spos, ns, ties, d);
-      lo = _mm512_loadu_si512(d);
-    }
-    _mm256_storeu_si256((__m256i *)(dest + at), _mm512_cvtepi32_epi16(lo));
-    tally(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(lo)), acc, groups);
-    tally(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(lo, 1)), acc, groups);
-    if ((at / 16) % FLUSH_EVERY == FLUSH_EVERY - 1) flush(acc, groups, counts, ns);
-  }
-  flush(acc, groups, counts, ns);
-  classify_u32_search(keys + full, n - full, offset + full, skeys, spos, ns, steps, dest + full,
-                      counts);
+/* The destinations in lo stored at dest and counted: 16 (32-bit lanes) or 8 (64-bit). */
+AVX512 static inline void store_tally_32(__m512i lo, uint16_t *dest, __m512i *acc, int groups) {
+  _mm256_storeu_si256((__m256i *)dest, _mm512_cvtepi32_epi16(lo));
+  tally(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(lo)), acc, groups);
+  tally(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(lo, 1)), acc, groups);
 }
 
-AVX512 void classify_u64_permute(const uint64_t *keys, int64_t n, int64_t offset,
-                                 const uint64_t *skeys, const int64_t *spos, int64_t ns,
-                                 int64_t steps, uint16_t *dest, int64_t *counts) {
-  uint64_t table[16], d[8];
-  for (int j = 0; j < 16; j++) table[j] = j < ns ? skeys[j] : UINT64_MAX;
-  const __m512i low = _mm512_loadu_si512(table), high = _mm512_loadu_si512(table + 8);
-  const int groups = (int)(ns / 8) + 1;
-  __m512i acc[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-  const int64_t full = n & ~(int64_t)7;
-  for (int64_t at = 0; at < full; at += 8) {
-    const __m512i k = _mm512_loadu_si512(keys + at);
-    __m512i lo = _mm512_setzero_si512();
-    for (int64_t step = steps; step > 0; step >>= 1) { /* rows up to 2 x steps - 2 <= 14 */
-      const __m512i row = _mm512_add_epi64(lo, _mm512_set1_epi64(step - 1));
-      const __m512i s = _mm512_permutex2var_epi64(low, row, high);
-      lo = _mm512_mask_add_epi64(lo, _mm512_cmplt_epu64_mask(s, k), lo, _mm512_set1_epi64(step));
-    }
-    const __m512i first = _mm512_permutex2var_epi64(low, lo, high);
-    const uint32_t ties = _mm512_mask_cmpeq_epu64_mask(
-        _mm512_cmplt_epu64_mask(lo, _mm512_set1_epi64(ns)), first, k);
-    if (ties) {
-      _mm512_storeu_si512(d, lo);
-      settle_uint64_t(keys, at, offset, skeys, spos, ns, ties, d);
-      lo = _mm512_loadu_si512(d);
-    }
-    _mm_storeu_si128((__m128i *)(dest + at), _mm512_cvtepi64_epi16(lo));
-    tally(lo, acc, groups);
-    if ((at / 8) % FLUSH_EVERY == FLUSH_EVERY - 1) flush(acc, groups, counts, ns);
-  }
-  flush(acc, groups, counts, ns);
-  classify_u64_search(keys + full, n - full, offset + full, skeys, spos, ns, steps, dest + full,
-                      counts);
+AVX512 static inline void store_tally_64(__m512i lo, uint16_t *dest, __m512i *acc, int groups) {
+  _mm_storeu_si128((__m128i *)dest, _mm512_cvtepi64_epi16(lo));
+  tally(lo, acc, groups);
 }
+
+/* NAME##_permute for keys of W bits, LANES a vector; keys past the last full vector go to
+   NAME##_search. The search's rows reach 2 x steps - 2: at most 2 x LANES - 2. */
+#define PERMUTE(NAME, T, W, LANES, LARGEST)                                                  \
+  AVX512 void NAME##_permute(const T *keys, int64_t n, int64_t offset, const T *skeys,       \
+                             const int64_t *spos, int64_t ns, int64_t steps, uint16_t *dest, \
+                             int64_t *counts) {                                              \
+    T table[2 * LANES], d[LANES];                                                            \
+    for (int j = 0; j < 2 * LANES; j++) table[j] = j < ns ? skeys[j] : LARGEST;              \
+    const __m512i low = _mm512_loadu_si512(table), high = _mm512_loadu_si512(table + LANES); \
+    const int groups = (int)(ns / 8) + 1; /* bins 0 to ns */                                 \
+    __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(),                        \
+                      _mm512_setzero_si512(), _mm512_setzero_si512()};                       \
+    const int64_t full = n & ~(int64_t)(LANES - 1);                                          \
+    for (int64_t at = 0; at < full; at += LANES) {                                           \
+      const __m512i k = _mm512_loadu_si512(keys + at);                                       \
+      __m512i lo = _mm512_setzero_si512();                                                   \
+      for (int64_t step = steps; step > 0; step >>= 1) {                                     \
+        const __m512i row = _mm512_add_epi##W(lo, _mm512_set1_epi##W(step - 1));             \
+        const __m512i s = _mm512_permutex2var_epi##W(low, row, high);                        \
+        lo = _mm512_mask_add_epi##W(lo, _mm512_cmplt_epu##W##_mask(s, k), lo,                \
+                                    _mm512_set1_epi##W(step));                               \
+      }                                                                                      \
+      const __m512i first = _mm512_permutex2var_epi##W(low, lo, high);                       \
+      const uint32_t ties = _mm512_mask_cmpeq_epu##W##_mask(                                 \
+          _mm512_cmplt_epu##W##_mask(lo, _mm512_set1_epi##W(ns)), first, k);                 \
+      if (ties) {                                                                            \
+        _mm512_storeu_si512(d, lo);                                                          \
+        settle_##T(keys, at, offset, skeys, spos, ns, ties, d);                              \
+        lo = _mm512_loadu_si512(d);                                                          \
+      }                                                                                      \
+      store_tally_##W(lo, dest + at, acc, groups);                                           \
+      if ((at / LANES) % FLUSH_EVERY == FLUSH_EVERY - 1) flush(acc, groups, counts, ns);     \
+    }                                                                                        \
+    flush(acc, groups, counts, ns);                                                          \
+    NAME##_search(keys + full, n - full, offset + full, skeys, spos, ns, steps, dest + full, \
+                  counts);                                                                   \
+  }
+PERMUTE(classify_u32, uint32_t, 32, 16, UINT32_MAX)
+PERMUTE(classify_u64, uint64_t, 64, 8, UINT64_MAX)
 #else
 #define classify_u32_PERMUTE_MAX (-1) /* never */
 #define classify_u64_PERMUTE_MAX (-1)
