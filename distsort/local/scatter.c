@@ -43,9 +43,9 @@
 #endif
 
 #define CLASSIFY(NAME, T)                                                                  \
-  void NAME##_search(const T *keys, int64_t n, int64_t offset, const T *skeys,      \
-                            const int64_t *spos, int64_t ns, int64_t steps, uint16_t *dest, \
-                            int64_t *counts) {                                               \
+  void NAME##_search(const T *keys, int64_t n, int64_t offset, const T *skeys,              \
+                     const int64_t *spos, int64_t ns, int64_t steps, uint16_t *dest,        \
+                     int64_t *counts) {                                                      \
     for (int64_t i = 0; i < n; i++) {                                                        \
       const T k = keys[i];                                                                   \
       int64_t lo = 0;                                                                        \
