@@ -143,6 +143,10 @@ def first_disorder(words, xp=np) -> int | None:
         return None
     if len(words) == 1 and _is_cupy(xp):
         return _device_first_descent(words[0])
+    kernel = _host_descent(words)
+    if kernel is not None:
+        i = kernel(clib.pointer(words[0]), n)
+        return None if i < 0 else int(i)
     bad = xp.zeros(n - 1, dtype=bool)
     equal = xp.ones(n - 1, dtype=bool)
     for w in words:
@@ -151,6 +155,16 @@ def first_disorder(words, xp=np) -> int | None:
         equal &= before == after
     i = int(xp.argmax(bad))
     return i if bool(bad[i]) else None
+
+
+def _host_descent(words: list):
+    """The C kernel (local/descent.c) that finds the first descent in this one column of
+    unsigned codes on the host, or None (several words, no compiled library: NumPy's steps)."""
+    codes, lib = words[0], clib.library()
+    if (len(words) != 1 or lib is None or not isinstance(codes, np.ndarray) or codes.ndim != 1
+            or codes.dtype.kind != "u" or not codes.flags.c_contiguous):
+        return None
+    return getattr(lib, f"first_descent_u{8 * codes.dtype.itemsize}")
 
 
 def _is_cupy(xp) -> bool:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
+from distsort import check
 from distsort.check import checksum, first_disorder, key_words, run_check, verify
 from distsort.errors import DistsortError
 from distsort.io import FileFormat, write_shards
@@ -144,6 +145,24 @@ def test_first_disorder_finds_the_first_bad_pair():
     assert first_disorder([np.zeros(0, np.uint8)]) is None
     two_words = [np.array([1, 1, 2], np.uint64), np.array([5, 4, 0], np.uint64)]
     assert first_disorder(two_words) == 0
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
+def test_the_c_kernel_finds_the_first_descent_as_numpy_s_steps_do(dtype):
+    """local/descent.c against NumPy's steps (the path for several words), a descent at a
+    block's edges, inside one, at the ends, several, none; and only its first reported."""
+    if check._host_descent([np.zeros(2, dtype)]) is None:
+        pytest.skip("no C compiler here to build the C kernels")
+    n = 3 * 4096 + 5
+    for places in ([], [0], [4095], [4096], [8191], [n - 2], [5000, 6000], [n // 2, 1]):
+        codes = np.arange(n, dtype=np.uint64).astype(dtype)  # narrow types wrap: descents
+        codes = np.sort(codes)
+        codes[places] = np.iinfo(dtype).max
+        two_words = [codes, np.zeros(n, np.uint8)]  # NumPy's steps, the same order
+        got = first_disorder([codes])
+        assert got == first_disorder(two_words), places
+        if np.dtype(dtype).itemsize >= 4:  # distinct codes: each place is a descent
+            assert got == (min(places) if places else None)
 
 
 def test_nan_last_and_signed_zeros_equal_in_both_orders():

@@ -26,7 +26,8 @@ import numpy as np
 from ..cuda_source import kernel_cache
 
 HERE = os.path.dirname(__file__)
-SOURCES = [os.path.join(HERE, name) for name in ("merge.c", "scatter.c", "lsd.c", "hash.c")]
+SOURCES = [os.path.join(HERE, name)
+           for name in ("merge.c", "scatter.c", "lsd.c", "hash.c", "descent.c")]
 PACKAGE = os.path.dirname(HERE)
 FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
 _P, _N = ctypes.c_void_p, ctypes.c_int64
@@ -120,6 +121,8 @@ def _load(path: str) -> ctypes.CDLL | None:
         getattr(lib, f"merge_u{width}").argtypes = [_P, _N] * 2 + [_P]
         getattr(lib, f"merge_positions_u{width}").argtypes = [_P, _P, _N] * 2 + [_P] * 2
         getattr(lib, f"hash_sum_u{width}").argtypes = [_P, _N]
+        getattr(lib, f"first_descent_u{width}").argtypes = [_P, _N]
+        getattr(lib, f"first_descent_u{width}").restype = ctypes.c_int64
         getattr(lib, f"hash_sum_u{width}").restype = ctypes.c_uint64
         for values in (8, 16, 32, 64):
             getattr(lib, f"hash_pairs_u{width}_v{values}").argtypes = [_P, _P, _N]
