@@ -1,6 +1,7 @@
 """The CPU backend against one process's NumPy sort, in memory, in one run.
 
-`python bench/cpu_sort.py [--cases u32,f64,u64+u64] [--count 2^26] [--ranks 1,2,4] [--out DIR]`
+`python bench/cpu_sort.py [--cases u32,f64,u64+u64] [--count 2^26] [--ranks 1,2,4] [--out DIR]
+[--rounds R]`
 
 For each case: one process's `np.sort` of all the data (for pairs `np.argsort` and two gathers),
 then distsort on the CPU backend at each rank count (this script's worker under mpiexec), each
@@ -10,7 +11,10 @@ same whatever the rank count. The table gives seconds, the speed-up over np.sort
 peak host memory of a rank, then each rank count's phases (the slowest rank's, last run), its
 threads, its sort (our radix sort or NumPy's: local/lsd.py chooses), its C kernels library and
 the warm-up's time: a process's first sort, as a file job's is (its new arrays' pages cost
-most there: bench/history/first_sorts.py); cpu_sort.json has every run.
+most there: bench/history/first_sorts.py); cpu_sort.json has every run. With --rounds, np.sort
+and the rank counts are alternated that many times (medians over all of them, and each round's
+ratios: a machine whose own sort drifts from minute to minute, as nvidia-h200's CPUs did by
+2.1-3.1 s, skews a ratio taken across minutes).
 """
 
 from __future__ import annotations
@@ -110,6 +114,26 @@ def distsort_run(case: str, count: int, ranks: int, reps: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def one_round(case: str, count: int, ranks: list[str], reps: int) -> dict:
+    """np.sort, then distsort at each rank count, one after another."""
+    first, *base = numpy_seconds(case, count, reps)
+    return {"numpy_first": first, "numpy_seconds": base,
+            "distsort": {p: distsort_run(case, count, int(p), reps) for p in ranks}}
+
+
+def together(runs: list[dict]) -> dict:
+    """One rank count's runs of every round as one: every time, the last round's details."""
+    return {**runs[-1], "seconds": [t for run in runs for t in run["seconds"]],
+            "ok": all(run["ok"] for run in runs)}
+
+
+def round_ratios(one: dict) -> str:
+    """A round's np.sort median and each rank count's speed-up over it."""
+    base = statistics.median(one["numpy_seconds"])
+    return f"{base:.3f} " + " ".join(f"{base / statistics.median(run['seconds']):.2f}x"
+                                     for run in one["distsort"].values())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -118,6 +142,8 @@ def main() -> None:
                         help="keys in all (f64 and pairs: half as many)")
     parser.add_argument("--ranks", default="1,2,4")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="np.sort and every rank count alternated this many times")
     parser.add_argument("--out", default=".")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -129,16 +155,21 @@ def main() -> None:
         f"{'P=' + p + ' s':>9} {'x':>5} {'peak GB':>7}" for p in args.ranks.split(",")))
     for case in args.cases.split(","):
         count = args.count if case == "u32" else args.count // 2
-        first, *base = numpy_seconds(case, count, args.reps)
-        runs = {p: distsort_run(case, count, int(p), args.reps) for p in args.ranks.split(",")}
+        rounds = [one_round(case, count, args.ranks.split(","), args.reps)
+                  for _ in range(args.rounds)]
+        first, base = rounds[0]["numpy_first"], [t for r in rounds for t in r["numpy_seconds"]]
+        runs = {p: together([r["distsort"][p] for r in rounds]) for p in rounds[0]["distsort"]}
         results["cases"][case] = {"count": count, "numpy_seconds": base, "numpy_first": first,
-                                  "distsort": runs}
+                                  "distsort": runs, "rounds": rounds}
         line = f"{case:>10} {count:>12} {statistics.median(base):>10.3f} "
         for run in runs.values():
             med = statistics.median(run["seconds"])
             line += (f"{med:>9.3f} {statistics.median(base) / med:>5.2f} "
                      f"{run['peak_rss_bytes'] / 1e9:>7.2f} " + ("" if run["ok"] else "FAILED "))
         print(line, flush=True)
+        if args.rounds > 1:  # each round's own ratio: the machine's state drifts between rounds
+            print(f"{'':>10} by round, np.sort s and each P's speed-up over it: "
+                  + "; ".join(round_ratios(r) for r in rounds))
         for p, run in runs.items():
             phases = ", ".join(f"{k} {v:.3f}" for k, v in run["phases"].items())
             sort = "our radix sort" if run.get("radix") else "NumPy's sort"
