@@ -31,7 +31,7 @@ def choose_splitters(rt, sample, sizes: list[int]) -> np.ndarray:
     p = rt.comm.Get_size()
     runs = rt.backend.name == "cpu" and sample.shape[1] == 2  # one key word
     if runs:
-        sample = sample[np.argsort(sample[:, 0], kind="stable")]
+        sample = sample[key_order(sample[:, 0])]
     counts = np.full(p, len(sample), dtype=np.int64)
     recv = np.asarray(sizes, dtype=np.int64)
     rows = rt.transport.alltoallv([sample], counts, recv, np.zeros(p, np.int64))[0]
@@ -43,6 +43,18 @@ def choose_splitters(rt, sample, sizes: list[int]) -> np.ndarray:
     keys = [rt.xp.ascontiguousarray(rows[:, c]) for c in range(rows.shape[1] - 1)]
     order = stable_order(keys, rt.backend.engine)
     return rt.backend.to_host(rows[order[rt.backend.from_host(picks)]])
+
+
+def key_order(keys: np.ndarray) -> np.ndarray:
+    """The stable order (int64) of a host sample's key words: where every key and row number
+    fits 32 bits, by NumPy's sort of (key, row) packed in one word, several times faster
+    than its stable argsort (timsort for 64-bit words: 2.2 against 0.3 ms for 28k rows on the
+    2-core machine, bench/RESULTS.md, session 47)."""
+    n = len(keys)
+    if n == 0 or n >= 2**32 or int(keys.max()) >= 2**32:
+        return np.argsort(keys, kind="stable")
+    packed = (keys.astype(np.uint64) << np.uint64(32)) | np.arange(n, dtype=np.uint64)
+    return (np.sort(packed) & np.uint64(2**32 - 1)).astype(np.int64)
 
 
 def selected(keys: np.ndarray, counts: np.ndarray, picks: np.ndarray) -> np.ndarray:

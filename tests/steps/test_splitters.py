@@ -13,7 +13,7 @@ from distsort.steps.sample import (
     stream_base,
     uniforms,
 )
-from distsort.steps.splitters import classify, selected
+from distsort.steps.splitters import classify, key_order, selected
 
 
 def test_sample_size_grows_with_ranks_and_stays_small():
@@ -129,3 +129,15 @@ def test_selected_rows_are_those_of_the_stable_order_of_the_runs(spread, runs):
     want = np.argsort(keys, kind="stable")[picks]
     np.testing.assert_array_equal(selected(keys, counts, picks), want)
     assert selected(keys, counts, picks[:0]).size == 0
+
+
+@pytest.mark.parametrize("top", [0, 3, 2**32 - 1, 2**64 - 1])  # all equal / ties / 32 bits / 64
+def test_key_order_is_the_stable_argsort(top):
+    """The sample's order before it is sent: equal keys in row order, by the packed sort where
+    keys fit 32 bits, by the stable argsort where they do not; no rows, one row."""
+    rng = np.random.default_rng(top % 1000)
+    for n in (0, 1, 1000):
+        keys = rng.integers(0, top, n, dtype=np.uint64, endpoint=True)
+        order = key_order(keys)
+        assert order.dtype == np.int64
+        np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
