@@ -155,7 +155,7 @@ def test_the_c_kernel_finds_the_first_descent_as_numpy_s_steps_do(dtype):
         pytest.skip("no C compiler here to build the C kernels")
     n = 3 * 4096 + 5
     for places in ([], [0], [4095], [4096], [8191], [n - 2], [5000, 6000], [n // 2, 1]):
-        codes = np.arange(n, dtype=np.uint64).astype(dtype)  # narrow types wrap: descents
+        codes = np.arange(n, dtype=np.uint64).astype(dtype)  # narrow types wrap: repeats
         codes = np.sort(codes)
         codes[places] = np.iinfo(dtype).max
         two_words = [codes, np.zeros(n, np.uint8)]  # NumPy's steps, the same order

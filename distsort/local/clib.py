@@ -28,6 +28,7 @@ from ..cuda_source import kernel_cache
 HERE = os.path.dirname(__file__)
 SOURCES = [os.path.join(HERE, name)
            for name in ("merge.c", "scatter.c", "lsd.c", "hash.c", "descent.c")]
+HEADERS = [os.path.join(HERE, "widest.h")]  # the sources include them: part of the build's name
 PACKAGE = os.path.dirname(HERE)
 FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
 _P, _N = ctypes.c_void_p, ctypes.c_int64
@@ -66,7 +67,7 @@ def pointer(array: np.ndarray, index: int = 0) -> ctypes.c_void_p:
 
 @functools.cache
 def library() -> ctypes.CDLL | None:
-    text = b"".join(_read(path) for path in SOURCES)
+    text = b"".join(_read(path) for path in SOURCES + HEADERS)
     compilers = [shlex.split(sysconfig.get_config_var("CC") or ""), ["cc"]]
     digest = hashlib.sha256(text + " ".join(FLAGS).encode()).hexdigest()[:16]
     name = f"cpu-{digest}.so"

@@ -11,17 +11,10 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The widest vectors the CPU has, chosen at load time: the sums' loops become vector code,
-   twice as fast with AVX-512 (1.6x with AVX2) as the plain x86-64 build on the 2-core machine
-   (bench/RESULTS.md, session 47). Named by feature, as in scatter.c. */
-#if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define WIDEST __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef WIDEST
-#define WIDEST
-#endif
+/* The sums built for the widest vectors (widest.h): their loops become vector code, twice as
+   fast with AVX-512 (1.6x with AVX2) as the plain x86-64 build on the 2-core machine
+   (bench/RESULTS.md, session 47). */
+#include "widest.h"
 
 #define GOLDEN 0x9E3779B97F4A7C15ull
 

@@ -18,10 +18,10 @@
    a key's destination is found by a branch-free binary search instead, a tie cut by position.
    Where the CPU has AVX-512 and the splitters fit two vector registers (32 ranks of uint32
    keys, 16 of uint64), the search runs on 16 (8) keys at once, its splitters looked up by
-   permutes: fewer instructions a key than either (_permute, below).
-   (The clones are named by feature, not x86-64-v4/v3: GCC before 12 refuses those names, and
-   a library that does not build leaves the CPU ranks without any C kernel.) */
+   permutes: fewer instructions a key than either (_permute, below). */
 #include <stdint.h>
+
+#include "widest.h"
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
 #if __has_attribute(target)
 #include <immintrin.h>
@@ -33,14 +33,6 @@
 /* Past this many bytes of splitters a key's compares cost more than a search's steps. */
 #define COMPARE_MAX_BYTES 64
 
-#if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
-#if __has_attribute(target_clones) /* the widest vectors the CPU has, chosen at load time */
-#define WIDEST __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef WIDEST
-#define WIDEST
-#endif
 
 #define CLASSIFY(NAME, T)                                                                  \
   void NAME##_search(const T *keys, int64_t n, int64_t offset, const T *skeys,              \
