@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
-#   filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD)
+#   bytecode (BYTECODE_ROUNDS) filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD)
 #   cpuab (AB_OLD, CPUSORT_ARGS)
 #   steps cold tune trees apiab smallapi passprof codedprof (CODED_LOG) a2a ce fresh
 #   ipctests
@@ -96,6 +96,7 @@ for step in $steps; do
     writeprobe) host_memory  # the writer's ways of writing an out-of-core job's output
                 timeout 300 python3 bench/write_probe.py --size "${IOPROBE_SIZE:-8GiB}" --dir /tmp \
                   --reps 2 --out "$OUT" 2>&1 | tail -12 ;;
+    bytecode) timeout 560 bash bench/bytecode_ab.sh ;;  # a job's start with the packages' bytecode and without
     abfile) dir=$(mktemp -d)  # the file job of the tree in $AB_OLD (.abold) and this one, alternated
             python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
             for tree in "${AB_OLD:-.abold}" .; do  # both byte-compiled: PYTHONDONTWRITEBYTECODE

@@ -389,18 +389,20 @@ def _argsort_checks_keys() -> None:
 
 
 def compile_kernels(args, comm) -> int:
-    """`compile`: ahead of the jobs, what they would otherwise compile as they run: distsort's
-    Python bytecode (which a process started with PYTHONDONTWRITEBYTECODE=1 compiles anew each
-    time, where the package is a source tree) and the CPU's C kernels (local/clib.py) with
-    their calibration (lsd.measure_all), once a node; then on GPUs every CUDA kernel a sort
-    may use into the kernel cache (cuda_source.py): ours, and CuPy's own that small sorts of
-    every kind compile: a rank's alone and, where compile runs on several ranks, theirs
-    together, split and (on one GPU) folded (steps/fold.py). Those of several ranks differ
-    (the steps, the transport): at one rank a note says how to compile them."""
+    """`compile`: ahead of the jobs, what they would otherwise compile as they run: the Python
+    bytecode of distsort and the packages a job imports (bytecode.py), the CPU's C kernels
+    (local/clib.py) with their calibration (lsd.measure_all), once a node; then on GPUs every
+    CUDA kernel a sort may use into the kernel cache (cuda_source.py): ours, and CuPy's own
+    that small sorts of every kind compile: a rank's alone and, where compile runs on several
+    ranks, theirs together, split and (on one GPU) folded (steps/fold.py). Those of several
+    ranks differ (the steps, the transport): at one rank a note says how to compile them."""
     from .backend import gpu_count
 
     began = time.perf_counter()
-    agree(comm, lambda: _compile_host(first_on_node=node_place(comm)[0] == 0))
+    unwritten = comm.allreduce(agree(comm, lambda: _compile_host(node_place(comm)[0] == 0)))
+    if comm.Get_rank() == 0 and unwritten:
+        print(f"distsort: {unwritten} package folder(s) could not take all of their Python "
+              "bytecode (read-only?): jobs compile those modules as they import them", flush=True)
     if not comm.allreduce(gpu_count() > 0, op=MPI.LAND):
         if comm.Get_rank() == 0:
             print(f"distsort: Python's bytecode and the C kernels are compiled, their sorts "
@@ -410,17 +412,18 @@ def compile_kernels(args, comm) -> int:
     return _compile_cuda(comm)
 
 
-def _compile_host(first_on_node: bool) -> None:
-    """distsort's bytecode next to its sources (where they can be written: an installed
-    package has its own), the C kernels and the answers of their calibration (lsd.wins), by
-    the first rank of each node."""
-    import compileall
-
+def _compile_host(first_on_node: bool) -> int:
+    """The bytecode of the packages a job imports (where their folders can be written: the
+    number of those that could not), the C kernels and the answers of their calibration
+    (lsd.wins), by the first rank of each node."""
+    from . import bytecode
     from .local import lsd
 
-    if first_on_node:
-        compileall.compile_dir(os.path.dirname(__file__), quiet=2)
-        lsd.measure_all()  # the C kernels built first, then which sorts win on this CPU
+    if not first_on_node:
+        return 0
+    unwritten = bytecode.compile_packages()
+    lsd.measure_all()  # the C kernels built first, then which sorts win on this CPU
+    return unwritten
 
 
 def _compile_cuda(comm) -> int:

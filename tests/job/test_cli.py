@@ -581,8 +581,9 @@ def test_a_setting_no_rank_can_read_is_one_message_before_any_work(tmp_path, mon
 
 def test_compile_on_cpus_writes_the_bytecode_a_job_would_compile(tmp_path, monkeypatch):
     """Without a GPU, compile does what a CPU job would otherwise do as it runs: compile
-    distsort's bytecode (here into a cache of the test's own, where PYTHONDONTWRITEBYTECODE
-    keeps the imports from writing any) and the C kernels, and time their sorts against
+    the bytecode of distsort and of the packages a job imports (here into a cache of the
+    test's own, where PYTHONDONTWRITEBYTECODE keeps the imports from writing any) and the C
+    kernels, and time their sorts against
     NumPy's (the answers beside them); one rank says that there is no CUDA to build."""
     from distsort.local import lsd
 
@@ -596,6 +597,7 @@ def test_compile_on_cpus_writes_the_bytecode_a_job_would_compile(tmp_path, monke
     assert run.stdout.count("no CUDA kernels to compile") == 1, run.stdout
     compiled = {path.name.split(".")[0] for path in (tmp_path / "pyc").rglob("*.pyc")}
     assert {"api", "commands", "radix", "lsd", "exchange"} <= compiled, sorted(compiled)
+    assert {"fromnumeric", "std"} <= compiled, sorted(compiled)  # NumPy's, tqdm's
     assert answers is None or os.path.exists(answers)  # None: no C compiler here
 
 
