@@ -38,7 +38,8 @@ from .transport import row_bytes
 
 def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
          backend: str | None = None, report: SortReport | None = None,
-         device_memory: int | str | None = None, out: np.ndarray | None = None, order=None):
+         device_memory: int | str | None = None, out: np.ndarray | None = None, order=None,
+         overwrite_input: bool = False):
     """Sort 1-D keys across all ranks; return this rank's shard of the result.
 
     Structured keys sort as numpy.sort(keys, order=order) sorts them: by the fields in order
@@ -48,6 +49,9 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
     a rank's shard does not fit, the out-of-core sort runs (outofcore/). Default: a safe
     fraction of the free device memory. Likewise for sort_pairs, argsort and sort_records.
     out: a NumPy array for the shard (see the module doc).
+    overwrite_input: the sort may use the keys' memory as its own; their contents afterwards
+    are unspecified (as scipy's overwrite_a). Where one rank sorts every row it spares a copy
+    of them (on CPUs a pass over new memory, on GPUs an array of their size).
     """
     keys = as_array(keys, "keys")
     outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending, "stable": stable,
@@ -60,18 +64,20 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
         return _as_given(rows[0], keys.dtype, outs)
     codes, direction, stand = _stand_ins(native(keys), descending)
     keys_out, _ = _sort_numeric(codes, None, comm, direction, stable, backend, report,
-                                device_memory, _code_outs(outs, stand))
+                                device_memory, _code_outs(outs, stand), overwrite_input)
     return _as_given(_from_codes(keys_out, stand, outs), keys.dtype, outs)
 
 
 def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: bool = False,
                backend: str | None = None, report: SortReport | None = None,
-               device_memory: int | str | None = None, out: tuple | None = None, order=None):
+               device_memory: int | str | None = None, out: tuple | None = None, order=None,
+               overwrite_input: bool = False):
     """Sort keys and permute values (1-D of any fixed-size dtype, or 2-D rows) alike; return
     both shards (structured keys: by order, as sort). Values of dtypes CuPy lacks (datetime64,
     strings, structured) come back as NumPy arrays (payload.py).
 
-    out: a (keys, values) pair of NumPy arrays for the shards (see the module doc)."""
+    out: a (keys, values) pair of NumPy arrays for the shards (see the module doc).
+    overwrite_input: as sort's, for the keys and the values."""
     keys, values = as_array(keys, "keys"), as_array(values, "values")
 
     def rows_match() -> None:
@@ -95,7 +101,8 @@ def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: boo
         # travel as bytes
     codes, direction, stand = _stand_ins(native(keys), descending)
     keys_out, values_out = _sort_numeric(codes, stored(native(values)), comm, direction, stable,
-                                         backend, report, device_memory, _code_outs(outs, stand))
+                                         backend, report, device_memory, _code_outs(outs, stand),
+                                         overwrite_input)
     return (_as_given(_from_codes(keys_out, stand, outs), keys.dtype, outs),
             restored(values_out, values))
 
@@ -176,7 +183,9 @@ def sort_records(records, key_size: int, comm=None, *, descending: bool = False,
 
 
 def _sort_numeric(keys, values, comm, descending, stable, backend, report, device_memory,
-                  outs=None):
+                  outs=None, overwrite: bool = False):
+    """overwrite: the sort may use the keys' (and values') memory; it may too where they are
+    copies already, brought to the other side of the bus."""
     rt = _runtime(keys, comm, backend)
     codec = numeric_codec(keys.dtype, descending, canonical=stable)
     if not codec.lossy:
@@ -191,7 +200,9 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
     report, clock = _report(report, rt), rt.backend.clock()
     given = [] if values is None else [rt.xp.asarray(values)]
     if codec.identity or _orders_numbers(rt, codec):  # no encode or decode pass: no phase
-        out = distributed_sort(rt, [dev_keys] + given, _first, report, {"codec": codec})
+        owned = overwrite or all(_moved(rt, a) for a in (keys, values) if a is not None)
+        out = distributed_sort(rt, [dev_keys] + given, _first, report,
+                               {"codec": codec, "overwrite": owned})
         keys_out = to_caller(out[0])
     else:
         with phase(report, "encode", clock):
@@ -279,6 +290,11 @@ def _replayed(rt: Runtime, keys, op: str, codec: NumericCodec, asked: tuple, val
     if replay is None:
         return None
     return replay(keys, op, codec) if values is None else replay(keys, "pairs", codec, values)
+
+
+def _moved(rt: Runtime, array) -> bool:
+    """Is array copied on its way to rt's device (host to GPU, or GPU to host)?"""
+    return on_gpu(array) != (rt.backend.name == "gpu")
 
 
 def _prepare(rt: Runtime, array) -> tuple[object, object]:

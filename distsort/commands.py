@@ -261,9 +261,11 @@ def _sort_local(args, fmt: FileFormat, local, local_values, comm, report, budget
         return [api.sort_records(local, fmt.key_size, **common)]
     if args.argsort:
         return [api.argsort(local, **common)]
+    mine = not args.verify  # the read arrays are the job's own, unless --verify checks them
     if local_values is not None:
-        return list(api.sort_pairs(local, local_values, stable=args.stable, **common))
-    return [api.sort(local, stable=args.stable, **common)]
+        return list(api.sort_pairs(local, local_values, stable=args.stable,
+                                   overwrite_input=mine, **common))
+    return [api.sort(local, stable=args.stable, overwrite_input=mine, **common)]
 
 
 def _verify(comm, local, local_values, outputs, xp, descending: bool, key_size) -> None:

@@ -38,7 +38,7 @@ def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: So
     if len(counts) == 1 or sum(counts) == 0 or folds(rt):
         options = alone_options or {}
         return sort_as_one(rt, report, columns,
-                           lambda c, **more: local_sort(rt, c, key_words, **options, **more),
+                           lambda c, **more: local_sort(rt, c, key_words, **{**options, **more}),
                            counts)
     report.count_in, report.global_count, report.ranks = counts[rank], sum(counts), len(counts)
     with phase(report, "sample", clock):

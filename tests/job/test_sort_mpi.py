@@ -45,6 +45,23 @@ def test_sort_matches_numpy(dtype, dist):
         assert_balanced(shard, len(everything(x)))
 
 
+@pytest.mark.parametrize("dtype", ["uint32", "int16", "float64", "uint64"])
+@pytest.mark.parametrize("dist", ["uniform", "sorted", "specials"])
+def test_a_sort_that_may_overwrite_its_input_sorts_as_numpy(dtype, dist):
+    """overwrite_input: the keys' (and values') memory is the sort's; the result is the same,
+    ascending and descending, stable pairs too (at one rank the engine sorts them in place)."""
+    x = local_data(dist, dtype, 3000 + 17 * COMM.Get_rank(), seed=21)
+    whole = everything(x)
+    for descending in (False, True):
+        shard = distsort.sort(x.copy(), descending=descending, overwrite_input=True)
+        np.testing.assert_array_equal(everything(shard), reference(whole, descending))
+    values = np.arange(len(x), dtype=np.int64) + (COMM.exscan(len(x)) or 0)
+    keys, got = distsort.sort_pairs(x.copy(), values.copy(), stable=True, overwrite_input=True)
+    order = reference_order(whole, False)
+    np.testing.assert_array_equal(everything(keys), whole[order])
+    np.testing.assert_array_equal(everything(got), everything(values)[order])
+
+
 def test_release_between_sorts_keeps_them_right():
     """distsort.release() is collective on every backend (on CPUs it has nothing to give back),
     and sorts before and after it are right."""
