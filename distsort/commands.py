@@ -202,9 +202,11 @@ def _sort_by_fields(args, comm, source, values, span: tuple, writers: list, repo
 
 
 def _read(comm, source, start: int, stop: int, xp, what: str):
-    """This rank's range of an input file on xp's device, with a progress bar."""
+    """This rank's range of an input file on xp's device, with a progress bar. CPU ranks of
+    several only read theirs (the partition copies what it sends): the file's pages, mapped,
+    spare them a copy into new memory (4 ranks on 2 cores: 0.05-0.18 s a rank)."""
     with progress.Bar(comm, what, (stop - start) * source.fmt.itemsize) as bar:
-        return load(source, start, stop, xp, bar.add)
+        return load(source, start, stop, xp, bar.add, mapped=comm.Get_size() > 1)
 
 
 def _input_format(args) -> FileFormat:
@@ -261,7 +263,9 @@ def _sort_local(args, fmt: FileFormat, local, local_values, comm, report, budget
         return [api.sort_records(local, fmt.key_size, **common)]
     if args.argsort:
         return [api.argsort(local, **common)]
-    mine = not args.verify  # the read arrays are the job's own, unless --verify checks them
+    # the read arrays are the job's own, unless --verify checks them or they are the file's
+    mine = not args.verify and all(getattr(a.flags, "writeable", True)
+                                   for a in (local, local_values) if a is not None)
     if local_values is not None:
         return list(api.sort_pairs(local, local_values, stable=args.stable,
                                    overwrite_input=mine, **common))

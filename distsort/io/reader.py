@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 
 import numpy as np
@@ -49,6 +50,32 @@ class InputFile:
             data = data.view(self.fmt.native_dtype)
             data[...] = buf.view(self.fmt.dtype)  # NumPy copies first: they overlap
         return data
+
+    def mapped(self, start: int, stop: int) -> np.ndarray | None:
+        """The bytes of elements [start, stop), read-only, in the file's own pages (a shared
+        mapping, populated at once): no copy and no new memory, for a reader that only reads
+        them. None where they need a swap to native order, or the file is shorter than its
+        format says (a read says so). Cutting the file short while they are used ends the
+        process (SIGBUS), where a read would have raised."""
+        fmt, n = self.fmt, stop - start
+        swapped = fmt.kind != "records" and not fmt.dtype.isnative
+        if swapped or not 0 <= start < stop <= self.count:
+            return None
+        first = self.offset + start * fmt.itemsize
+        lo = first - first % mmap.PAGESIZE
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                if os.fstat(fd).st_size < first + n * fmt.itemsize:
+                    return None
+                pages = mmap.mmap(fd, first - lo + n * fmt.itemsize, offset=lo,
+                                  flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                                  prot=mmap.PROT_READ)
+            finally:
+                os.close(fd)
+        except (OSError, ValueError):
+            return None
+        return np.frombuffer(pages, np.uint8, n * fmt.itemsize, first - lo)  # keeps the map
 
     def read_shard(self, rank: int, size: int) -> np.ndarray:
         """This rank's balanced share of the file (see rank_range)."""

@@ -26,15 +26,21 @@ atexit.register(_ring.clear)  # unregistered while CUDA is still there
 
 
 def load(source, start: int, stop: int, xp, progress: Callable[[int], None] = lambda n: None,
-         into: np.ndarray | None = None):
+         into: np.ndarray | None = None, mapped: bool = False):
     """Elements [start, stop) of an InputFile as an array of xp (NumPy or CuPy), in native byte
     order and in the form every backend moves (payload.stored: values of dtypes CuPy lacks as
     their bytes; records as (n, record_size) uint8 rows). progress(bytes) after each piece.
-    into: a uint8 array of xp's to hold them (its first bytes), e.g. one reused piece by piece."""
+    into: a uint8 array of xp's to hold them (its first bytes), e.g. one reused piece by piece.
+    mapped (NumPy, no `into`): a read-only array in the file's own pages where it can be
+    (InputFile.mapped), for a caller that only reads it."""
     itemsize, per = source.fmt.itemsize, STAGE_BYTES // source.fmt.itemsize
     nbytes = (stop - start) * itemsize
-    out = xp.empty(nbytes, np.uint8) if into is None else into[:nbytes]
-    if xp is np:  # straight into the result
+    shared = source.mapped(start, stop) if mapped and xp is np and into is None else None
+    out = shared if shared is not None else (
+        xp.empty(nbytes, np.uint8) if into is None else into[:nbytes])
+    if shared is not None:
+        progress(nbytes)
+    elif xp is np:  # straight into the result
         for lo in range(start, stop, per):
             hi = min(lo + per, stop)
             source.read_into(lo, out[(lo - start) * itemsize : (hi - start) * itemsize])

@@ -208,6 +208,43 @@ def test_file_truncated_after_detection_is_caught_on_read(tmp_path):
         src.read(0, 100)
 
 
+@pytest.mark.parametrize("kind", ["u4", "f8", ">f8", "records", "U3"])
+def test_a_mapped_range_holds_what_a_read_gives_without_a_copy(tmp_path, kind):
+    """load(mapped=True) gives a range's rows as a read does, read-only in the file's own pages,
+    at any offset (the header, a range starting mid-page); a swapped byte order is read."""
+    from distsort.io import staging
+
+    path = tmp_path / "in.npy"
+    if kind == "records":
+        path = tmp_path / "in.raw"
+        sample("u1", 3001 * 10).tofile(path)
+        fmt = detect_format(path, record_size=10, key_size=4)
+    else:
+        data = sample("u4", 3001).astype(kind)
+        np.save(path, data)
+        fmt = detect_format(path, payload=kind == "U3")  # strings: a values file
+    source = open_input(path, fmt)
+    for lo, hi in [(0, 3001), (1, 2000), (1023, 1024), (2999, 3001)]:
+        read = staging.load(source, lo, hi, np)
+        got = staging.load(source, lo, hi, np, mapped=True)
+        assert got.dtype == read.dtype and got.shape == read.shape
+        assert got.tobytes() == read.tobytes()
+        assert got.flags.writeable == (kind == ">f8")  # swapped: read into new memory
+    assert source.mapped(5, 5) is None  # an empty range reads as an empty array
+
+
+def test_a_file_cut_short_before_it_is_mapped_is_read_and_caught(tmp_path):
+    np.arange(100, dtype=np.uint32).tofile(tmp_path / "a.raw")
+    src = open_input(tmp_path / "a.raw", detect_format(tmp_path / "a.raw", dtype="u4"))
+    with open(tmp_path / "a.raw", "r+b") as f:
+        f.truncate(200)
+    assert src.mapped(0, 100) is None
+    from distsort.io import staging
+
+    with pytest.raises(DistsortError, match="ended early"):
+        staging.load(src, 0, 100, np, mapped=True)
+
+
 def test_parse_dtype_keeps_byte_order():
     assert parse_dtype(">u4") == np.dtype(">u4")
     assert parse_dtype(np.float16) == np.dtype(np.float16)
