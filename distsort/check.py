@@ -373,11 +373,12 @@ def pieces(keys, values, xp, rows: int = 4 * _CHUNK):
 
 
 def _loaded(source, start: int, stop: int, chunk: int, xp):
-    """The elements [start, stop) of an input file on xp's device, in pieces of `chunk`, each
-    in the memory of the one before (new memory costs the kernel's zeroing of its pages)."""
+    """The elements [start, stop) of an input file on xp's device, in pieces of `chunk`: on
+    CPUs the file's own pages where they need no swap, else each piece in the memory of the one
+    before (new memory costs the kernel's zeroing of its pages)."""
     into = xp.empty(min(chunk, stop - start) * source.fmt.itemsize, np.uint8)
     for lo in range(start, stop, chunk):
-        yield load(source, lo, min(lo + chunk, stop), xp, into=into)
+        yield load(source, lo, min(lo + chunk, stop), xp, into=into, mapped=True)
 
 
 def _output_options(output_path, fmt: FileFormat) -> FileFormat:

@@ -31,11 +31,11 @@ def load(source, start: int, stop: int, xp, progress: Callable[[int], None] = la
     order and in the form every backend moves (payload.stored: values of dtypes CuPy lacks as
     their bytes; records as (n, record_size) uint8 rows). progress(bytes) after each piece.
     into: a uint8 array of xp's to hold them (its first bytes), e.g. one reused piece by piece.
-    mapped (NumPy, no `into`): a read-only array in the file's own pages where it can be
-    (InputFile.mapped), for a caller that only reads it."""
+    mapped (NumPy): a read-only array in the file's own pages where it can be
+    (InputFile.mapped), for a caller that only reads it; else as without it."""
     itemsize, per = source.fmt.itemsize, STAGE_BYTES // source.fmt.itemsize
     nbytes = (stop - start) * itemsize
-    shared = source.mapped(start, stop) if mapped and xp is np and into is None else None
+    shared = source.mapped(start, stop) if mapped and xp is np else None
     out = shared if shared is not None else (
         xp.empty(nbytes, np.uint8) if into is None else into[:nbytes])
     if shared is not None:
