@@ -86,6 +86,33 @@ def test_sort_cupy_arrays_matches_numpy(dtype, descending):
     assert biggest <= max(1.05 * total / COMM.Get_size(), -(-total // COMM.Get_size()))
 
 
+@pytest.mark.parametrize("dtype", ["uint32", "int64", "float32"])
+@pytest.mark.parametrize("n", [2**20 + 3, 2**25 + 5])  # CUB's and our kernels' sizes at P=1
+def test_gpu_sorts_that_may_overwrite_their_input_match_numpy(dtype, n):
+    """overwrite_input with device keys and values; host keys, which the GPU's sort copies
+    anyway (so may overwrite unasked): the same shards as NumPy's; the caller's keys are left
+    as they were unless asked."""
+    import cupy
+
+    rng = np.random.default_rng([COMM.Get_rank(), 11])
+    x = rng.integers(0, 256, n * np.dtype(dtype).itemsize, dtype=np.uint8).view(dtype)
+    x = np.nan_to_num(x, nan=0.5) if x.dtype.kind == "f" else x
+    whole = np.concatenate(COMM.allgather(x))
+    ref = np.sort(whole)
+    kept = cupy.asarray(x)
+    for got in (distsort.sort(cupy.asarray(x), overwrite_input=True), distsort.sort(kept),
+                distsort.sort(x, backend="gpu")):
+        np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(got))), ref)
+    assert bool((kept == cupy.asarray(x)).all())
+    values = np.arange(n, dtype=np.int64) + (COMM.exscan(n) or 0)
+    keys, got = distsort.sort_pairs(cupy.asarray(x), cupy.asarray(values), stable=True,
+                                    overwrite_input=True)
+    order = np.argsort(whole, kind="stable")
+    np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(got))), order)
+    np.testing.assert_array_equal(np.concatenate(COMM.allgather(cupy.asnumpy(keys))),
+                                  whole[order])
+
+
 @pytest.mark.parametrize("kind", ["datetime64[ms]", "timedelta64[s]", "bool"])
 @pytest.mark.parametrize("budget", [None, "1MiB"])  # in memory, out of core
 def test_gpu_bool_and_time_keys_in_numpys_order(kind, budget):
