@@ -354,13 +354,21 @@ def verify(comm, local_in, local_out, *, descending: bool = False, key_size: int
     bytes, default all), host or device arrays; the work runs on xp's device (CuPy: host arrays
     go up piece by piece). For key-value sorts, values_in/values_out (one row per key, any
     dtype) enter the checksum paired with their keys. Every rank gets the same Verdict.
+    local_in may instead be its input_summary, taken before a sort that overwrote it.
     """
-    mine = Summary()
-    for keys, values in pieces(local_in, values_in, xp):
-        mine.add_input(keys, xp, values)
+    mine = local_in if isinstance(local_in, Summary) else input_summary(local_in, xp, values_in)
     for keys, values in pieces(local_out, values_out, xp):
         mine.add_output(keys, xp, descending, key_size, values)
     return combine(comm, mine)
+
+
+def input_summary(local_in, xp=np, values_in=None) -> Summary:
+    """The input's part of a verify (its count and checksum), for verify in its place: taken
+    before a sort that may overwrite the input."""
+    mine = Summary()
+    for keys, values in pieces(local_in, values_in, xp):
+        mine.add_input(keys, xp, values)
+    return mine
 
 
 def pieces(keys, values, xp, rows: int = 4 * _CHUNK):

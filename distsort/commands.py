@@ -11,7 +11,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import api, fields, plan, progress, stability
-from .check import run_argsort_check, run_check, verify
+from .check import input_summary, run_argsort_check, run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
 from .io.formats import is_npy, parse_dtype
@@ -140,10 +140,13 @@ def _sort_to(args, comm, rt, inputs: tuple, writers: list, report, budget: int) 
     if stand:  # bool, datetime64, timedelta64: sorted and checked as their stand-ins
         with phase(report, "encode", rt.backend.clock()):
             local = stand.encode(local)
+    if args.verify:  # the input's part first: the sort may then use the read arrays
+        with phase(report, "verify", HostClock(rt.backend.synchronize)):
+            before = input_summary(local, rt.xp, local_values)
     outputs = _sort_local(args, fmt, local, local_values, comm, report, budget, order)
     if args.verify:
         with phase(report, "verify", HostClock(rt.backend.synchronize)):
-            _verify(comm, local, local_values, outputs, rt.xp, order, fmt.key_size)
+            _verify(comm, before, outputs, rt.xp, order, fmt.key_size)
     if stand and not args.argsort:
         with phase(report, "decode", rt.backend.clock()):
             outputs[0] = stand.bits(outputs[0])
@@ -196,7 +199,8 @@ def _sort_by_fields(args, comm, source, values, span: tuple, writers: list, repo
             # the rows behind their fields' key, checked as byte records
             before, key_size = fields.keyed(local, args.order, args.descending, [local])
             after, _ = fields.keyed(outputs[0], args.order, args.descending, [outputs[0]])
-            _verify(comm, before, local_values, [after] + outputs[1:], np, False, key_size)
+            _verify(comm, input_summary(before, np, local_values), [after] + outputs[1:], np,
+                    False, key_size)
     with phase(report, "write", HostClock()):  # in the form the writers take (payload.py)
         _write(comm, writers, [stored(o) for o in outputs])
 
@@ -263,23 +267,22 @@ def _sort_local(args, fmt: FileFormat, local, local_values, comm, report, budget
         return [api.sort_records(local, fmt.key_size, **common)]
     if args.argsort:
         return [api.argsort(local, **common)]
-    # the read arrays are the job's own, unless --verify checks them or they are the file's
-    mine = not args.verify and all(getattr(a.flags, "writeable", True)
-                                   for a in (local, local_values) if a is not None)
+    # the read arrays are the job's own, unless they are the file's pages (staging.load)
+    mine = all(getattr(a.flags, "writeable", True) for a in (local, local_values)
+               if a is not None)
     if local_values is not None:
         return list(api.sort_pairs(local, local_values, stable=args.stable,
                                    overwrite_input=mine, **common))
     return [api.sort(local, stable=args.stable, overwrite_input=mine, **common)]
 
 
-def _verify(comm, local, local_values, outputs, xp, descending: bool, key_size) -> None:
-    """--verify: outputs[0] is local sorted (and outputs[1] local_values with it), else one
-    message and every rank raises: nothing is written."""
-    pairs = {}
-    if local_values is not None:
-        pairs = dict(values_in=local_values, values_out=outputs[1])
-    verdict = verify(comm, local, outputs[0], descending=descending, key_size=key_size, xp=xp,
-                     **pairs)
+def _verify(comm, before, outputs, xp, descending: bool, key_size) -> None:
+    """--verify: outputs[0] is the input sorted (and outputs[1] its values with it; before:
+    the input's check.input_summary), else one message and every rank raises: nothing is
+    written."""
+    values_out = outputs[1] if len(outputs) > 1 else None
+    verdict = verify(comm, before, outputs[0], descending=descending, key_size=key_size, xp=xp,
+                     values_out=values_out)
     if not verdict.ok:
         def fail():
             raise DistsortError(f"--verify failed, nothing written: {verdict.message}")
