@@ -102,7 +102,8 @@ def sort_file(args, comm) -> int:
                                          + tuple(path for path, _ in paths)))
             budget = agree(comm, lambda: plan.budget(rt, args.device_memory))
             for path, fmt_out in paths:  # made now: their pages come in while the job reads
-                writers.append(ShardWriter(path, fmt_out, source.count, comm, args.durable))
+                writers.append(ShardWriter(path, fmt_out, source.count, comm, args.durable,
+                                           ahead=rt.backend.name == "gpu"))
         _sort_to(args, comm, rt, (fmt, source, values), writers, report, budget)
     finally:
         for writer in writers:

@@ -163,9 +163,14 @@ class ShardWriter:
     w.write(start, piece); w.commit()``.  Leaving the block without commit removes the temp file.
     """
 
-    def __init__(self, path, fmt: FileFormat, total_count: int, comm, durable: bool = False):
+    def __init__(self, path, fmt: FileFormat, total_count: int, comm, durable: bool = False,
+                 ahead: bool = True):
+        """ahead: fault the rank's share of a mapped output in while the job reads and sorts
+        (io/ahead.py), where that leaves the sort its cores (on GPUs; on CPUs the faults took
+        the sort's cores: bench/RESULTS.md, session 48)."""
         self.path = os.fspath(path)
         self.durable = durable
+        self._ahead = ahead
         self.fmt = fmt
         self.total = int(total_count)
         self.comm = comm
@@ -222,14 +227,14 @@ class ShardWriter:
     def _data_range(self) -> FileRange:
         """The file's bytes after the header, for every write: one mapping for the writer's
         life where mapped (a mapping a write call, as the out-of-core rounds make, wrote half as
-        fast: bench/RESULTS.md, run 223), its pages faulted in ahead over this rank's even
-        share of the rows (where its shard lies, give or take the sort's balance)."""
+        fast: bench/RESULTS.md, run 223), its pages faulted in ahead (where asked) over this
+        rank's even share of the rows (where its shard lies, give or take the sort's balance)."""
         span = self.nbytes - len(self.header)
         rows = rank_range(self.total, self.comm.Get_rank(), self.comm.Get_size())
         share = (rows[0] * self.fmt.itemsize, rows[1] * self.fmt.itemsize)
         try:
             return FileRange(self._fd, len(self.header), span, self._mapped, self._sharers,
-                             ahead=share)
+                             ahead=share if self._ahead else None)
         except OSError:  # a file system that maps no files: write them
             return FileRange(self._fd, len(self.header), span, False)
 

@@ -220,3 +220,22 @@ def test_the_close_waits_for_every_write_s_pages_to_be_let_go_of(tmp_path, monke
     finally:
         os.close(fd)
     assert (np.fromfile(tmp_path / "f", np.uint8) == np.repeat(np.arange(4), 16 * PAGE)).all()
+
+
+@pytest.mark.parametrize("asked", [True, False])
+def test_a_writer_faults_its_share_in_ahead_only_where_asked(tmp_path, asked):
+    """ShardWriter(ahead=False) (a CPU job's: the faults would take the sort's cores) maps its
+    output but starts no faults ahead; either way the file comes out whole."""
+    from mpi4py import MPI
+
+    from distsort.io import FileFormat, ShardWriter
+
+    data = np.arange(1 << 20, dtype=np.uint32)
+    fmt = FileFormat("npy", np.dtype(np.uint32))
+    with ShardWriter(tmp_path / "out.npy", fmt, len(data), MPI.COMM_SELF, ahead=asked) as w:
+        if not w._mapped:
+            pytest.skip("this file system maps no outputs: nothing is faulted in ahead")
+        assert (w._target._ahead is not None) == asked
+        w.write(0, data)
+        w.commit()
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), data)
