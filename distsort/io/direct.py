@@ -16,7 +16,6 @@ maybe another rank's).
 
 from __future__ import annotations
 
-import ctypes
 import mmap
 import os
 
@@ -30,7 +29,6 @@ PIECE = 256 << 20  # bytes a lock: the next piece is locked while this one copie
 MIN_BYTES = 256 << 20  # smaller ranges go through the ring: a call's mapping, locks and
 # waits cost more than the threads' copy (`check`'s 64 MiB pieces of 2 x 4 GiB: 2.48-2.64 s
 # this way, 2.11-2.27 through the ring; bench/RESULTS.md, run 345)
-PAGE = mmap.PAGESIZE
 
 
 def copy_cached(source: InputFile, start: int, stop: int, out, stream) -> list | None:
@@ -62,12 +60,12 @@ def _copy_pages(path, lo: int, hi: int, target: int, stream) -> bool:
     except OSError:
         return False
     try:
-        if not _sees_residency(fd, path) or os.fstat(fd).st_size < hi:
+        if not libc.sees_residency(fd, path) or os.fstat(fd).st_size < hi:
             return False
         view = mmap.mmap(fd, hi - lo, offset=lo, prot=mmap.PROT_READ)
         try:
             address = np.frombuffer(view, np.uint8).ctypes.data  # no export left behind
-            copied = _resident(address, hi - lo) and _copy_locked(address, hi - lo, target,
+            copied = libc.resident(address, hi - lo) and _copy_locked(address, hi - lo, target,
                                                                    stream)
         finally:
             view.close()
@@ -115,22 +113,3 @@ def _unlock(runtime, address: int, copied) -> None:
             runtime.hostUnregister(address)
         except runtime.CUDARuntimeError:  # never locked (interrupted between the two)
             pass
-
-
-def _sees_residency(fd: int, path) -> bool:
-    """Whether mincore tells this process where the file's pages are: only for a file it owns
-    or may write (Linux 5.2 on); for others it says every page is in memory, which would send
-    a range on disk here, to be read page by page as it is locked."""
-    euid = os.geteuid()
-    return euid == 0 or os.fstat(fd).st_uid == euid or os.access(path, os.W_OK)
-
-
-def _resident(address: int, nbytes: int) -> bool:
-    """Whether every page of the mapping [address, address + nbytes) is in memory (mincore)."""
-    mincore = libc.function("mincore", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p))
-    if mincore is None:
-        return False
-    pages = np.empty(-(-nbytes // PAGE), np.uint8)
-    if mincore(address, nbytes, pages.ctypes.data) != 0:
-        return False
-    return bool(np.all(pages & 1))

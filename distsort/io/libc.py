@@ -1,11 +1,14 @@
 """The C library's calls that Python's os module lacks (fallocate, madvise, mincore, renameat2),
-and the page arithmetic their ranges take."""
+the page arithmetic their ranges take, and what mincore says of a mapping."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
 import mmap
+import os
+
+import numpy as np
 
 
 @functools.cache
@@ -24,3 +27,22 @@ def whole_pages(start: int, end: int) -> tuple[int, int]:
     """[lo, hi): the whole pages among bytes (or addresses) [start, end); hi <= lo where none."""
     page = mmap.PAGESIZE
     return -(-start // page) * page, end // page * page
+
+
+def sees_residency(fd: int, path) -> bool:
+    """Whether mincore tells this process where the file's pages are: only for a file it owns
+    or may write (Linux 5.2 on); for others it says every page is in memory, which would take
+    a range on disk for one in memory (then read page by page where it is locked or mapped)."""
+    euid = os.geteuid()
+    return euid == 0 or os.fstat(fd).st_uid == euid or os.access(path, os.W_OK)
+
+
+def resident(address: int, nbytes: int) -> bool:
+    """Whether every page of the mapping [address, address + nbytes) is in memory (mincore)."""
+    mincore = function("mincore", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p))
+    if mincore is None:
+        return False
+    pages = np.empty(-(-nbytes // mmap.PAGESIZE), np.uint8)
+    if mincore(address, nbytes, pages.ctypes.data) != 0:
+        return False
+    return bool(np.all(pages & 1))

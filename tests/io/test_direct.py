@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from distsort.io import FileFormat, InputFile, direct
+from distsort.io import FileFormat, InputFile, direct, libc
 
 PAGE = mmap.PAGESIZE
 
@@ -84,7 +84,7 @@ def test_a_file_this_process_may_not_see_the_residency_of_is_left_to_the_reads(t
     (Linux 5.2 on): such a file's pages, maybe on disk, are not locked to be copied."""
     path = tmp_path / "f.bin"
     np.zeros(16 * PAGE, np.uint8).tofile(path)
-    monkeypatch.setattr(direct, "_resident", lambda *args: pytest.fail("asked mincore"))
+    monkeypatch.setattr(libc, "resident", lambda *args: pytest.fail("asked mincore"))
     monkeypatch.setattr(direct.os, "geteuid", lambda: os.stat(path).st_uid + 1)
     monkeypatch.setattr(direct.os, "access", lambda *args: False)
     source = InputFile(path, FileFormat.raw("u1"), 16 * PAGE)
@@ -99,11 +99,11 @@ def test_a_file_just_written_is_resident_and_one_dropped_is_not(tmp_path):
         view = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
         address = np.frombuffer(view, np.uint8).ctypes.data
         try:
-            assert direct._resident(address, len(data))
+            assert libc.resident(address, len(data))
             os.fsync(f.fileno())  # clean pages may be dropped
             os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-            if direct._resident(address, len(data)):
+            if libc.resident(address, len(data)):
                 pytest.skip("this file system keeps the file's pages (tmpfs)")  # or hides them
-            assert not direct._resident(address, len(data))
+            assert not libc.resident(address, len(data))
         finally:
             view.close()

@@ -233,6 +233,25 @@ def test_a_mapped_range_holds_what_a_read_gives_without_a_copy(tmp_path, kind):
     assert source.mapped(5, 5) is None  # an empty range reads as an empty array
 
 
+def test_a_range_not_in_memory_is_read_not_mapped(tmp_path):
+    """Pages on disk come up faster by the reads' threads than by a mapping's faults one by
+    one: such a range is read (into new memory), with the same rows."""
+    from distsort.io import staging
+
+    data = np.arange(1 << 16, dtype=np.uint32)
+    np.save(tmp_path / "in.npy", data)
+    source = open_input(tmp_path / "in.npy", detect_format(tmp_path / "in.npy"))
+    assert source.mapped(0, len(data)) is not None  # just written: in memory
+    with open(tmp_path / "in.npy", "rb") as f:
+        os.fsync(f.fileno())  # clean pages may be dropped
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    if source.mapped(0, len(data)) is not None:
+        pytest.skip("this file system keeps the file's pages (tmpfs)")
+    got = staging.load(source, 0, len(data), np, mapped=True)
+    assert got.flags.writeable
+    np.testing.assert_array_equal(got, data)
+
+
 def test_a_file_cut_short_before_it_is_mapped_is_read_and_caught(tmp_path):
     np.arange(100, dtype=np.uint32).tofile(tmp_path / "a.raw")
     src = open_input(tmp_path / "a.raw", detect_format(tmp_path / "a.raw", dtype="u4"))
