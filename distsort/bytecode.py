@@ -3,7 +3,7 @@
 A process started with PYTHONDONTWRITEBYTECODE=1 (a common container setting) reads bytecode
 but never writes it. Where packages were installed without it (uv's default, `pip install
 --no-compile`, a source tree), every process then compiles NumPy's, CuPy's and distsort's
-sources again as it imports them: 0.2-0.4 s of a one-GPU job's start on a machine set up so
+sources again as it imports them, a good part of a job's start on a machine set up so
 (bench/RESULTS.md, runs 405-406). `compile` writes the bytecode where an installer would have,
 in each package's __pycache__ folders, where they can be written; Python's own library is left
 as it came.

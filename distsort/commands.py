@@ -209,7 +209,7 @@ def _sort_by_fields(args, comm, source, values, span: tuple, writers: list, repo
 def _read(comm, source, start: int, stop: int, xp, what: str):
     """This rank's range of an input file on xp's device, with a progress bar. CPU ranks of
     several only read theirs (the partition copies what it sends): the file's pages, mapped,
-    spare them a copy into new memory (4 ranks on 2 cores: 0.05-0.18 s a rank)."""
+    spare them a copy into new memory (bench/RESULTS.md, session 48)."""
     with progress.Bar(comm, what, (stop - start) * source.fmt.itemsize) as bar:
         return load(source, start, stop, xp, bar.add, mapped=comm.Get_size() > 1)
 

@@ -19,7 +19,6 @@ own (PagesBehind) while the next ones are written, and the close finds few left.
 from __future__ import annotations
 
 import collections
-import ctypes
 import itertools
 import mmap
 import threading
@@ -46,7 +45,7 @@ class PagesAhead:
         self._size = len(view) + address - self._base
         self._pieces = itertools.count()  # next() is atomic under the GIL
         self._stopped = False
-        madvise = _madvise()
+        madvise = libc.madvise()
         self._threads: list[threading.Thread] = []
         for _ in range(threads if madvise is not None and len(view) else 0):
             self._threads.append(threading.Thread(target=self._run, args=(madvise,),
@@ -90,7 +89,7 @@ class PagesBehind:
 
     def written(self, view: np.ndarray) -> None:
         """Let go of view's whole pages soon (view: bytes of the mapping, written)."""
-        madvise = _madvise()
+        madvise = libc.madvise()
         with self._changed:
             if self._stopped or madvise is None:
                 return
@@ -139,8 +138,3 @@ def room(sharers: int) -> int:
     except (OSError, ValueError):
         return 0
     return limit // max(sharers, 1)
-
-
-def _madvise():
-    """The C library's madvise, or None where there is none."""
-    return libc.function("madvise", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int))

@@ -65,8 +65,8 @@ def _copy_pages(path, lo: int, hi: int, target: int, stream) -> bool:
         view = mmap.mmap(fd, hi - lo, offset=lo, prot=mmap.PROT_READ)
         try:
             address = np.frombuffer(view, np.uint8).ctypes.data  # no export left behind
-            copied = libc.resident(address, hi - lo) and _copy_locked(address, hi - lo, target,
-                                                                   stream)
+            copied = (libc.resident(address, hi - lo)
+                      and _copy_locked(address, hi - lo, target, stream))
         finally:
             view.close()
         return copied and os.fstat(fd).st_size >= hi

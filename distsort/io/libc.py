@@ -23,6 +23,11 @@ def function(name: str, argtypes: tuple, restype=ctypes.c_int):
     return call
 
 
+def madvise():
+    """The C library's madvise, or None where there is none."""
+    return function("madvise", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int))
+
+
 def whole_pages(start: int, end: int) -> tuple[int, int]:
     """[lo, hi): the whole pages among bytes (or addresses) [start, end); hi <= lo where none."""
     page = mmap.PAGESIZE

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import mmap
 import os
 
@@ -86,7 +85,6 @@ class InputFile:
         _populate(whole)
         return whole[first - lo :]
 
-
     def read_shard(self, rank: int, size: int) -> np.ndarray:
         """This rank's balanced share of the file (see rank_range)."""
         return self.read(*rank_range(self.count, rank, size))
@@ -119,6 +117,6 @@ def open_input(path, fmt: FileFormat) -> InputFile:
 def _populate(pages: np.ndarray) -> None:
     """Map a mapping's pages, all in memory, in one call rather than a fault each (madvise
     MADV_POPULATE_READ, Linux 5.14 on; a hint: where refused, the reads fault them in)."""
-    madvise = libc.function("madvise", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int))
+    madvise = libc.madvise()
     if madvise is not None:
         madvise(pages.ctypes.data, len(pages), MADV_POPULATE_READ)

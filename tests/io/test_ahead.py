@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from distsort.io import ahead, parallel
+from distsort.io import ahead, libc, parallel
 from distsort.io.parallel import FileRange, reserve
 
 PAGE = mmap.PAGESIZE
@@ -46,7 +46,7 @@ def test_a_share_that_starts_mid_page_is_faulted_in_and_keeps_its_bytes(tmp_path
         target = view[slice(*share)]
         if _resident(target).all():
             pytest.skip("the file's pages are in memory before any write (tmpfs?)")
-        madvise = ahead._madvise()
+        madvise = libc.madvise()
         if madvise is None or madvise(view.ctypes.data + nbytes - PAGE, PAGE,
                                       ahead.MADV_POPULATE_WRITE):
             pytest.skip("this kernel refuses MADV_POPULATE_WRITE (before Linux 5.14)")
@@ -68,7 +68,7 @@ def test_writes_land_whether_or_not_the_pages_came_in_first(tmp_path, monkeypatc
     data = np.random.default_rng(0).integers(0, 256, nbytes - 300, dtype=np.uint8)
     for refused in (False, True):
         if refused:  # a kernel without MADV_POPULATE_WRITE: the threads stop, writes go on
-            monkeypatch.setattr(ahead, "_madvise", lambda: lambda *args: -1)
+            monkeypatch.setattr(libc, "madvise", lambda: lambda *args: -1)
         path = tmp_path / f"out{refused}"
         fd = _reserved(path, nbytes)
         try:
@@ -91,7 +91,7 @@ def test_the_threads_are_not_held_to_the_core_the_launcher_bound_the_rank_to(mon
         seen.append(os.sched_getaffinity(0))
         return -1
 
-    monkeypatch.setattr(ahead, "_madvise", lambda: madvise)
+    monkeypatch.setattr(libc, "madvise", lambda: madvise)
     everywhere = os.sched_getaffinity(0)
     os.sched_setaffinity(0, [min(everywhere)])  # as Open MPI binds 1 or 2 ranks
     try:
@@ -179,7 +179,7 @@ def test_a_view_waiting_to_be_let_go_of_keeps_its_mapping(tmp_path, monkeypatch)
     import threading
 
     inside, go, results = threading.Event(), threading.Event(), []
-    madvise = ahead._madvise()
+    madvise = libc.madvise()
 
     def held_up(address, size, advice):
         inside.set()
@@ -187,7 +187,7 @@ def test_a_view_waiting_to_be_let_go_of_keeps_its_mapping(tmp_path, monkeypatch)
         results.append(madvise(address, size, advice))
         return results[-1]
 
-    monkeypatch.setattr(ahead, "_madvise", lambda: held_up)
+    monkeypatch.setattr(libc, "madvise", lambda: held_up)
     fd = _reserved(tmp_path / "f", 64 * PAGE)
     try:
         target = FileRange(fd, 0, 64 * PAGE, True)
@@ -207,8 +207,8 @@ def test_a_view_waiting_to_be_let_go_of_keeps_its_mapping(tmp_path, monkeypatch)
 
 
 def test_the_close_waits_for_every_write_s_pages_to_be_let_go_of(tmp_path, monkeypatch):
-    calls, madvise = [], ahead._madvise()
-    monkeypatch.setattr(ahead, "_madvise", lambda: lambda *args: calls.append(madvise(*args))
+    calls, madvise = [], libc.madvise()
+    monkeypatch.setattr(libc, "madvise", lambda: lambda *args: calls.append(madvise(*args))
                         or calls[-1])
     fd = _reserved(tmp_path / "f", 64 * PAGE)
     try:
