@@ -209,7 +209,8 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
             columns, carried = _encoded(rt, codec, dev_keys)
         out = distributed_sort(rt, columns + given, _first, report)
         with phase(report, "decode", clock):  # and back to the caller's memory
-            keys_out = to_caller(out[1] if carried else codec.decode(out[0], rt.xp))
+            keys_out = to_caller(out[1] if carried else codec.decode(out[0], rt.xp,
+                                                                     in_place=True))
     values_out = to_caller(out[-1]) if values is not None else None
     if outs is not None:
         keys_out, *rest = _into(rt.comm, outs, [keys_out, values_out][: len(outs)])

@@ -155,15 +155,33 @@ class NumericCodec:
             return self._on_gpu("encode", u, self.canonical, merged)
         if self.canonical:
             return _blockwise(u, functools.partial(self._canonical_block, merged))
-        return _blockwise(u, self._code_block)
+        return self._on_cpu("encode", u, self._code_block)
 
-    def decode(self, u, xp):
-        """Unsigned codes -> keys in the native byte order of self.dtype."""
+    def decode(self, u, xp, in_place: bool = False):
+        """Unsigned codes -> keys in the native byte order of self.dtype. in_place: the codes
+        (host ones) are given up, and the keys may take their memory (none new to fault in)."""
         if self.identity:
             return u.view(self.native)
         if xp is not np:
             return self._on_gpu("decode", u).view(self.native)
-        return _blockwise(u, self._bits_block).view(self.native)
+        return self._on_cpu("decode", u, self._bits_block, in_place).view(self.native)
+
+    def _on_cpu(self, way: str, u: np.ndarray, block, in_place: bool = False) -> np.ndarray:
+        """One pass of codes.c a way (a run of the words on each of the pool's threads), in
+        u's own memory where in_place; or NumPy's steps a block at a time (`block`) where there
+        is no C library."""
+        from .local import clib
+
+        lib = clib.library()
+        if lib is None or not u.flags.c_contiguous:
+            return _blockwise(u, block)
+        neg, pos, rot, flip, top = self._words
+        words = [int(w) for w in (neg, pos, rot, ~self.word.type(0) if flip else 0, top)]
+        kernel = getattr(lib, f"{way}_u{self.bits}")
+        out = u if in_place and u.flags.writeable else np.empty_like(u)
+        spread(lambda lo, hi: kernel(clib.pointer(u, lo), clib.pointer(out, lo), hi - lo, *words),
+               len(u), max(BLOCK, -(-len(u) // threads())))
+        return out
 
     # NumPy: keycode.cuh's KeyCoder (code = (((u ^ (u's top bit ? neg : pos)) - rot) ^ flip)
     # - top), a block at a time in place, so that each key is read once and written once.

@@ -48,6 +48,28 @@ def test_plain_codes_round_trip_every_bit(dtype, descending):
     assert back.astype(x.dtype).tobytes() == x.tobytes()
 
 
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("descending", [False, True])
+def test_the_c_pass_codes_as_numpys_steps_do_in_place_too(dtype, descending):
+    """codes.c's encode and decode (each of the pool's threads a run) give NumPy's blockwise
+    steps' words, across many blocks and runs; decode in place leaves its keys in the codes'
+    memory."""
+    from distsort.keys import _blockwise
+    from distsort.local import clib
+
+    if clib.library() is None:
+        pytest.skip("no C compiler: NumPy's steps code alone")
+    codec = NumericCodec(np.dtype(dtype), descending)
+    x = np.random.default_rng(2).integers(0, 256, 300_001 * codec.word.itemsize,
+                                          dtype=np.uint8).view(codec.native)
+    codes = codec.encode(x, np)
+    np.testing.assert_array_equal(codes, _blockwise(x.view(codec.word), codec._code_block))
+    given = codes.copy()
+    back = codec.decode(given, np, in_place=True)
+    assert back.tobytes() == x.tobytes()
+    assert np.shares_memory(back, given) or codec.identity
+
+
 def test_canonical_codes_make_numpy_ties_equal():
     x = np.array([0.0, -0.0, np.nan, -np.nan, np.float64("nan") * 0], dtype=np.float64)
     codes = NumericCodec(x.dtype, canonical=True).encode(x, np)

@@ -1,6 +1,7 @@
 """The CPU backend's C kernels (merge.c: merges of sorted runs; scatter.c: the partition of
 keys and their values by destination; lsd.c: the radix sort; hash.c: the checksum's sum of
-hashes), compiled into one library once per machine.
+hashes; descent.c: the first descent of a column; codes.c: numbers to their order-preserving
+codes and back), compiled into one library once per machine.
 
 The C compiler Python was built with (sysconfig's CC, else `cc`) builds it into distsort's
 kernel cache (cuda_source.kernel_cache), else the package's own kernel folder (where the Docker
@@ -27,7 +28,7 @@ from ..cuda_source import kernel_cache
 
 HERE = os.path.dirname(__file__)
 SOURCES = [os.path.join(HERE, name)
-           for name in ("merge.c", "scatter.c", "lsd.c", "hash.c", "descent.c")]
+           for name in ("merge.c", "scatter.c", "lsd.c", "hash.c", "descent.c", "codes.c")]
 HEADERS = [os.path.join(HERE, "widest.h")]  # the sources include them: part of the build's name
 PACKAGE = os.path.dirname(HERE)
 FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
@@ -128,6 +129,10 @@ def _load(path: str) -> ctypes.CDLL | None:
         for values in (8, 16, 32, 64):
             getattr(lib, f"hash_pairs_u{width}_v{values}").argtypes = [_P, _P, _N]
             getattr(lib, f"hash_pairs_u{width}_v{values}").restype = ctypes.c_uint64
+    for width, word in ((8, ctypes.c_uint8), (16, ctypes.c_uint16), (32, ctypes.c_uint32),
+                        (64, ctypes.c_uint64)):
+        for way in ("encode", "decode"):
+            getattr(lib, f"{way}_u{width}").argtypes = [_P, _P, _N] + [word] * 5
     lib.hash_rows.argtypes = [_P, _N, _P, _N, _N]
     lib.hash_rows.restype = ctypes.c_uint64
     for width in (32, 64):
