@@ -16,7 +16,6 @@ maybe another rank's).
 
 from __future__ import annotations
 
-import mmap
 import os
 
 import numpy as np
@@ -60,13 +59,12 @@ def _copy_pages(path, lo: int, hi: int, target: int, stream) -> bool:
     except OSError:
         return False
     try:
-        if not libc.sees_residency(fd, path) or os.fstat(fd).st_size < hi:
+        view = libc.resident_mapping(fd, path, lo, hi)
+        if view is None:
             return False
-        view = mmap.mmap(fd, hi - lo, offset=lo, prot=mmap.PROT_READ)
         try:
             address = np.frombuffer(view, np.uint8).ctypes.data  # no export left behind
-            copied = (libc.resident(address, hi - lo)
-                      and _copy_locked(address, hi - lo, target, stream))
+            copied = _copy_locked(address, hi - lo, target, stream)
         finally:
             view.close()
         return copied and os.fstat(fd).st_size >= hi

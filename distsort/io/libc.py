@@ -34,6 +34,20 @@ def whole_pages(start: int, end: int) -> tuple[int, int]:
     return -(-start // page) * page, end // page * page
 
 
+def resident_mapping(fd: int, path, lo: int, hi: int) -> mmap.mmap | None:
+    """A read-only shared mapping of bytes [lo, hi) (lo on a page) of the open file fd (at
+    path), where the file holds them all and every page of them is in memory, as far as this
+    process may tell (sees_residency); else None. Raises OSError or ValueError where the
+    mapping fails."""
+    if not sees_residency(fd, path) or os.fstat(fd).st_size < hi:
+        return None
+    view = mmap.mmap(fd, hi - lo, offset=lo, prot=mmap.PROT_READ)
+    if resident(np.frombuffer(view, np.uint8).ctypes.data, hi - lo):  # no export left behind
+        return view
+    view.close()
+    return None
+
+
 def sees_residency(fd: int, path) -> bool:
     """Whether mincore tells this process where the file's pages are: only for a file it owns
     or may write (Linux 5.2 on); for others it says every page is in memory, which would take

@@ -70,18 +70,14 @@ class InputFile:
         try:
             fd = os.open(self.path, os.O_RDONLY)
             try:
-                if (os.fstat(fd).st_size < first + n * fmt.itemsize
-                        or not libc.sees_residency(fd, self.path)):
-                    return None
-                pages = mmap.mmap(fd, first - lo + n * fmt.itemsize, offset=lo,
-                                  flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+                pages = libc.resident_mapping(fd, self.path, lo, first + n * fmt.itemsize)
             finally:
                 os.close(fd)
         except (OSError, ValueError):
             return None
-        whole = np.frombuffer(pages, np.uint8)  # holds the mapping while any view of it lives
-        if not libc.resident(whole.ctypes.data, len(whole)):
+        if pages is None:
             return None
+        whole = np.frombuffer(pages, np.uint8)  # holds the mapping while any view of it lives
         _populate(whole)
         return whole[first - lo :]
 

@@ -170,7 +170,6 @@ class ShardWriter:
         the sort's cores: bench/RESULTS.md, session 48)."""
         self.path = os.fspath(path)
         self.durable = durable
-        self._ahead = ahead
         self.fmt = fmt
         self.total = int(total_count)
         self.comm = comm
@@ -190,7 +189,7 @@ class ShardWriter:
             self._sharers = node_place(comm)[1]  # the node's ranks: all write this file
             self._mapped = comm.bcast(self._mapped, root=0) and self._sharers == comm.Get_size()
             agree(comm, self._open_temp)
-            self._target = self._data_range()
+            self._target = self._data_range(ahead)
         except BaseException:
             self.abort()
             raise
@@ -224,7 +223,7 @@ class ShardWriter:
                 "file system shared by all ranks"
             ) from None
 
-    def _data_range(self) -> FileRange:
+    def _data_range(self, ahead: bool) -> FileRange:
         """The file's bytes after the header, for every write: one mapping for the writer's
         life where mapped (a mapping a write call, as the out-of-core rounds make, wrote half as
         fast: bench/RESULTS.md, run 223), its pages faulted in ahead (where asked) over this
@@ -234,7 +233,7 @@ class ShardWriter:
         share = (rows[0] * self.fmt.itemsize, rows[1] * self.fmt.itemsize)
         try:
             return FileRange(self._fd, len(self.header), span, self._mapped, self._sharers,
-                             ahead=share if self._ahead else None)
+                             ahead=share if ahead else None)
         except OSError:  # a file system that maps no files: write them
             return FileRange(self._fd, len(self.header), span, False)
 
