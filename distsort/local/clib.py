@@ -142,6 +142,8 @@ def _load(path: str) -> ctypes.CDLL | None:
                 getattr(lib, f"classify_u{width}{way}").argtypes = [_P, _N, _N, _P, _P, _N,
                                                                     _N, _P, _P]
         getattr(lib, f"scatter_u{width}").argtypes = [_P, _N, _P, _P, _P]
+        getattr(lib, f"count_u{width}_few").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P]
+        getattr(lib, f"scatter_u{width}_few").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P, _P]
         getattr(lib, f"lsd_u{width}").argtypes = [_P, _P, _N]
         for values in (32, 64):
             getattr(lib, f"lsd_pairs_u{width}_v{values}").argtypes = [_P] * 4 + [_N]

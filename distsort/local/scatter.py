@@ -30,52 +30,92 @@ def _column(a) -> bool:
 
 
 def by_rank(keys: np.ndarray, offset: int, splitters: np.ndarray,
-            values: np.ndarray | None = None, room: int = 0) -> tuple[list[np.ndarray], np.ndarray]:
+            values: np.ndarray | None = None, room: int = 0, few: bool | None = None
+            ) -> tuple[list[np.ndarray], np.ndarray]:
     """([keys grouped by destination, each group in input order] (and the values alike); the
     int64 count of each destination). A key's destination is the number of splitters (rows of
     key, global position) at or below (key, offset + its index): splitters.classify's. The
     keys' array holds max(len(keys), room) rows, the grouped keys first: rows past them cost
-    no memory until written (a later sort's second buffer, where a rank receives more)."""
+    no memory until written (a later sort's second buffer, where a rank receives more).
+    few: whether plain keys take scatter.c's passes for a few destinations (None: where this
+    CPU has them; the tests ask for either way)."""
     lib, p, keys = clib.library(), len(splitters) + 1, np.ascontiguousarray(keys)
     n = len(keys)
     cuts = [int(c) for c in np.linspace(0, n, max(1, min(threads(), n // (1 << 16))) + 1)]
-    dest = np.empty(n, np.uint16)
     counts = np.zeros((len(cuts) - 1, p), np.int64)
-    classify = _classifier(lib, keys, offset, splitters)
-    each([lambda c=c: classify(cuts[c], cuts[c + 1], dest, counts[c])
-          for c in range(len(cuts) - 1)])
+    if few is None:
+        few = values is None and p <= lib.scatter_few_max()
+    count, place = (_few_passes if few else _two_passes)(lib, keys, offset, splitters)
+    each([lambda c=c: count(cuts[c], cuts[c + 1], counts[c]) for c in range(len(cuts) - 1)])
     total = counts.sum(axis=0)
     starts = np.cumsum(counts, axis=0) - counts + (np.cumsum(total) - total)  # each run's slots
     columns = [keys] if values is None else [keys, np.ascontiguousarray(values)]
     grouped = [np.empty(max(n, room), keys.dtype)] + [np.empty_like(c) for c in columns[1:]]
-    moves = [(getattr(lib, f"scatter_u{8 * c.dtype.itemsize}"), c.view(WORDS[c.dtype.itemsize]),
-              out.view(WORDS[c.dtype.itemsize])) for c, out in zip(columns, grouped)]
-
-    def scatter(c: int) -> None:
-        lo, hi = cuts[c], cuts[c + 1]
-        for move, column, out in moves:
-            slots = np.array(starts[c])  # the kernel moves them on: a copy for each column
-            move(clib.pointer(column, lo), hi - lo, clib.pointer(dest, lo), clib.pointer(slots),
-                 clib.pointer(out))
-
-    each([lambda c=c: scatter(c) for c in range(len(cuts) - 1)])
+    pairs = [(c.view(WORDS[c.dtype.itemsize]), out.view(WORDS[c.dtype.itemsize]))
+             for c, out in zip(columns, grouped)]
+    each([lambda c=c: place(cuts[c], cuts[c + 1], starts[c], pairs)
+          for c in range(len(cuts) - 1)])
     return grouped, total
+
+
+def _two_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray):
+    """count(lo, hi, counts) and place(lo, hi, slots, pairs) for any destinations, keys and
+    values: classify stores each key's destination, scatter moves each column's rows (pairs:
+    (column, its grouped array)) by them."""
+    classify, dest = _classifier(lib, keys, offset, splitters), np.empty(len(keys), np.uint16)
+
+    def place(lo: int, hi: int, slots: np.ndarray, pairs: list) -> None:
+        for column, out in pairs:
+            moved = np.array(slots)  # the kernel moves them on: a copy for each column
+            getattr(lib, f"scatter_u{8 * column.dtype.itemsize}")(
+                clib.pointer(column, lo), hi - lo, clib.pointer(dest, lo), clib.pointer(moved),
+                clib.pointer(out))
+
+    return (lambda lo, hi, counts: classify(lo, hi, dest, counts)), place
+
+
+def _few_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray):
+    """count(lo, hi, counts) and place(lo, hi, slots, pairs) of plain keys for a few
+    destinations (scatter.c's _few passes: no destination stored between them)."""
+    width, (split_keys, split_at, steps) = 8 * keys.dtype.itemsize, _splitters(keys, splitters)
+    ptr, ns = clib.pointer, len(splitters)
+
+    def count(lo: int, hi: int, counts: np.ndarray) -> None:
+        getattr(lib, f"count_u{width}_few")(ptr(keys, lo), hi - lo, int(offset) + lo,
+                                            ptr(split_keys), ptr(split_at), ns, steps,
+                                            ptr(counts))
+
+    def place(lo: int, hi: int, slots: np.ndarray, pairs: list) -> None:
+        (_, out), = pairs
+        moved = np.array(slots)  # the kernel moves them on
+        getattr(lib, f"scatter_u{width}_few")(ptr(keys, lo), hi - lo, int(offset) + lo,
+                                              ptr(split_keys), ptr(split_at), ns, steps,
+                                              ptr(moved), ptr(out))
+
+    return count, place
+
+
+def _splitters(keys: np.ndarray, splitters: np.ndarray) -> tuple:
+    """scatter.c's view of the splitters: their keys (padded with the largest key to the binary
+    search's 2^depth - 1 rows), their int64 global positions, the search's first step."""
+    depth = len(splitters).bit_length()  # the search's steps: 2^depth - 1 keys
+    split_keys = np.full((1 << depth) - 1, np.iinfo(keys.dtype).max, keys.dtype)
+    split_keys[: len(splitters)] = splitters[:, 0].astype(keys.dtype)
+    split_at = np.ascontiguousarray(splitters[:, -1].astype(np.int64))
+    return split_keys, split_at, 1 << (depth - 1)
 
 
 def _classifier(lib, keys: np.ndarray, offset: int, splitters: np.ndarray, way: str = ""):
     """classify(lo, hi, dest, counts): the destinations of keys[lo:hi] into dest[lo:hi], their
     number per destination added to counts (way: scatter.c's choice, or one of its ways,
     "_compare", "_search" or "_permute", for the tests)."""
-    width, p = 8 * keys.dtype.itemsize, len(splitters) + 1
-    depth = (p - 1).bit_length()  # the search's steps: 2^depth - 1 keys, the rest the largest
-    split_keys = np.full((1 << depth) - 1, np.iinfo(keys.dtype).max, keys.dtype)
-    split_keys[: p - 1] = splitters[:, 0].astype(keys.dtype)
-    split_at = np.ascontiguousarray(splitters[:, -1].astype(np.int64))
+    width, ns = 8 * keys.dtype.itemsize, len(splitters)
+    split_keys, split_at, steps = _splitters(keys, splitters)
     ptr = clib.pointer
 
     def classify(lo: int, hi: int, dest: np.ndarray, counts: np.ndarray) -> None:
         getattr(lib, f"classify_u{width}{way}")(ptr(keys, lo), hi - lo, int(offset) + lo,
-                                           ptr(split_keys), ptr(split_at), p - 1,
-                                           1 << (depth - 1), ptr(dest, lo), ptr(counts))
+                                           ptr(split_keys), ptr(split_at), ns, steps,
+                                           ptr(dest, lo), ptr(counts))
 
     return classify

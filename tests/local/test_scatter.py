@@ -22,9 +22,15 @@ def splitters_of(keys: np.ndarray, offset: int, p: int, rng) -> np.ndarray:
     return rows[order[picks]]
 
 
+def few_ways(p: int) -> list[bool]:
+    """by_rank's ways for plain keys on p ranks on this machine: the two passes, and the passes
+    for a few destinations where the CPU has them for p."""
+    return [False] + ([True] if p <= clib.library().scatter_few_max() else [])
+
+
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
 @pytest.mark.parametrize("n,distinct", [(10, None), (200_001, None), (300_000, 3)])
-@pytest.mark.parametrize("p", [2, 5, 16])
+@pytest.mark.parametrize("p", [2, 4, 5, 16])
 def test_grouped_as_classify_puts_them(three_threads, dtype, n, distinct, p):
     rng = np.random.default_rng(n + p)
     top = distinct or np.iinfo(dtype).max
@@ -32,9 +38,10 @@ def test_grouped_as_classify_puts_them(three_threads, dtype, n, distinct, p):
     offset = 1000
     splitters = splitters_of(keys, offset, min(p, n), rng)
     dest = classify([keys], offset, splitters, np)
-    (grouped,), counts = scatter.by_rank(keys, offset, splitters)
-    np.testing.assert_array_equal(counts, np.bincount(dest, minlength=len(splitters) + 1))
-    np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
+    for few in few_ways(len(splitters) + 1):
+        (grouped,), counts = scatter.by_rank(keys, offset, splitters, few=few)
+        np.testing.assert_array_equal(counts, np.bincount(dest, minlength=len(splitters) + 1))
+        np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
 
 
 @pytest.mark.parametrize("keys_dtype", [np.uint32, np.uint64])
@@ -66,7 +73,7 @@ def test_only_4_and_8_byte_keys_and_values():
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
-@pytest.mark.parametrize("p", [3, 9, 17, 40])
+@pytest.mark.parametrize("p", [2, 3, 4, 9, 17, 40])
 def test_ties_cut_by_positions_on_other_ranks(three_threads, dtype, p):
     """Splitters picked among all ranks' rows of a few values: this rank's keys equal to a
     splitter go before or after it by global position, whether the splitter's row is before
@@ -80,9 +87,10 @@ def test_ties_cut_by_positions_on_other_ranks(three_threads, dtype, p):
     splitters = splitters[np.lexsort((splitters[:, 1], splitters[:, 0]))]
     keys = everything[offset:offset + n]
     dest = classify([keys], offset, splitters, np)
-    (grouped,), counts = scatter.by_rank(keys, offset, splitters)
-    np.testing.assert_array_equal(counts, np.bincount(dest, minlength=p))
-    np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
+    for few in few_ways(p):
+        (grouped,), counts = scatter.by_rank(keys, offset, splitters, few=few)
+        np.testing.assert_array_equal(counts, np.bincount(dest, minlength=p))
+        np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
 
 
 def ways(dtype, p: int) -> list[str]:
