@@ -1,5 +1,5 @@
 """The C library's calls that Python's os module lacks (fallocate, madvise, mincore, renameat2),
-the page arithmetic their ranges take, and what mincore says of a mapping."""
+the page arithmetic their ranges take, what mincore says of a mapping, and pages given back."""
 
 from __future__ import annotations
 
@@ -26,6 +26,16 @@ def function(name: str, argtypes: tuple, restype=ctypes.c_int):
 def madvise():
     """The C library's madvise, or None where there is none."""
     return function("madvise", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int))
+
+
+def let_go(start: int, end: int) -> None:
+    """Give the whole pages among addresses [start, end) of this process's private memory back
+    to the system (madvise MADV_DONTNEED: they read as zeros after, and cost nothing until
+    written): memory no longer needed that a live allocation still holds. Nothing where there
+    is no madvise."""
+    call, (lo, hi) = madvise(), whole_pages(start, end)
+    if call is not None and hi > lo:
+        call(lo, hi - lo, mmap.MADV_DONTNEED)
 
 
 def whole_pages(start: int, end: int) -> tuple[int, int]:

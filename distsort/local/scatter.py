@@ -2,8 +2,9 @@
 keys, or keys and one column of values.
 
 Each of the pool's threads (workers.py) classifies a run of the keys, counting its keys per
-destination; each then copies its keys (and their values) to their destinations' slots, after
-those of the runs before it: every destination's rows stay in input order.
+destination; once the caller has said where each destination's rows go, each copies its keys
+(and their values) to their destinations' slots, after those of the runs before it: every
+destination's rows stay in input order.
 """
 
 from __future__ import annotations
@@ -29,33 +30,40 @@ def _column(a) -> bool:
     return isinstance(a, np.ndarray) and a.ndim == 1
 
 
-def by_rank(keys: np.ndarray, offset: int, splitters: np.ndarray,
-            values: np.ndarray | None = None, room: int = 0, few: bool | None = None
-            ) -> tuple[list[np.ndarray], np.ndarray]:
-    """([keys grouped by destination, each group in input order] (and the values alike); the
-    int64 count of each destination). A key's destination is the number of splitters (rows of
-    key, global position) at or below (key, offset + its index): splitters.classify's. The
-    keys' array holds max(len(keys), room) rows, the grouped keys first: rows past them cost
-    no memory until written (a later sort's second buffer, where a rank receives more).
-    few: whether plain keys take scatter.c's passes for a few destinations (None: where this
-    CPU has them; the tests ask for either way)."""
-    lib, p, keys = clib.library(), len(splitters) + 1, np.ascontiguousarray(keys)
-    n = len(keys)
-    cuts = [int(c) for c in np.linspace(0, n, max(1, min(threads(), n // (1 << 16))) + 1)]
-    counts = np.zeros((len(cuts) - 1, p), np.int64)
-    if few is None:
-        few = values is None and p <= lib.scatter_few_max()
-    count, place = (_few_passes if few else _two_passes)(lib, keys, offset, splitters)
-    each([lambda c=c: count(cuts[c], cuts[c + 1], counts[c]) for c in range(len(cuts) - 1)])
-    total = counts.sum(axis=0)
-    starts = np.cumsum(counts, axis=0) - counts + (np.cumsum(total) - total)  # each run's slots
-    columns = [keys] if values is None else [keys, np.ascontiguousarray(values)]
-    grouped = [np.empty(max(n, room), keys.dtype)] + [np.empty_like(c) for c in columns[1:]]
-    pairs = [(c.view(WORDS[c.dtype.itemsize]), out.view(WORDS[c.dtype.itemsize]))
-             for c, out in zip(columns, grouped)]
-    each([lambda c=c: place(cuts[c], cuts[c + 1], starts[c], pairs)
-          for c in range(len(cuts) - 1)])
-    return grouped, total
+class Grouping:
+    """Keys (and a column of values) counted per destination rank (the first pass: total[j]
+    rows for rank j), to be placed by destination where the caller wants them (place). A key's
+    destination is the number of splitters (rows of key, global position) at or below (key,
+    offset + its index): splitters.classify's. few: whether plain keys take scatter.c's passes
+    for a few destinations (None: where this CPU has them; the tests ask for either way)."""
+
+    def __init__(self, keys: np.ndarray, offset: int, splitters: np.ndarray,
+                 values: np.ndarray | None = None, few: bool | None = None):
+        lib, p, keys = clib.library(), len(splitters) + 1, np.ascontiguousarray(keys)
+        n = len(keys)
+        self.cuts = [int(c) for c in
+                     np.linspace(0, n, max(1, min(threads(), n // (1 << 16))) + 1)]
+        self.columns = [keys] if values is None else [keys, np.ascontiguousarray(values)]
+        if few is None:
+            few = values is None and p <= lib.scatter_few_max()
+        count, self._place = (_few_passes if few else _two_passes)(lib, keys, offset, splitters)
+        self.counts = np.zeros((len(self.cuts) - 1, p), np.int64)  # of each thread's run
+        each([lambda c=c: count(self.cuts[c], self.cuts[c + 1], self.counts[c])
+              for c in range(len(self.cuts) - 1)])
+        self.total = self.counts.sum(axis=0)
+
+    def place(self, starts: np.ndarray, rows: int, key_rows: int) -> list[np.ndarray]:
+        """New columns of rows rows (the keys' of key_rows: rows past those written cost no
+        memory until written) with destination j's keys (and values) from row starts[j] on,
+        in input order."""
+        runs = np.cumsum(self.counts, axis=0) - self.counts + np.asarray(starts, np.int64)
+        grouped = [np.empty(key_rows, self.columns[0].dtype)] + [
+            np.empty(rows, c.dtype) for c in self.columns[1:]]
+        pairs = [(c.view(WORDS[c.dtype.itemsize]), out.view(WORDS[c.dtype.itemsize]))
+                 for c, out in zip(self.columns, grouped)]
+        each([lambda c=c: self._place(self.cuts[c], self.cuts[c + 1], runs[c], pairs)
+              for c in range(len(self.cuts) - 1)])
+        return grouped
 
 
 def _two_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray):

@@ -36,6 +36,7 @@ class Received:
     sent: list
     begun: object | None
     runs: bool = False
+    placed: bool = False  # sent: the rest of the received columns' memory (_into_place)
 
 
 def exchange(rt: Runtime, routed: GroupedRows | ChunkedRows, report: SortReport) -> Received:
@@ -44,12 +45,32 @@ def exchange(rt: Runtime, routed: GroupedRows | ChunkedRows, report: SortReport)
         received, sent = exchange_chunks(rt, routed.columns, routed.words, routed.layout,
                                          report, routed.landing)
         return Received(received, routed.layout.blocks(), sent, routed.landing)
+    if routed.placed is not None:
+        return _into_place(rt, routed, report)
     sent = (routed.send_counts, routed.send_displs)
     if not routed.ahead:
         received, blocks = exchange_columns(rt, routed.columns, *sent, report,
                                             even_rows=routed.even_rows)
         return Received(received, blocks, routed.columns, None, routed.runs)
     return _words_ahead(rt, routed, report)
+
+
+def _into_place(rt: Runtime, routed: GroupedRows, report: SortReport) -> Received:
+    """Rows grouped where they land (partition.scattered): the other ranks' blocks move from
+    the rows after the receive area into it; this rank's own block, already there, not at
+    all."""
+    (recv, landing), rank = routed.placed, rt.comm.Get_rank()
+    area = int(recv.sum())
+    report.count_exchanged(sum(row_bytes(c) for c in routed.columns), routed.send_counts,
+                           recv, rank)
+    # an empty area is a buffer of its own: MPI refuses a send and a receive at one address
+    heads = [c[:area] if area else np.empty(0, c.dtype) for c in routed.columns]
+    tails = [c[area:] for c in routed.columns]
+    away, arriving = routed.send_counts.copy(), recv.copy()
+    away[rank] = arriving[rank] = 0
+    from_tails = np.maximum(routed.send_displs - area, 0)  # the own block's: 0, none sent
+    transfer(rt, tails, (away, from_tails), (arriving, landing), heads)
+    return Received(heads, (recv, landing), tails, None, placed=True)
 
 
 def _words_ahead(rt: Runtime, routed: GroupedRows, report: SortReport) -> Received:

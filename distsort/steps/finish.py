@@ -4,6 +4,7 @@ runs its rest), so the ranks' shards in rank order are the whole data set sorted
 from __future__ import annotations
 
 from ..columns import KeyWords, own_key, plain_keys, radix_rows
+from ..io import libc
 from ..local import landing
 from ..local.landing import LandingSort
 from ..local.merge import available, merge_runs, worth_merging
@@ -65,7 +66,12 @@ def finish(rt: Runtime, received, key_words: KeyWords, splitters) -> list:
         scratch = _fitting_scratch(sent, columns[0])
         out = rt.backend.engine.sort(columns[0], end_bit=end_bit, low=low, overwrite=True,
                                      scratch=scratch)
+        if received.placed:
+            _let_go_beside(out[:n], columns[0], sent[0])
         return [out[:n]]
+    if received.placed:  # pairs: the sent rows' memory, behind the received rows', is not needed
+        for tail in sent:
+            libc.let_go(tail.ctypes.data, tail.ctypes.data + tail.nbytes)
     del sent
     if len(columns[0]) == n:  # no gaps
         return local_sort(rt, columns, key_words, end_bit=end_bit, low=low, overwrite=True)
@@ -120,6 +126,16 @@ def _fill_gaps(keys, blocks, value) -> None:
     counts, starts = blocks
     for start, count, end in zip(starts, counts, list(starts[1:]) + [len(keys)]):
         keys[start + count : end] = value
+
+
+def _let_go_beside(out, head, tail) -> None:
+    """Keys placed where they landed (exchange._into_place) hold one allocation: the received
+    head, the sent tail after it (the sort's scratch). The pages of it outside out (in either
+    part) go back to the system now, not when out goes: out would hold all of them."""
+    lo, hi = head.ctypes.data, tail.ctypes.data + tail.nbytes
+    start, end = out.ctypes.data, out.ctypes.data + out.nbytes
+    libc.let_go(lo, start)
+    libc.let_go(end, hi)
 
 
 def _fitting_scratch(sent: list, keys):

@@ -25,8 +25,6 @@ from . import chunks
 from .finish import landing_sort
 from .splitters import classify, key_range, outside_key
 
-RECEIVE_SLACK = 1.05  # of an even shard: what the splitters give a rank, with room to spare
-
 
 def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, int],
               splitters):
@@ -73,16 +71,27 @@ def scattered(rt: Runtime, columns: list, offset: int, even_rows: int, splitters
               ) -> GroupedRows:
     """Plain keys, or keys and their values, on CPUs: grouped by destination in two passes
     (local/scatter.py), each group in input order, so that a key is sorted once, by its
-    receiver (sorting first and merging what arrives sorts it twice, in effect). Plain keys'
-    buffer has room for a little more than an even shard: the finish sorts what this rank
-    receives with it as the radix sort's second buffer, and half the ranks receive more rows
-    than they send (a new buffer of a shard's size each, before)."""
-    room = int(even_rows * RECEIVE_SLACK) + 1024 if len(columns) == 1 else 0  # pairs: none,
-    # the finish sorts them into buffers of their own
-    grouped, counts = scatter.by_rank(columns[0], offset, splitters, *columns[1:], room=room)
-    low, top, _ = key_range(splitters, rt.comm.Get_rank(), columns[0].dtype)
-    return GroupedRows(grouped, [], counts, displacements(counts), even_rows,
-                       outside_key(columns[0].dtype, low, top))
+    receiver (sorting first and merging what arrives sorts it twice, in effect). Grouped where
+    they land: the columns' head is the area this rank receives into (a block from each rank,
+    in rank order), this rank's own rows already at their place in it, the rows for the other
+    ranks after it (GroupedRows.placed): the exchange moves only those, and no rank copies
+    its own rows or fills a new receive buffer's pages. Plain keys' buffer has the area's
+    size again behind it: the finish's radix sort's second buffer (pages that cost no memory
+    where NumPy sorts)."""
+    grouping = scatter.Grouping(columns[0], offset, splitters, *columns[1:])
+    rank, send = rt.comm.Get_rank(), grouping.total
+    recv = np.empty_like(send)
+    rt.comm.Alltoall(send, recv)
+    area, landing = int(recv.sum()), displacements(recv)
+    away = send.copy()
+    away[rank] = 0
+    starts = area + displacements(away)
+    starts[rank] = landing[rank]
+    rows = area + int(away.sum())
+    grouped = grouping.place(starts, rows, max(rows, 2 * area) if len(columns) == 1 else rows)
+    low, top, _ = key_range(splitters, rank, columns[0].dtype)
+    return GroupedRows(grouped, [], send, starts, even_rows,
+                       outside_key(columns[0].dtype, low, top), placed=(recv, landing))
 
 
 def sorted_first(rt: Runtime, columns: list, offset: int, even_rows: int,
@@ -151,6 +160,9 @@ class GroupedRows:
     even_rows: int  # of a shard, were they even: the receive buffers' size follows it on GPUs
     outside: tuple | None  # outside_key of the first key word's range on this rank
     runs: bool = False  # each rank's rows are sorted (sorted_first): the receiver merges them
+    # (rows received from each rank, their starts): the columns' head is the receive area,
+    # this rank's own block already in it (scattered)
+    placed: tuple | None = None
 
 
 @dataclass

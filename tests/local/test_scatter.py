@@ -22,6 +22,13 @@ def splitters_of(keys: np.ndarray, offset: int, p: int, rng) -> np.ndarray:
     return rows[order[picks]]
 
 
+def by_rank(keys, offset: int, splitters, values=None, few=None) -> tuple[list, np.ndarray]:
+    """(the grouped columns, each destination's rows after the one before; the counts)."""
+    grouping = scatter.Grouping(keys, offset, splitters, values, few)
+    starts = np.cumsum(grouping.total) - grouping.total
+    return grouping.place(starts, len(keys), len(keys)), grouping.total
+
+
 def few_ways(p: int) -> list[bool]:
     """by_rank's ways for plain keys on p ranks on this machine: the two passes, and the passes
     for a few destinations where the CPU has them for p."""
@@ -39,7 +46,7 @@ def test_grouped_as_classify_puts_them(three_threads, dtype, n, distinct, p):
     splitters = splitters_of(keys, offset, min(p, n), rng)
     dest = classify([keys], offset, splitters, np)
     for few in few_ways(len(splitters) + 1):
-        (grouped,), counts = scatter.by_rank(keys, offset, splitters, few=few)
+        (grouped,), counts = by_rank(keys, offset, splitters, few=few)
         np.testing.assert_array_equal(counts, np.bincount(dest, minlength=len(splitters) + 1))
         np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
 
@@ -55,7 +62,7 @@ def test_values_go_with_their_keys(three_threads, keys_dtype, values_dtype):
     offset = 77
     splitters = splitters_of(keys, offset, 9, rng)
     dest = classify([keys], offset, splitters, np)
-    (grouped, moved), counts = scatter.by_rank(keys, offset, splitters, values)
+    (grouped, moved), counts = by_rank(keys, offset, splitters, values)
     order = np.argsort(dest, kind="stable")
     np.testing.assert_array_equal(counts, np.bincount(dest, minlength=9))
     np.testing.assert_array_equal(grouped, keys[order])
@@ -88,7 +95,7 @@ def test_ties_cut_by_positions_on_other_ranks(three_threads, dtype, p):
     keys = everything[offset:offset + n]
     dest = classify([keys], offset, splitters, np)
     for few in few_ways(p):
-        (grouped,), counts = scatter.by_rank(keys, offset, splitters, few=few)
+        (grouped,), counts = by_rank(keys, offset, splitters, few=few)
         np.testing.assert_array_equal(counts, np.bincount(dest, minlength=p))
         np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
 
@@ -126,16 +133,24 @@ def test_every_way_classifies_alike(dtype, p, distinct):
         np.testing.assert_array_equal(counts, np.bincount(want, minlength=p), err_msg=way)
 
 
-def test_the_grouped_keys_have_room_behind_them():
-    """room: the keys' buffer holds that many rows, the grouped keys first (the finish's
-    second buffer for a shard larger than what this rank sent); the values' holds theirs."""
+@pytest.mark.parametrize("values", [False, True])
+def test_each_destination_placed_where_asked(values):
+    """place(starts, rows, key_rows): destination j's rows from starts[j], wherever those are
+    (here in reverse order, with gaps between); the keys' column has key_rows rows, the
+    values' rows."""
     rng = np.random.default_rng(5)
     keys = rng.integers(0, 2**32, 5000, dtype=np.uint64).astype(np.uint32)
-    values = np.arange(5000, dtype=np.uint64)
+    moved_with = np.arange(5000, dtype=np.uint64) if values else None
     splitters = splitters_of(keys, 0, 4, rng)
-    (grouped, moved), counts = scatter.by_rank(keys, 0, splitters, values, room=6000)
-    (plain,), _ = scatter.by_rank(keys, 0, splitters)
-    assert len(grouped) == 6000 and len(moved) == 5000 and len(plain) == 5000
-    np.testing.assert_array_equal(grouped[:5000], plain)
-    (small,), _ = scatter.by_rank(keys, 0, splitters, room=100)  # never fewer than the keys
-    np.testing.assert_array_equal(small, plain)
+    dest = classify([keys], 0, splitters, np)
+    for few in few_ways(4) if not values else [False]:
+        grouping = scatter.Grouping(keys, 0, splitters, moved_with, few)
+        sizes = grouping.total[::-1] + 10  # destination 3 first, a gap of 10 rows after each
+        starts = (np.cumsum(sizes) - sizes)[::-1]
+        grouped = grouping.place(starts, 5040, 7000)
+        assert len(grouped[0]) == 7000 and all(len(c) == 5040 for c in grouped[1:])
+        for j, (start, count) in enumerate(zip(starts, grouping.total)):
+            rows = np.flatnonzero(dest == j)
+            np.testing.assert_array_equal(grouped[0][start:start + count], keys[rows])
+            if values:
+                np.testing.assert_array_equal(grouped[1][start:start + count], rows)

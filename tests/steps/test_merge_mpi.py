@@ -98,8 +98,9 @@ def test_out_of_core_rounds_merge_their_slices_of_the_runs(merges, dtype):
 
 def test_every_rank_sorts_what_it_receives_in_the_room_it_sent_from(monkeypatch):
     """Ranks that receive more keys than they sent (here the low ranks: their pieces are the
-    smaller) still sort with the grouped keys' buffer as the radix sort's second one: its room
-    is a little more than an even shard (partition.RECEIVE_SLACK), no new shard-sized buffer."""
+    smaller) still sort with the grouped keys' buffer as the radix sort's second one: the
+    grouped keys have the receive area's size again behind it (partition.scattered), no new
+    shard-sized buffer."""
     from distsort.runtime import get_runtime
 
     if clib.library() is None:
@@ -118,3 +119,35 @@ def test_every_rank_sorts_what_it_receives_in_the_room_it_sent_from(monkeypatch)
     got = distsort.sort(keys, backend="cpu")
     np.testing.assert_array_equal(everything(got), np.sort(everything(keys)))
     assert fits == [True]
+
+
+@pytest.mark.parametrize("transport", ["cma", "mpi"])
+@pytest.mark.parametrize("values", [False, True])
+def test_rows_grouped_where_they_land_arrive_over_either_transport(monkeypatch, transport,
+                                                                     values):
+    """partition.scattered places each rank's own rows in its receive area and the exchange
+    moves only the other ranks' blocks into it (exchange._into_place): over cross-memory
+    attach and over MPI (which refuses a send and a receive at one address: an empty area has
+    a buffer of its own), with ranks that hold nothing or receive nothing."""
+    from distsort.transport import cma
+
+    if clib.library() is None:
+        pytest.skip("no C compiler here: the ranks sort first and merge")
+    if transport == "mpi":
+        monkeypatch.setattr(cma, "connect", lambda comm: None)
+    monkeypatch.setattr("distsort.runtime._cache", {})
+    for sizes in ([0, 3], [40_000, 0], [1, 1], [90_000, 30_001]):
+        keys = local_data("uniform", "uint64", sizes[COMM.rank % 2], seed=COMM.rank)
+        start = COMM.exscan(len(keys)) or 0
+        if values:
+            moved = np.arange(start, start + len(keys), dtype=np.int64)
+            k, v = distsort.sort_pairs(keys, moved, backend="cpu", stable=True)
+            order = reference_order(everything(keys), False)
+            np.testing.assert_array_equal(everything(v), order)
+        else:
+            k = distsort.sort(keys, backend="cpu")
+        np.testing.assert_array_equal(everything(k), reference(everything(keys), False))
+    from distsort.runtime import get_runtime
+
+    used = get_runtime(COMM, "cpu").transport.name
+    assert used == transport or (transport == "cma" and cma.connect(COMM) is None)
