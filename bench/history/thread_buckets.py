@@ -28,7 +28,9 @@ def bucketed(keys: np.ndarray, ranges: int) -> np.ndarray:
     sample = np.sort(keys[rng.integers(0, len(keys), 256 * ranges)])
     cuts = sample[np.arange(1, ranges) * len(sample) // ranges].astype(np.uint64)
     splitters = np.stack([cuts, np.full(ranges - 1, len(keys), np.uint64)], axis=1)
-    (grouped,), counts = scatter.by_rank(keys, 0, splitters)
+    grouping = scatter.Grouping(keys, 0, splitters)
+    counts = grouping.total
+    (grouped,) = grouping.place(np.cumsum(counts) - counts, len(keys), len(keys))
     ends = np.cumsum(counts).tolist()
     workers.each([functools.partial(lambda a, b: grouped[a:b].sort(), a, b)
                   for a, b in zip([0] + ends[:-1], ends)])

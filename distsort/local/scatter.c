@@ -203,14 +203,14 @@ AVX512 static inline void store_tally_64(__m512i lo, uint16_t *dest, __m512i *ac
 PERMUTE(classify_u32, uint32_t, 32, 16, UINT32_MAX)
 PERMUTE(classify_u64, uint64_t, 64, 8, UINT64_MAX)
 
-/* Plain keys for a few destinations (up to FEW_MAX: 2 to 4 ranks; at 8 the compresses cost what they save), where the CPU has AVX-512:
-   a count pass that only reads the keys, then a pass that sends each vector's keys of each
-   destination to its slots by a compress and a masked store, the destinations found again
-   by compares. No destination is stored between the passes (2 bytes a key written and read
-   again), and no key is placed alone: at 2 ranks the two passes took 0.03 s of 2^25 uint32
-   keys where classify and scatter took 0.08 (bench/RESULTS.md, session 49). Lanes keep their
-   order in a compress: each destination's keys stay in input order, as scatter's do. Keys
-   past the last full vector are classified by _search and placed one by one. */
+/* Plain keys for a few destinations (2 to FEW_MAX ranks), where the CPU has AVX-512: a count
+   pass that only reads the keys, then a pass that sends each vector's keys of each destination
+   to its slots by a compress and a masked store, the destinations found again by compares. No
+   destination is stored between the passes (2 bytes a key written and read again), and no
+   key is placed alone: at 2 ranks the grouping took about half the time of classify and
+   scatter; at 8 the compresses cost what they save (bench/RESULTS.md, session 49). Lanes keep
+   their order in a compress: each destination's keys stay in input order, as scatter's do.
+   Keys past the last full vector are classified by _search and placed one by one. */
 #define FEW_MAX 4
 int scatter_few_max(void) { return classify_avx512() ? FEW_MAX : 0; }
 
@@ -219,7 +219,9 @@ int scatter_few_max(void) { return classify_avx512() ? FEW_MAX : 0; }
 #define PAST(W, MASK, LANES, s, k, sp, first)                                                \
   (_mm512_cmplt_epu##W##_mask(s, k)                                                          \
    | (_mm512_cmpeq_epu##W##_mask(s, k)                                                       \
-      & (MASK)((sp) <= (first) ? ~0u : (sp) - (first) >= LANES ? 0u : ~0u << ((sp) - (first)))))
+      & (MASK)((sp) <= (first)           ? ~0u                                               \
+               : (sp) - (first) >= LANES ? 0u                                                \
+                                         : ~0u << ((sp) - (first)))))
 
 #define FEW(NAME, T, W, LANES, MASK)                                                         \
   AVX512 void count_##NAME##_few(const T *keys, int64_t n, int64_t offset, const T *skeys,   \
