@@ -3,6 +3,8 @@ runs its rest), so the ranks' shards in rank order are the whole data set sorted
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..columns import KeyWords, own_key, plain_keys, radix_rows
 from ..io import libc
 from ..local import landing
@@ -67,7 +69,7 @@ def finish(rt: Runtime, received, key_words: KeyWords, splitters) -> list:
         out = rt.backend.engine.sort(columns[0], end_bit=end_bit, low=low, overwrite=True,
                                      scratch=scratch)
         if received.placed:
-            _let_go_beside(out[:n], columns[0], sent[0])
+            _let_go_beside(out[:n], sent[0])
         return [out[:n]]
     if received.placed:  # pairs: the sent rows' memory, behind the received rows', is not needed
         for tail in sent:
@@ -128,12 +130,19 @@ def _fill_gaps(keys, blocks, value) -> None:
         keys[start + count : end] = value
 
 
-def _let_go_beside(out, head, tail) -> None:
+def _let_go_beside(out, tail) -> None:
     """Keys placed where they landed (exchange._into_place) hold one allocation: the received
-    head, the sent tail after it (the sort's scratch). The pages of it outside out (in either
-    part) go back to the system now, not when out goes: out would hold all of them."""
-    lo, hi = head.ctypes.data, tail.ctypes.data + tail.nbytes
-    start, end = out.ctypes.data, out.ctypes.data + out.nbytes
+    head, the sent tail after it (the sort's scratch). The pages of that allocation outside out
+    (in either part, or all of them where out is elsewhere) go back to the system now, not when
+    out goes: out would hold all of them. (The head alone is no guide: an empty one is a
+    buffer of its own.)"""
+    memory = tail
+    while isinstance(memory.base, np.ndarray):
+        memory = memory.base
+    lo = memory.ctypes.data
+    hi = lo + memory.nbytes
+    start = min(max(out.ctypes.data, lo), hi)
+    end = min(max(out.ctypes.data + out.nbytes, start), hi)
     libc.let_go(lo, start)
     libc.let_go(end, hi)
 
