@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 import numpy as np
 
 from ..workers import each, threads
-from . import clib, lsd, merge
+from . import clib, lsd, merge, scatter
 from .rows import take
 
 PIECES_MIN = 1 << 20  # keys: fewer are sorted by one thread before several would have started
+SAMPLE_PER_RANGE = 256  # sampled keys a key range, for a thread's sample sort's splitters
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -98,7 +99,9 @@ class NumpyEngine:
              overwrite: bool = False, scratch=None, **ignored: object):
         started = time.perf_counter()
         radix = self._note(lsd.available(keys))
-        if _in_pieces(keys):
+        if _in_ranges(keys):
+            out = _sorted_in_ranges(keys, threads(), scratch)
+        elif _in_pieces(keys):
             out = _sorted_in_pieces(keys, threads(), overwrite, scratch)
         else:
             out = lsd.sort(keys, overwrite, scratch) if radix else _numpy_sorted(keys, overwrite)
@@ -131,6 +134,40 @@ class NumpyEngine:
         """Note which sort runs (our radix sort or NumPy's); returns radix."""
         self.used.add("radix" if radix else "numpy")
         return radix
+
+
+def _in_ranges(keys: np.ndarray) -> bool:
+    """Are these plain keys sorted as key ranges on the pool's threads (_sorted_in_ranges)?"""
+    if not (threads() > 1 and len(keys) >= PIECES_MIN and scatter.available(keys, threads())):
+        return False
+    lsd.available(keys)  # the choice made now, not by the threads at once
+    return True
+
+
+def _sorted_in_ranges(keys: np.ndarray, ranges: int, scratch: np.ndarray | None = None
+                      ) -> np.ndarray:
+    """keys sorted as a sample sort on the pool's threads: grouped into `ranges` key ranges by
+    splitters from a sample (local/scatter.py, on the threads), into the scratch where it fits,
+    else new memory (the copy a sort that may not overwrite makes anyway), then each range
+    sorted in place on a thread. No merge pass: where pieces are sorted and merged, every key
+    moves once more (bench/RESULTS.md, session 49). Splitters are (key, position) rows, so
+    equal keys are cut by position and the ranges stay even whatever the keys."""
+    grouping = scatter.Grouping(keys, 0, _range_splitters(keys, ranges))
+    counts = grouping.total
+    starts = np.cumsum(counts) - counts
+    room = clib.fitting(scratch, keys)
+    out = grouping.place(starts, len(keys), len(keys), room)[0]
+    each([functools.partial(_sort_in_place, out[a : a + c]) for a, c in zip(starts, counts) if c])
+    return out
+
+
+def _range_splitters(keys: np.ndarray, ranges: int) -> np.ndarray:
+    """ranges - 1 splitters (key, position), uint64, in that order, from SAMPLE_PER_RANGE random
+    rows a range (the same rows for the same length: the sort is repeatable)."""
+    picks = np.random.default_rng(len(keys)).integers(0, len(keys), SAMPLE_PER_RANGE * ranges)
+    rows = np.stack([keys[picks].astype(np.uint64), picks.astype(np.uint64)], axis=1)
+    rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
+    return rows[np.arange(1, ranges) * len(rows) // ranges]
 
 
 def _in_pieces(keys: np.ndarray, positions: bool = False) -> bool:

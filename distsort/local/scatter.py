@@ -52,12 +52,14 @@ class Grouping:
               for c in range(len(self.cuts) - 1)])
         self.total = self.counts.sum(axis=0)
 
-    def place(self, starts: np.ndarray, rows: int, key_rows: int) -> list[np.ndarray]:
+    def place(self, starts: np.ndarray, rows: int, key_rows: int,
+              keys_into: np.ndarray | None = None) -> list[np.ndarray]:
         """New columns of rows rows (the keys' of key_rows: rows past those written cost no
-        memory until written) with destination j's keys (and values) from row starts[j] on,
-        in input order."""
+        memory until written; or keys_into, given) with destination j's keys (and values) from
+        row starts[j] on, in input order."""
         runs = np.cumsum(self.counts, axis=0) - self.counts + np.asarray(starts, np.int64)
-        grouped = [np.empty(key_rows, self.columns[0].dtype)] + [
+        keys = np.empty(key_rows, self.columns[0].dtype) if keys_into is None else keys_into
+        grouped = [keys] + [
             np.empty(rows, c.dtype) for c in self.columns[1:]]
         pairs = [(c.view(WORDS[c.dtype.itemsize]), out.view(WORDS[c.dtype.itemsize]))
                  for c, out in zip(self.columns, grouped)]

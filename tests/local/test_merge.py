@@ -105,8 +105,9 @@ def test_the_package_s_own_library_is_found_beside_another_kernel_cache(tmp_path
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_the_numpy_engine_sorts_in_pieces_on_several_threads(three_threads, monkeypatch, dtype,
                                                              overwrite):
-    """A pool of 3 threads: 3 pieces sorted at once, then merged; the input is left as it was
-    unless the caller gave it up."""
+    """A pool of 3 threads: keys of 4 and 8 bytes as 3 key ranges (a sample sort on the
+    threads), of 1 and 2 bytes as 3 pieces sorted at once, then merged; the input is left as it
+    was unless the caller gave it up."""
     from distsort.local import engine
 
     monkeypatch.setattr(engine, "PIECES_MIN", 10)
@@ -116,6 +117,38 @@ def test_the_numpy_engine_sorts_in_pieces_on_several_threads(three_threads, monk
     out = engine.NumpyEngine().sort(keys, overwrite=overwrite)
     np.testing.assert_array_equal(out, np.sort(before))
     if not overwrite:
+        np.testing.assert_array_equal(keys, before)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("distinct", [None, 1, 3])
+@pytest.mark.parametrize("scratch", [False, True])
+def test_key_ranges_stay_even_and_land_in_the_scratch(three_threads, monkeypatch, dtype,
+                                                      distinct, scratch):
+    """Plain keys sorted as key ranges on 3 threads: splitters of (key, position) cut equal keys
+    by position, so even keys all alike fill 3 ranges of about a third each; with a scratch that
+    fits, the result is in it and the keys are left as they were."""
+    from distsort.local import engine, scatter
+
+    monkeypatch.setattr(engine, "PIECES_MIN", 10)
+    sizes = []
+
+    class Noted(scatter.Grouping):
+        def place(self, *args, **kwargs):
+            sizes.append(self.total.copy())
+            return super().place(*args, **kwargs)
+
+    monkeypatch.setattr(scatter, "Grouping", Noted)
+    rng = np.random.default_rng(11)
+    top = distinct or np.iinfo(dtype).max
+    keys = rng.integers(0, top, 30_000, dtype=np.uint64, endpoint=distinct is None).astype(dtype)
+    before, room = keys.copy(), np.empty(30_000, dtype) if scratch else None
+    out = engine.NumpyEngine().sort(keys, overwrite=True, scratch=room)
+    np.testing.assert_array_equal(out, np.sort(before))
+    (ranges,) = sizes
+    assert len(ranges) == 3 and ranges.min() > 0.8 * 10_000
+    if scratch:
+        assert np.shares_memory(out, room)
         np.testing.assert_array_equal(keys, before)
 
 
