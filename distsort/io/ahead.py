@@ -30,7 +30,6 @@ from ..workers import unbind
 from . import libc
 
 MADV_POPULATE_WRITE = 23  # linux/mman.h
-MADV_DONTNEED = 4
 PIECE = 64 << 20  # bytes a call: stop() waits for at most one
 
 
@@ -89,22 +88,20 @@ class PagesBehind:
 
     def written(self, view: np.ndarray) -> None:
         """Let go of view's whole pages soon (view: bytes of the mapping, written)."""
-        madvise = libc.madvise()
         with self._changed:
-            if self._stopped or madvise is None:
+            if self._stopped or libc.madvise() is None:
                 return
             self._views.append(view)
             if self._running:
                 return
             try:
-                threading.Thread(target=self._run, args=(madvise,), daemon=True,
-                                 name="distsort-behind").start()
+                threading.Thread(target=self._run, daemon=True, name="distsort-behind").start()
             except RuntimeError:  # no more threads: the close unmaps them all
                 self._views.clear()
                 return
             self._running = True
 
-    def _run(self, madvise) -> None:
+    def _run(self) -> None:
         unbind()  # the kernel's work, as the faults ahead
         while True:
             with self._changed:
@@ -113,9 +110,7 @@ class PagesBehind:
                     self._changed.notify_all()
                     return
                 view = self._views.popleft()
-            lo, hi = libc.whole_pages(view.ctypes.data, view.ctypes.data + len(view))
-            if hi > lo:
-                madvise(lo, hi - lo, MADV_DONTNEED)
+            libc.let_go(view.ctypes.data, view.ctypes.data + len(view))
             del view  # the mapping may go now
 
     def stop(self) -> None:

@@ -29,10 +29,11 @@ def madvise():
 
 
 def let_go(start: int, end: int) -> None:
-    """Give the whole pages among addresses [start, end) of this process's private memory back
-    to the system (madvise MADV_DONTNEED: they read as zeros after, and cost nothing until
-    written): memory no longer needed that a live allocation still holds. Nothing where there
-    is no madvise."""
+    """Give the whole pages among addresses [start, end) back to the system (madvise
+    MADV_DONTNEED): private memory no longer needed that a live allocation still holds (it
+    reads as zeros after, and costs nothing until written), or written pages of a shared file
+    mapping (only unmapped: the bytes stay in the page cache). Nothing where there is no
+    madvise."""
     call, (lo, hi) = madvise(), whole_pages(start, end)
     if call is not None and hi > lo:
         call(lo, hi - lo, mmap.MADV_DONTNEED)
