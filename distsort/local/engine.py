@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import numpy as np
 
+from ..transport import displacements
 from ..workers import each, threads
 from . import clib, lsd, merge, scatter
 from .rows import take
@@ -154,7 +155,7 @@ def _sorted_in_ranges(keys: np.ndarray, ranges: int, scratch: np.ndarray | None 
     equal keys are cut by position and the ranges stay even whatever the keys."""
     grouping = scatter.Grouping(keys, 0, _range_splitters(keys, ranges))
     counts = grouping.total
-    starts = np.cumsum(counts) - counts
+    starts = displacements(counts)
     room = clib.fitting(scratch, keys)
     out = grouping.place(starts, len(keys), len(keys), room)[0]
     each([functools.partial(_sort_in_place, out[a : a + c]) for a, c in zip(starts, counts) if c])
