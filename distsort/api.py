@@ -33,6 +33,7 @@ from .phases import phase
 from .pipeline import distributed_sort, sort_as_one, sorts_as_one
 from .report import SortReport
 from .runtime import Runtime, get_runtime
+from .steps.partition import codes_raw_numbers
 from .transport import row_bytes
 
 
@@ -205,9 +206,14 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
                                {"codec": codec, "overwrite": owned})
         keys_out = to_caller(out[0])
     else:
-        with phase(report, "encode", clock):
-            columns, carried = _encoded(rt, codec, dev_keys)
-        out = distributed_sort(rt, columns + given, _first, report)
+        on_the_way = _coded_on_the_way(rt, codec, [dev_keys] + given)
+        if on_the_way:  # by the partition's passes (no encode phase)
+            columns, carried = [dev_keys], False
+        else:
+            with phase(report, "encode", clock):
+                columns, carried = _encoded(rt, codec, dev_keys)
+        out = distributed_sort(rt, columns + given, _first, report,
+                               codec=codec if on_the_way else None)
         with phase(report, "decode", clock):  # and back to the caller's memory
             keys_out = to_caller(out[1] if carried else codec.decode(out[0], rt.xp,
                                                                      in_place=True))
@@ -340,6 +346,13 @@ def _orders_numbers(rt: Runtime, codec: NumericCodec, lossy: bool = False) -> bo
     keys' bits."""
     return (sorts_as_one(rt) and getattr(rt.backend.engine, "orders_numbers", False)
             and (lossy or not codec.lossy))
+
+
+def _coded_on_the_way(rt: Runtime, codec: NumericCodec, columns: list) -> bool:
+    """Whether the keys go to the pipeline raw, to be coded by the partition's passes as they
+    group them (steps/partition.py: CPU ranks, plain keys for a few ranks, a codec that loses
+    no bits), not by an encode pass before it."""
+    return not sorts_as_one(rt) and codes_raw_numbers(rt, columns, codec)
 
 
 def _encoded(rt: Runtime, codec: NumericCodec, keys) -> tuple[list, bool]:

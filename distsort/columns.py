@@ -22,6 +22,12 @@ def radix_rows(columns: list, words: list) -> bool:
     return len(columns) == 1 or (columns[1].ndim == 1 and columns[1].dtype.itemsize in (4, 8))
 
 
+def coded(columns: list, codec, xp) -> list:
+    """The columns with the first one's raw numbers replaced by their codes (keys.NumericCodec
+    codec; None: the columns as they are)."""
+    return columns if codec is None else [codec.encode(columns[0], xp)] + columns[1:]
+
+
 def own_key(columns: list, words: list) -> bool:
     """Is the first column its own and only key word (whatever columns follow it)?"""
     return len(words) == 1 and words[0] is columns[0]

@@ -166,6 +166,11 @@ class NumericCodec:
             return self._on_gpu("decode", u).view(self.native)
         return self._on_cpu("decode", u, self._bits_block, in_place).view(self.native)
 
+    def c_words(self) -> list[int]:
+        """The C kernels' words of this encoding (code.h: neg, pos, rot, flip, top)."""
+        neg, pos, rot, flip, top = self._words
+        return [int(w) for w in (neg, pos, rot, ~self.word.type(0) if flip else 0, top)]
+
     def _on_cpu(self, way: str, u: np.ndarray, block, in_place: bool = False) -> np.ndarray:
         """One pass of codes.c a way (a run of the words on each of the pool's threads), in
         u's own memory where in_place; or NumPy's steps a block at a time (`block`) where there
@@ -175,8 +180,7 @@ class NumericCodec:
         lib = clib.library()
         if lib is None or not u.flags.c_contiguous:
             return _blockwise(u, block)
-        neg, pos, rot, flip, top = self._words
-        words = [int(w) for w in (neg, pos, rot, ~self.word.type(0) if flip else 0, top)]
+        words = self.c_words()
         kernel = getattr(lib, f"{way}_u{self.bits}")
         out = u if in_place and u.flags.writeable else np.empty_like(u)
         spread(lambda lo, hi: kernel(clib.pointer(u, lo), clib.pointer(out, lo), hi - lo, *words),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from .columns import KeyWords
+from .columns import KeyWords, coded
 from .errors import agree
 from .faults import inject_fault
 from .gpu_safety import oom_as_error
@@ -29,25 +29,26 @@ from .steps.splitters import choose_splitters
 
 
 def distributed_sort(rt: Runtime, columns: list, key_words: KeyWords, report: SortReport,
-                     alone_options: SortOptions | None = None) -> list:
+                     alone_options: SortOptions | None = None, codec=None) -> list:
     """Sort the columns globally by key_words; return this rank's shard of every column.
     alone_options: the engine's options where one rank sorts every row (sorts_as_one: raw
-    numbers, a codec)."""
+    numbers, a codec). codec: the first column holds raw numbers, coded on the way (by the
+    partition: CPU ranks), whose codes come back."""
     comm, clock = rt.comm, rt.backend.clock()  # phase boundaries wait for nothing
     rank, counts = comm.Get_rank(), _counts(rt, columns)
     if len(counts) == 1 or sum(counts) == 0 or folds(rt):
-        options = alone_options or {}
+        options, columns = alone_options or {}, coded(columns, codec, rt.xp)
         return sort_as_one(rt, report, columns,
                            lambda c, **more: local_sort(rt, c, key_words, **{**options, **more}),
                            counts)
     report.count_in, report.global_count, report.ranks = counts[rank], sum(counts), len(counts)
     with phase(report, "sample", clock):
         words = key_words(columns)  # made once for the sample and the partition
-        sample = local_sample(words, counts, rank, rt.backend)
+        sample = local_sample(words, counts, rank, rt.backend, codec=codec)
         splitters = choose_splitters(rt, sample, sample_sizes(counts))
     with phase(report, "partition", clock):
         place = (sum(counts[:rank]), sum(counts), max(counts))
-        routed = partition(rt, columns, words, place, splitters)
+        routed = partition(rt, columns, words, place, splitters, codec)
         del words, columns
     with phase(report, "exchange", clock):
         received = exchange(rt, routed, report)

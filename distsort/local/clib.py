@@ -29,7 +29,8 @@ from ..cuda_source import kernel_cache
 HERE = os.path.dirname(__file__)
 SOURCES = [os.path.join(HERE, name)
            for name in ("merge.c", "scatter.c", "lsd.c", "hash.c", "descent.c", "codes.c")]
-HEADERS = [os.path.join(HERE, "widest.h")]  # the sources include them: part of the build's name
+# the sources include them: part of the build's name
+HEADERS = [os.path.join(HERE, name) for name in ("widest.h", "code.h")]
 PACKAGE = os.path.dirname(HERE)
 FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
 _P, _N = ctypes.c_void_p, ctypes.c_int64
@@ -142,8 +143,11 @@ def _load(path: str) -> ctypes.CDLL | None:
                 getattr(lib, f"classify_u{width}{way}").argtypes = [_P, _N, _N, _P, _P, _N,
                                                                     _N, _P, _P]
         getattr(lib, f"scatter_u{width}").argtypes = [_P, _N, _P, _P, _P]
-        getattr(lib, f"count_u{width}_few").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P]
-        getattr(lib, f"scatter_u{width}_few").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P, _P]
+        for coded in ("", "_coded"):
+            getattr(lib, f"count_u{width}_few{coded}").argtypes = [_P, _N, _N, _P, _P, _N, _N,
+                                                                   _P, _P]
+            getattr(lib, f"scatter_u{width}_few{coded}").argtypes = [_P, _N, _N, _P, _P, _N,
+                                                                     _N, _P, _P, _P]
         getattr(lib, f"lsd_u{width}").argtypes = [_P, _P, _N]
         for values in (32, 64):
             getattr(lib, f"lsd_pairs_u{width}_v{values}").argtypes = [_P] * 4 + [_N]

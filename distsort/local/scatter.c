@@ -21,6 +21,7 @@
    permutes: fewer instructions a key than either (_permute, below). */
 #include <stdint.h>
 
+#include "code.h"
 #include "widest.h"
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
 #if __has_attribute(target)
@@ -223,16 +224,47 @@ int scatter_few_max(void) { return classify_avx512() ? FEW_MAX : 0; }
                : (sp) - (first) >= LANES ? 0u                                                \
                                          : ~0u << ((sp) - (first)))))
 
-#define FEW(NAME, T, W, LANES, MASK)                                                         \
-  AVX512 void count_##NAME##_few(const T *keys, int64_t n, int64_t offset, const T *skeys,   \
-                                 const int64_t *spos, int64_t ns, int64_t steps,            \
-                                 int64_t *counts) {                                          \
-    __m512i s[FEW_MAX];                                                                      \
-    int64_t past[FEW_MAX] = {0};                                                             \
-    for (int64_t j = 0; j < ns; j++) s[j] = _mm512_set1_epi##W(skeys[j]);                   \
+/* A vector of raw keys' codes (code.h; coder: neg, pos, rot, flip, top, each in every lane). */
+#define CODE_VEC(W, MASK)                                                                    \
+  AVX512 static inline __m512i code_vec_##W(__m512i u, const __m512i *coder) {               \
+    const MASK negative = _mm512_cmplt_epi##W##_mask(u, _mm512_setzero_si512());             \
+    const __m512i pick = _mm512_mask_blend_epi##W(negative, coder[1], coder[0]);             \
+    const __m512i x = _mm512_xor_si512(u, pick);                                             \
+    return _mm512_sub_epi##W(_mm512_xor_si512(_mm512_sub_epi##W(x, coder[2]), coder[3]),     \
+                             coder[4]);                                                      \
+  }
+CODE_VEC(32, __mmask16)
+CODE_VEC(64, __mmask8)
+
+/* count_NAME_few and scatter_NAME_few; with CODED (the _coded pair) the keys are raw numbers
+   whose codes (code.h, the words at coder) are compared with the splitters and written out:
+   the keys need no pass of their own to be coded (keys.NumericCodec's encode), and the
+   grouped array holds codes. Keys past the last full vector are coded into `tail`. */
+#define FEW(NAME, T, W, LANES, MASK, SUFFIX, CODED)                                          \
+  AVX512 static inline __m512i load_##NAME##SUFFIX(const T *at, const __m512i *coder) {      \
+    const __m512i u = _mm512_loadu_si512(at);                                                \
+    return CODED ? code_vec_##W(u, coder) : u;                                               \
+  }                                                                                          \
+  static inline int64_t tail_##NAME##SUFFIX(const T *keys, int64_t n, const T *coder,       \
+                                            T *tail) {                                       \
     const int64_t full = n & ~(int64_t)(LANES - 1);                                          \
+    for (int64_t i = full; i < n; i++)                                                       \
+      tail[i - full] = CODED ? CODE_OF(T, W, keys[i], coder[0], coder[1], coder[2], coder[3], \
+                                       coder[4])                                             \
+                             : keys[i];                                                      \
+    return full;                                                                             \
+  }                                                                                          \
+  AVX512 void count_##NAME##_few##SUFFIX(const T *keys, int64_t n, int64_t offset,          \
+                                         const T *skeys, const int64_t *spos, int64_t ns,   \
+                                         int64_t steps, int64_t *counts, const T *coder) {  \
+    __m512i s[FEW_MAX], c[5];                                                                \
+    int64_t past[FEW_MAX] = {0};                                                             \
+    T tail[LANES];                                                                           \
+    for (int64_t j = 0; j < ns; j++) s[j] = _mm512_set1_epi##W(skeys[j]);                   \
+    for (int q = 0; q < 5 * CODED; q++) c[q] = _mm512_set1_epi##W(coder[q]);                 \
+    const int64_t full = tail_##NAME##SUFFIX(keys, n, coder, tail);                          \
     for (int64_t at = 0; at < full; at += LANES) {                                           \
-      const __m512i k = _mm512_loadu_si512(keys + at);                                       \
+      const __m512i k = load_##NAME##SUFFIX(keys + at, c);                                   \
       for (int64_t j = 0; j < ns; j++)                                                       \
         past[j] += __builtin_popcount(PAST(W, MASK, LANES, s[j], k, spos[j], offset + at));  \
     }                                                                                        \
@@ -240,52 +272,60 @@ int scatter_few_max(void) { return classify_avx512() ? FEW_MAX : 0; }
     for (int64_t j = 0; j < ns; j++)                                                         \
       counts[j + 1] += past[j] - (j + 1 < ns ? past[j + 1] : 0);                             \
     uint16_t dest[LANES];                                                                    \
-    classify_##NAME##_search(keys + full, n - full, offset + full, skeys, spos, ns, steps,   \
-                             dest, counts);                                                  \
+    classify_##NAME##_search(tail, n - full, offset + full, skeys, spos, ns, steps, dest,    \
+                             counts);                                                        \
   }                                                                                          \
                                                                                              \
-  AVX512 void scatter_##NAME##_few(const T *keys, int64_t n, int64_t offset, const T *skeys, \
-                                   const int64_t *spos, int64_t ns, int64_t steps,          \
-                                   int64_t *next, T *out) {                                  \
-    __m512i s[FEW_MAX], bin[FEW_MAX + 1];                                                    \
+  AVX512 void scatter_##NAME##_few##SUFFIX(const T *keys, int64_t n, int64_t offset,        \
+                                           const T *skeys, const int64_t *spos, int64_t ns, \
+                                           int64_t steps, int64_t *next, T *out,            \
+                                           const T *coder) {                                 \
+    __m512i s[FEW_MAX], bin[FEW_MAX + 1], c[5];                                              \
+    T tail[LANES];                                                                           \
     for (int64_t j = 0; j < ns; j++) s[j] = _mm512_set1_epi##W(skeys[j]);                   \
     for (int64_t b = 0; b <= ns; b++) bin[b] = _mm512_set1_epi##W(b);                        \
-    const int64_t full = n & ~(int64_t)(LANES - 1);                                          \
+    for (int q = 0; q < 5 * CODED; q++) c[q] = _mm512_set1_epi##W(coder[q]);                 \
+    const int64_t full = tail_##NAME##SUFFIX(keys, n, coder, tail);                          \
     for (int64_t at = 0; at < full; at += LANES) {                                           \
-      const __m512i k = _mm512_loadu_si512(keys + at);                                       \
+      const __m512i k = load_##NAME##SUFFIX(keys + at, c);                                   \
       __m512i d = _mm512_setzero_si512();                                                    \
       for (int64_t j = 0; j < ns; j++)                                                       \
         d = _mm512_mask_add_epi##W(d, PAST(W, MASK, LANES, s[j], k, spos[j], offset + at), d, \
                                    bin[1]);                                                  \
       for (int64_t b = 0; b <= ns; b++) {                                                    \
         const MASK m = _mm512_cmpeq_epu##W##_mask(d, bin[b]);                                \
-        const int c = __builtin_popcount(m);                                                 \
-        _mm512_mask_storeu_epi##W(out + next[b], (MASK)((1u << c) - 1),                      \
+        const int cnt = __builtin_popcount(m);                                               \
+        _mm512_mask_storeu_epi##W(out + next[b], (MASK)((1u << cnt) - 1),                    \
                                   _mm512_maskz_compress_epi##W(m, k));                       \
-        next[b] += c;                                                                        \
+        next[b] += cnt;                                                                      \
       }                                                                                      \
     }                                                                                        \
     uint16_t dest[LANES];                                                                    \
     int64_t ignored[FEW_MAX + 1];                                                            \
-    classify_##NAME##_search(keys + full, n - full, offset + full, skeys, spos, ns, steps,   \
-                             dest, ignored);                                                 \
-    for (int64_t i = full; i < n; i++) out[next[dest[i - full]]++] = keys[i];               \
+    classify_##NAME##_search(tail, n - full, offset + full, skeys, spos, ns, steps, dest,    \
+                             ignored);                                                       \
+    for (int64_t i = 0; i < n - full; i++) out[next[dest[i]]++] = tail[i];                   \
   }
-FEW(u32, uint32_t, 32, 16, __mmask16)
-FEW(u64, uint64_t, 64, 8, __mmask8)
+FEW(u32, uint32_t, 32, 16, __mmask16, , 0)
+FEW(u64, uint64_t, 64, 8, __mmask8, , 0)
+FEW(u32, uint32_t, 32, 16, __mmask16, _coded, 1)
+FEW(u64, uint64_t, 64, 8, __mmask8, _coded, 1)
 #else
 #define classify_u32_PERMUTE_MAX (-1) /* never */
 #define classify_u64_PERMUTE_MAX (-1)
 int classify_avx512(void) { return 0; }
 int scatter_few_max(void) { return 0; } /* the few-destination passes: never called */
-#define FEW(NAME, T)                                                                         \
-  void count_##NAME##_few(const T *keys, int64_t n, int64_t offset, const T *skeys,          \
-                          const int64_t *spos, int64_t ns, int64_t steps, int64_t *counts) {} \
-  void scatter_##NAME##_few(const T *keys, int64_t n, int64_t offset, const T *skeys,        \
-                            const int64_t *spos, int64_t ns, int64_t steps, int64_t *next,   \
-                            T *out) {}
-FEW(u32, uint32_t)
-FEW(u64, uint64_t)
+#define FEW(NAME, T, SUFFIX)                                                                 \
+  void count_##NAME##_few##SUFFIX(const T *keys, int64_t n, int64_t offset, const T *skeys,  \
+                                  const int64_t *spos, int64_t ns, int64_t steps,            \
+                                  int64_t *counts, const T *coder) {}                        \
+  void scatter_##NAME##_few##SUFFIX(const T *keys, int64_t n, int64_t offset, const T *skeys, \
+                                    const int64_t *spos, int64_t ns, int64_t steps,          \
+                                    int64_t *next, T *out, const T *coder) {}
+FEW(u32, uint32_t, )
+FEW(u64, uint64_t, )
+FEW(u32, uint32_t, _coded)
+FEW(u64, uint64_t, _coded)
 #define classify_u32_permute(...) (void)0 /* never called */
 #define classify_u64_permute(...) (void)0
 #endif

@@ -9,6 +9,8 @@ destination's rows stay in input order.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..workers import each, threads
@@ -26,6 +28,16 @@ def available(keys: np.ndarray, ranks: int, values: np.ndarray | None = None) ->
             and clib.library() is not None)
 
 
+def codes_as_grouped(columns: list, ranks: int, codec) -> bool:
+    """Can Grouping code these raw numbers (one column, keys.NumericCodec codec, or None) as
+    it groups them: plain keys of 4 or 8 bytes in the CPU's byte order, for a few
+    destinations (scatter.c's _coded passes), where coding loses no bits?"""
+    lib, keys = clib.library(), columns[0]
+    return (codec is not None and not codec.lossy and len(columns) == 1 and _column(keys)
+            and keys.dtype == codec.native and keys.dtype.itemsize in WORDS
+            and lib is not None and ranks <= lib.scatter_few_max())
+
+
 def _column(a) -> bool:
     return isinstance(a, np.ndarray) and a.ndim == 1
 
@@ -35,18 +47,21 @@ class Grouping:
     rows for rank j), to be placed by destination where the caller wants them (place). A key's
     destination is the number of splitters (rows of key, global position) at or below (key,
     offset + its index): splitters.classify's. few: whether plain keys take scatter.c's passes
-    for a few destinations (None: where this CPU has them; the tests ask for either way)."""
+    for a few destinations (None: where this CPU has them; the tests ask for either way).
+    codec: the keys are raw numbers (codes_as_grouped), compared and placed as their codes."""
 
     def __init__(self, keys: np.ndarray, offset: int, splitters: np.ndarray,
-                 values: np.ndarray | None = None, few: bool | None = None):
+                 values: np.ndarray | None = None, few: bool | None = None, codec=None):
         lib, p, keys = clib.library(), len(splitters) + 1, np.ascontiguousarray(keys)
         n = len(keys)
         self.cuts = [int(c) for c in
                      np.linspace(0, n, max(1, min(threads(), n // (1 << 16))) + 1)]
         self.columns = [keys] if values is None else [keys, np.ascontiguousarray(values)]
-        if few is None:
-            few = values is None and p <= lib.scatter_few_max()
-        count, self._place = (_few_passes if few else _two_passes)(lib, keys, offset, splitters)
+        self.word = np.dtype(WORDS[keys.dtype.itemsize])  # the grouped keys': codes if coded
+        if few is None or codec is not None:  # raw numbers: only the few passes code them
+            few = codec is not None or (values is None and p <= lib.scatter_few_max())
+        passes = (functools.partial(_few_passes, codec=codec) if few else _two_passes)
+        count, self._place = passes(lib, keys, offset, splitters)
         self.counts = np.zeros((len(self.cuts) - 1, p), np.int64)  # of each thread's run
         each([lambda c=c: count(self.cuts[c], self.cuts[c + 1], self.counts[c])
               for c in range(len(self.cuts) - 1)])
@@ -58,7 +73,7 @@ class Grouping:
         memory until written; or keys_into, given) with destination j's keys (and values) from
         row starts[j] on, in input order."""
         runs = np.cumsum(self.counts, axis=0) - self.counts + np.asarray(starts, np.int64)
-        keys = np.empty(key_rows, self.columns[0].dtype) if keys_into is None else keys_into
+        keys = np.empty(key_rows, self.word) if keys_into is None else keys_into
         grouped = [keys] + [
             np.empty(rows, c.dtype) for c in self.columns[1:]]
         pairs = [(c.view(WORDS[c.dtype.itemsize]), out.view(WORDS[c.dtype.itemsize]))
@@ -84,33 +99,38 @@ def _two_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray):
     return (lambda lo, hi, counts: classify(lo, hi, dest, counts)), place
 
 
-def _few_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray):
+def _few_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray, codec=None):
     """count(lo, hi, counts) and place(lo, hi, slots, pairs) of plain keys for a few
-    destinations (scatter.c's _few passes: no destination stored between them)."""
-    width, (split_keys, split_at, steps) = 8 * keys.dtype.itemsize, _splitters(keys, splitters)
-    ptr, ns = clib.pointer, len(splitters)
+    destinations (scatter.c's _few passes: no destination stored between them); codec: of
+    raw numbers, coded by the passes (their _coded pair) as they read them."""
+    word = WORDS[keys.dtype.itemsize]
+    split_keys, split_at, steps = _splitters(word, splitters)
+    ptr, ns, width = clib.pointer, len(splitters), 8 * keys.dtype.itemsize
+    coded = "" if codec is None else "_coded"
+    coder = np.array(codec.c_words() if codec else [0] * 5, word)
+    count_few = getattr(lib, f"count_u{width}_few{coded}")
+    scatter_few = getattr(lib, f"scatter_u{width}_few{coded}")
 
     def count(lo: int, hi: int, counts: np.ndarray) -> None:
-        getattr(lib, f"count_u{width}_few")(ptr(keys, lo), hi - lo, int(offset) + lo,
-                                            ptr(split_keys), ptr(split_at), ns, steps,
-                                            ptr(counts))
+        count_few(ptr(keys, lo), hi - lo, int(offset) + lo, ptr(split_keys), ptr(split_at), ns,
+                  steps, ptr(counts), ptr(coder))
 
     def place(lo: int, hi: int, slots: np.ndarray, pairs: list) -> None:
         (_, out), = pairs
         moved = np.array(slots)  # the kernel moves them on
-        getattr(lib, f"scatter_u{width}_few")(ptr(keys, lo), hi - lo, int(offset) + lo,
-                                              ptr(split_keys), ptr(split_at), ns, steps,
-                                              ptr(moved), ptr(out))
+        scatter_few(ptr(keys, lo), hi - lo, int(offset) + lo, ptr(split_keys), ptr(split_at),
+                    ns, steps, ptr(moved), ptr(out), ptr(coder))
 
     return count, place
 
 
-def _splitters(keys: np.ndarray, splitters: np.ndarray) -> tuple:
-    """scatter.c's view of the splitters: their keys (padded with the largest key to the binary
-    search's 2^depth - 1 rows), their int64 global positions, the search's first step."""
+def _splitters(word, splitters: np.ndarray) -> tuple:
+    """scatter.c's view of the splitters: their keys as words of type word (padded with the
+    largest word to the binary search's 2^depth - 1 rows), their int64 global positions, the
+    search's first step."""
     depth = len(splitters).bit_length()  # the search's steps: 2^depth - 1 keys
-    split_keys = np.full((1 << depth) - 1, np.iinfo(keys.dtype).max, keys.dtype)
-    split_keys[: len(splitters)] = splitters[:, 0].astype(keys.dtype)
+    split_keys = np.full((1 << depth) - 1, np.iinfo(word).max, word)
+    split_keys[: len(splitters)] = splitters[:, 0].astype(word)
     split_at = np.ascontiguousarray(splitters[:, -1].astype(np.int64))
     return split_keys, split_at, 1 << (depth - 1)
 
@@ -120,7 +140,7 @@ def _classifier(lib, keys: np.ndarray, offset: int, splitters: np.ndarray, way: 
     number per destination added to counts (way: scatter.c's choice, or one of its ways,
     "_compare", "_search" or "_permute", for the tests)."""
     width, ns = 8 * keys.dtype.itemsize, len(splitters)
-    split_keys, split_at, steps = _splitters(keys, splitters)
+    split_keys, split_at, steps = _splitters(keys.dtype, splitters)
     ptr = clib.pointer
 
     def classify(lo: int, hi: int, dest: np.ndarray, counts: np.ndarray) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from ..columns import own_key, radix_rows
+from ..columns import coded, own_key, radix_rows
 from ..local import digit_partition, landing, scatter
 from ..local import partition as gpu_partition
 from ..local.landing import LandingSort
@@ -27,13 +27,15 @@ from .splitters import classify, key_range, outside_key
 
 
 def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, int],
-              splitters):
+              splitters, codec=None):
     """Route every row to its destination rank by its key words; place is (global position of
     this rank's first row, rows on all ranks, rows on the rank that has most). On GPUs, rows
     are counted per rank chunk by chunk, to be grouped while the exchange runs (chunks.py;
     plain keys and pairs also by their receiver's first radix digit: digit_bits); elsewhere all
     are grouped now, stably, by a sort of their destinations, and key words that are not a
-    column (records) go with them, to be sent ahead of the rows (GroupedRows)."""
+    column (records) go with them, to be sent ahead of the rows (GroupedRows). codec: the
+    plain keys are raw numbers (where codes_raw_numbers), coded as they are grouped; the
+    grouped rows hold their codes."""
     p, (offset, total, largest) = len(splitters) + 1, place
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
         bits = digit_bits(rt, columns, words, total, largest)
@@ -42,10 +44,12 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
         layout = chunks.plan(rt, columns, words, (offset, total), splitters, lows, bits)
         return ChunkedRows(columns, words, layout,
                            landing_sort(rt, columns, words, layout, splitters))
-    if rt.backend.name == "cpu" and own_key(columns, words) and rt.transport.align_rows == 1:
-        if len(columns) <= 2 and _everywhere(rt, scatter.available(columns[0], p, *columns[1:])):
-            return scattered(rt, columns, offset, -(-total // p), splitters)
-        return sorted_first(rt, columns, offset, -(-total // p), splitters)
+    if _grouped_on_cpu(rt) and own_key(columns, words):
+        mine = codec is not None or (len(columns) <= 2
+                                     and scatter.available(columns[0], p, *columns[1:]))
+        if _everywhere(rt, mine):
+            return scattered(rt, columns, offset, -(-total // p), splitters, codec)
+        return sorted_first(rt, coded(columns, codec, rt.xp), offset, -(-total // p), splitters)
     xp = rt.xp
     small = classify(words, offset, splitters, xp).astype(np.uint16 if p < 2**16 else np.uint32)
     order = rt.backend.engine.argsort(small)
@@ -61,14 +65,27 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
                    -(-total // p), outside_key(words[0].dtype, low, top))
 
 
+def codes_raw_numbers(rt: Runtime, columns: list, codec) -> bool:
+    """Whether the partition can take these raw numbers (plain keys, keys.NumericCodec codec)
+    and code them as it groups them (scatter.codes_as_grouped), so that they need no encode
+    pass before the sort (api.py asks)."""
+    return _grouped_on_cpu(rt) and scatter.codes_as_grouped(columns, rt.comm.Get_size(), codec)
+
+
+def _grouped_on_cpu(rt: Runtime) -> bool:
+    """Are rows grouped by scatter.c or sorted first (CPU ranks whose transport takes the
+    blocks back to back)?"""
+    return rt.backend.name == "cpu" and rt.transport.align_rows == 1
+
+
 def _everywhere(rt: Runtime, mine: bool) -> bool:
     """Whether every rank can (a collective): a receiver takes its blocks for sorted runs where
     it sent its own sorted (GroupedRows.runs), so all ranks must partition alike."""
     return rt.comm.allreduce(mine, op=MPI.LAND)
 
 
-def scattered(rt: Runtime, columns: list, offset: int, even_rows: int, splitters: np.ndarray
-              ) -> GroupedRows:
+def scattered(rt: Runtime, columns: list, offset: int, even_rows: int, splitters: np.ndarray,
+              codec=None) -> GroupedRows:
     """Plain keys, or keys and their values, on CPUs: grouped by destination in two passes
     (local/scatter.py), each group in input order, so that a key is sorted once, by its
     receiver (sorting first and merging what arrives sorts it twice, in effect). Grouped where
@@ -77,8 +94,9 @@ def scattered(rt: Runtime, columns: list, offset: int, even_rows: int, splitters
     ranks after it (GroupedRows.placed): the exchange moves only those, and no rank copies
     its own rows or fills a new receive buffer's pages. Plain keys' buffer has the area's
     size again behind it: the finish's radix sort's second buffer (pages that cost no memory
-    where NumPy sorts)."""
-    grouping = scatter.Grouping(columns[0], offset, splitters, *columns[1:])
+    where NumPy sorts). codec: the keys are raw numbers, grouped as their codes
+    (scatter.codes_as_grouped)."""
+    grouping = scatter.Grouping(columns[0], offset, splitters, *columns[1:], codec=codec)
     rank, send = rt.comm.Get_rank(), grouping.total
     recv = np.empty_like(send)
     rt.comm.Alltoall(send, recv)
@@ -89,9 +107,9 @@ def scattered(rt: Runtime, columns: list, offset: int, even_rows: int, splitters
     starts[rank] = landing[rank]
     rows = area + int(away.sum())
     grouped = grouping.place(starts, rows, max(rows, 2 * area) if len(columns) == 1 else rows)
-    low, top, _ = key_range(splitters, rank, columns[0].dtype)
+    low, top, _ = key_range(splitters, rank, grouping.word)
     return GroupedRows(grouped, [], send, starts, even_rows,
-                       outside_key(columns[0].dtype, low, top), placed=(recv, landing))
+                       outside_key(grouping.word, low, top), placed=(recv, landing))
 
 
 def sorted_first(rt: Runtime, columns: list, offset: int, even_rows: int,

@@ -28,9 +28,11 @@ def samples_per_bucket(p: int, eps: float = EPSILON, delta: float = DELTA) -> in
     return math.ceil(2 * (1 + eps) * math.log(max(p, 2) / delta) / eps**2)
 
 
-def local_sample(words, counts: list[int], rank: int, backend, seed: int = 0, per_bucket=None):
+def local_sample(words, counts: list[int], rank: int, backend, seed: int = 0, per_bucket=None,
+                 codec=None):
     """This rank's share of the global sample, on the backend's device: rows of (key words...,
-    global position), uint64, in position order.
+    global position), uint64, in position order. codec: the one word is raw numbers, whose
+    codes (keys.NumericCodec) the rows hold.
 
     counts are all ranks' element counts. The sample is exact (every element) when the data set
     is small enough; otherwise each rank takes its share in proportion to its element count, by
@@ -50,7 +52,7 @@ def local_sample(words, counts: list[int], rank: int, backend, seed: int = 0, pe
         if backend.name == "gpu" and len(words) == 1 and take * n < 2**63:
             return _device_draw(words[0], n, take, base, offset)
         picks = stratified(n, backend.from_host(uniforms(base, take)), xp)
-    rows = device_rows(words, picks, xp, extra=1)
+    rows = device_rows(words, picks, xp, extra=1, codec=codec)
     rows[:, -1] = picks + offset
     return rows
 
@@ -109,10 +111,10 @@ def stratified(n: int, uniform, xp):
     return edges[:-1] + (uniform * (edges[1:] - edges[:-1])).astype(np.int64)
 
 
-def device_rows(words, picks, xp, extra: int):
-    """Rows of uint64 on the words' device: the key words at the indices picks, then `extra`
-    zero columns left for the caller to fill (positions, run numbers)."""
+def device_rows(words, picks, xp, extra: int, codec=None):
+    """Rows of uint64 on the words' device: the key words at the indices picks (codec: their
+    codes), then `extra` zero columns left for the caller to fill (positions, run numbers)."""
     rows = xp.zeros((len(picks), len(words) + extra), dtype=np.uint64)
     for col, word in enumerate(words):
-        rows[:, col] = word[picks]
+        rows[:, col] = word[picks] if codec is None else codec.encode(word[picks], xp)
     return rows

@@ -315,9 +315,9 @@ def test_stable_float_sorts_carry_the_keys_only_where_some_rank_needs_them(monke
 
     columns = []
 
-    def counted(rt, cols, *args):
+    def counted(rt, cols, *args, **kwargs):
         columns.append(len(cols))
-        return distributed_sort(rt, cols, *args)
+        return distributed_sort(rt, cols, *args, **kwargs)
 
     distributed_sort = api.distributed_sort
     monkeypatch.setattr(api, "distributed_sort", counted)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from distsort.keys import numeric_codec
 from distsort.local import clib, scatter
 from distsort.steps.splitters import classify
 
@@ -68,6 +69,55 @@ def test_values_go_with_their_keys(three_threads, keys_dtype, values_dtype):
     np.testing.assert_array_equal(grouped, keys[order])
     assert moved.dtype == values.dtype
     np.testing.assert_array_equal(moved, values[order])
+
+
+def raw_numbers(dtype, n: int, rng) -> np.ndarray:
+    """Numbers of every sign, with the floats' specials (both zeros, both infinities, NaNs of
+    both signs), and runs of equal keys."""
+    if np.dtype(dtype).kind == "f":
+        keys = rng.standard_normal(n).astype(dtype)
+        specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan], dtype)
+        keys[rng.choice(n, n // 10, replace=False)] = rng.choice(specials, n // 10)
+    else:
+        info = np.iinfo(dtype)
+        keys = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    keys[: n // 20] = keys[n // 2]  # ties, cut by position
+    return keys
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("p", [2, 3, 4])
+@pytest.mark.parametrize("n", [13, 100_003])
+def test_raw_numbers_grouped_as_their_codes(three_threads, dtype, descending, p, n):
+    """The coded passes group raw numbers as the plain ones group their codes, and write the
+    codes: the keys need no encode pass before them."""
+    codec = numeric_codec(dtype, descending)
+    if not scatter.codes_as_grouped([np.zeros(1, dtype)], p, codec):
+        pytest.skip("no few-destination passes on this CPU")
+    rng = np.random.default_rng(n + p)
+    keys, offset = raw_numbers(dtype, n, rng), 5
+    codes = codec.encode(keys, np)
+    splitters = splitters_of(codes, offset, p, rng)
+    (expected,), counts = by_rank(codes, offset, splitters, few=True)
+    grouping = scatter.Grouping(keys, offset, splitters, codec=codec)
+    (grouped,) = grouping.place(np.cumsum(counts) - counts, n, n)
+    np.testing.assert_array_equal(grouping.total, counts)
+    assert grouped.dtype == codes.dtype
+    np.testing.assert_array_equal(grouped, expected)
+
+
+def test_only_lossless_codes_of_plain_numbers_in_native_order_are_grouped_raw():
+    keys, few = np.zeros(4), clib.library().scatter_few_max()
+    if not few:
+        pytest.skip("no few-destination passes on this CPU")
+    assert scatter.codes_as_grouped([keys], few, numeric_codec(np.float64))
+    assert not scatter.codes_as_grouped([keys], few + 1, numeric_codec(np.float64))
+    assert not scatter.codes_as_grouped([keys], 2, None)
+    assert not scatter.codes_as_grouped([keys], 2, numeric_codec(np.float64, canonical=True))
+    assert not scatter.codes_as_grouped([keys, keys], 2, numeric_codec(np.float64))
+    assert not scatter.codes_as_grouped([keys.astype(">f8")], 2, numeric_codec(">f8"))
+    assert not scatter.codes_as_grouped([keys.astype(np.int16)], 2, numeric_codec(np.int16))
 
 
 def test_only_4_and_8_byte_keys_and_values():
