@@ -20,7 +20,7 @@ from .io import rank_range
 from .io.staging import load
 from .keys import NumericCodec, stand_ins
 from .mix import splitmix64
-from .transport import displacements
+from .transport import counts_received, displacements
 
 
 def check_files(comm, input_path, output_path, fmt, values: tuple,
@@ -109,8 +109,7 @@ def _rows_on_earlier_ranks(comm, distinct: np.ndarray, counts: np.ndarray) -> np
     owner = (splitmix64(distinct.astype(np.uint64)) % np.uint64(p)).astype(np.int64)
     by = np.argsort(owner, kind="stable")
     sent = np.bincount(owner, minlength=p).astype(np.int64)
-    got = np.empty(p, np.int64)
-    comm.Alltoall(sent, got)
+    got = counts_received(comm, sent)
     keys_got = _alltoallv(comm, distinct[by].astype(np.uint64), sent, got)
     counts_got = _alltoallv(comm, counts[by].astype(np.int64), sent, got)
     source = np.repeat(np.arange(p), got)

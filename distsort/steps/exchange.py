@@ -16,7 +16,7 @@ from ..local.landing import LandingSort
 from ..local.rows import take
 from ..report import SortReport
 from ..runtime import Runtime
-from ..transport import aligned_displacements, row_bytes
+from ..transport import aligned_displacements, counts_received, row_bytes
 from .chunks import Plan, buffer_rows, scatter_chunk
 from .finish import received_order
 from .partition import ChunkedRows, GroupedRows
@@ -111,8 +111,7 @@ def receive_layout(rt: Runtime, columns: list, send_counts, report: SortReport,
                    align: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rows, start) of each source's block in the receive buffers of these columns, from one
     Alltoall of the counts; the report counts the columns' bytes."""
-    recv_counts = np.empty_like(send_counts)
-    rt.comm.Alltoall(send_counts, recv_counts)
+    recv_counts = counts_received(rt.comm, send_counts)
     report.count_exchanged(sum(row_bytes(c) for c in columns), send_counts, recv_counts,
                            rt.comm.Get_rank())
     return recv_counts, aligned_displacements(recv_counts, align or rt.transport.align_rows)

@@ -20,7 +20,7 @@ from ..local import partition as gpu_partition
 from ..local.landing import LandingSort
 from ..local.rows import take
 from ..runtime import Runtime
-from ..transport import aligned_displacements, displacements
+from ..transport import aligned_displacements, counts_received, displacements
 from . import chunks
 from .finish import landing_sort
 from .splitters import classify, key_range, outside_key
@@ -98,8 +98,7 @@ def scattered(rt: Runtime, columns: list, offset: int, even_rows: int, splitters
     (scatter.codes_as_grouped)."""
     grouping = scatter.Grouping(columns[0], offset, splitters, *columns[1:], codec=codec)
     rank, send = rt.comm.Get_rank(), grouping.total
-    recv = np.empty_like(send)
-    rt.comm.Alltoall(send, recv)
+    recv = counts_received(rt.comm, send)
     area, landing = int(recv.sum()), displacements(recv)
     away = send.copy()
     away[rank] = 0

@@ -51,6 +51,13 @@ def aligned_displacements(counts, align: int):
     return padded.cumsum() - padded
 
 
+def counts_received(comm, send_counts: np.ndarray) -> np.ndarray:
+    """How many rows each rank sends this one, from the rows it sends each (one Alltoall)."""
+    recv_counts = np.empty_like(send_counts)
+    comm.Alltoall(send_counts, recv_counts)
+    return recv_counts
+
+
 def displacements(counts: np.ndarray) -> np.ndarray:
     """Exclusive prefix sum (int64): where each peer's block starts."""
     out = np.zeros(len(counts), dtype=np.int64)
