@@ -350,8 +350,8 @@ def _orders_numbers(rt: Runtime, codec: NumericCodec, lossy: bool = False) -> bo
 
 def _coded_on_the_way(rt: Runtime, codec: NumericCodec, columns: list) -> bool:
     """Whether the keys go to the pipeline raw, to be coded by the partition's passes as they
-    group them (steps/partition.py: CPU ranks, plain keys for a few ranks, a codec that loses
-    no bits), not by an encode pass before it."""
+    group them (steps/partition.py: CPU ranks, keys alone or with a column of values, a codec
+    that loses no bits), not by an encode pass before it."""
     return not sorts_as_one(rt) and codes_raw_numbers(rt, columns, codec)
 
 

@@ -143,6 +143,9 @@ def _load(path: str) -> ctypes.CDLL | None:
                 getattr(lib, f"classify_u{width}{way}").argtypes = [_P, _N, _N, _P, _P, _N,
                                                                     _N, _P, _P]
         getattr(lib, f"scatter_u{width}").argtypes = [_P, _N, _P, _P, _P]
+        getattr(lib, f"classify_u{width}_coded").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P,
+                                                             _P, _P]
+        getattr(lib, f"scatter_u{width}_coded").argtypes = [_P, _N, _P, _P, _P, _P]
         for coded in ("", "_coded"):
             getattr(lib, f"count_u{width}_few{coded}").argtypes = [_P, _N, _N, _P, _P, _N, _N,
                                                                    _P, _P]

@@ -334,3 +334,31 @@ DISPATCH(classify_u32, uint32_t)
 DISPATCH(classify_u64, uint64_t)
 SCATTER(scatter_u32, uint32_t)
 SCATTER(scatter_u64, uint64_t)
+
+/* classify and scatter of raw numbers by their codes (code.h; coder: neg, pos, rot, flip,
+   top): classify codes a block of keys at a time into a buffer that stays in L1 and classifies
+   the codes there; scatter writes each key's code. The keys need no pass of their own to be
+   coded (keys.NumericCodec's encode), and the grouped array holds codes. Built for the widest
+   vectors (widest.h): with x86-64's baseline ones the coding made both passes slower than an
+   encode pass and the plain ones (bench/RESULTS.md, session 50). */
+#define CODED(NAME, T, W)                                                                    \
+  WIDEST void classify_##NAME##_coded(const T *keys, int64_t n, int64_t offset, const T *skeys,    \
+                               const int64_t *spos, int64_t ns, int64_t steps,              \
+                               uint16_t *dest, int64_t *counts, const T *coder) {            \
+    const T neg = coder[0], pos = coder[1], rot = coder[2], flip = coder[3], top = coder[4]; \
+    T codes[BLOCK];                                                                          \
+    for (int64_t at = 0; at < n; at += BLOCK) {                                              \
+      const int64_t m = n - at < BLOCK ? n - at : BLOCK;                                     \
+      for (int64_t i = 0; i < m; i++)                                                        \
+        codes[i] = CODE_OF(T, W, keys[at + i], neg, pos, rot, flip, top);                    \
+      classify_##NAME(codes, m, offset + at, skeys, spos, ns, steps, dest + at, counts);     \
+    }                                                                                        \
+  }                                                                                          \
+  WIDEST void scatter_##NAME##_coded(const T *keys, int64_t n, const uint16_t *dest, int64_t *next, \
+                              T *out, const T *coder) {                                      \
+    const T neg = coder[0], pos = coder[1], rot = coder[2], flip = coder[3], top = coder[4]; \
+    for (int64_t i = 0; i < n; i++)                                                          \
+      out[next[dest[i]]++] = CODE_OF(T, W, keys[i], neg, pos, rot, flip, top);               \
+  }
+CODED(u32, uint32_t, 32)
+CODED(u64, uint64_t, 64)

@@ -9,8 +9,6 @@ destination's rows stay in input order.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ..workers import each, threads
@@ -29,13 +27,13 @@ def available(keys: np.ndarray, ranks: int, values: np.ndarray | None = None) ->
 
 
 def codes_as_grouped(columns: list, ranks: int, codec) -> bool:
-    """Can Grouping code these raw numbers (one column, keys.NumericCodec codec, or None) as
-    it groups them: plain keys of 4 or 8 bytes in the CPU's byte order, for a few
-    destinations (scatter.c's _coded passes), where coding loses no bits?"""
-    lib, keys = clib.library(), columns[0]
-    return (codec is not None and not codec.lossy and len(columns) == 1 and _column(keys)
+    """Can Grouping take these raw numbers (keys.NumericCodec codec, or None) and the column
+    of values after them, if any, and code the keys as it groups them: keys of 4 or 8 bytes
+    in the CPU's byte order (scatter.c's _coded passes), a codec that loses no bits?"""
+    keys = columns[0]
+    return (codec is not None and not codec.lossy and len(columns) <= 2 and _column(keys)
             and keys.dtype == codec.native and keys.dtype.itemsize in WORDS
-            and lib is not None and ranks <= lib.scatter_few_max())
+            and available(keys.view(WORDS[keys.dtype.itemsize]), ranks, *columns[1:]))
 
 
 def _column(a) -> bool:
@@ -58,10 +56,10 @@ class Grouping:
                      np.linspace(0, n, max(1, min(threads(), n // (1 << 16))) + 1)]
         self.columns = [keys] if values is None else [keys, np.ascontiguousarray(values)]
         self.word = np.dtype(WORDS[keys.dtype.itemsize])  # the grouped keys': codes if coded
-        if few is None or codec is not None:  # raw numbers: only the few passes code them
-            few = codec is not None or (values is None and p <= lib.scatter_few_max())
-        passes = (functools.partial(_few_passes, codec=codec) if few else _two_passes)
-        count, self._place = passes(lib, keys, offset, splitters)
+        if few is None:
+            few = values is None and p <= lib.scatter_few_max()
+        count, self._place = (_few_passes if few else _two_passes)(lib, keys, offset, splitters,
+                                                                   codec)
         self.counts = np.zeros((len(self.cuts) - 1, p), np.int64)  # of each thread's run
         each([lambda c=c: count(self.cuts[c], self.cuts[c + 1], self.counts[c])
               for c in range(len(self.cuts) - 1)])
@@ -83,18 +81,25 @@ class Grouping:
         return grouped
 
 
-def _two_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray):
+def _two_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray, codec=None):
     """count(lo, hi, counts) and place(lo, hi, slots, pairs) for any destinations, keys and
     values: classify stores each key's destination, scatter moves each column's rows (pairs:
-    (column, its grouped array)) by them."""
-    classify, dest = _classifier(lib, keys, offset, splitters), np.empty(len(keys), np.uint16)
+    (column, its grouped array)) by them; codec: the keys are raw numbers, classified by their
+    codes and written as them (scatter.c's _coded pair)."""
+    classify = _classifier(lib, keys, offset, splitters, codec=codec)
+    dest, coder = np.empty(len(keys), np.uint16), _coder(keys, codec)
 
     def place(lo: int, hi: int, slots: np.ndarray, pairs: list) -> None:
-        for column, out in pairs:
+        ptr = clib.pointer
+        for i, (column, out) in enumerate(pairs):
             moved = np.array(slots)  # the kernel moves them on: a copy for each column
-            getattr(lib, f"scatter_u{8 * column.dtype.itemsize}")(
-                clib.pointer(column, lo), hi - lo, clib.pointer(dest, lo), clib.pointer(moved),
-                clib.pointer(out))
+            width = 8 * column.dtype.itemsize
+            if i == 0 and codec is not None:
+                getattr(lib, f"scatter_u{width}_coded")(ptr(column, lo), hi - lo, ptr(dest, lo),
+                                                        ptr(moved), ptr(out), ptr(coder))
+            else:
+                getattr(lib, f"scatter_u{width}")(ptr(column, lo), hi - lo, ptr(dest, lo),
+                                                  ptr(moved), ptr(out))
 
     return (lambda lo, hi, counts: classify(lo, hi, dest, counts)), place
 
@@ -103,11 +108,9 @@ def _few_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray, codec
     """count(lo, hi, counts) and place(lo, hi, slots, pairs) of plain keys for a few
     destinations (scatter.c's _few passes: no destination stored between them); codec: of
     raw numbers, coded by the passes (their _coded pair) as they read them."""
-    word = WORDS[keys.dtype.itemsize]
-    split_keys, split_at, steps = _splitters(word, splitters)
+    split_keys, split_at, steps = _splitters(WORDS[keys.dtype.itemsize], splitters)
     ptr, ns, width = clib.pointer, len(splitters), 8 * keys.dtype.itemsize
-    coded = "" if codec is None else "_coded"
-    coder = np.array(codec.c_words() if codec else [0] * 5, word)
+    coded, coder = "" if codec is None else "_coded", _coder(keys, codec)
     count_few = getattr(lib, f"count_u{width}_few{coded}")
     scatter_few = getattr(lib, f"scatter_u{width}_few{coded}")
 
@@ -124,6 +127,12 @@ def _few_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray, codec
     return count, place
 
 
+def _coder(keys: np.ndarray, codec) -> np.ndarray:
+    """The _coded kernels' words of codec (code.h) as words of the keys' width (zeros for
+    none: the plain kernels ignore them)."""
+    return np.array(codec.c_words() if codec else [0] * 5, WORDS[keys.dtype.itemsize])
+
+
 def _splitters(word, splitters: np.ndarray) -> tuple:
     """scatter.c's view of the splitters: their keys as words of type word (padded with the
     largest word to the binary search's 2^depth - 1 rows), their int64 global positions, the
@@ -135,17 +144,19 @@ def _splitters(word, splitters: np.ndarray) -> tuple:
     return split_keys, split_at, 1 << (depth - 1)
 
 
-def _classifier(lib, keys: np.ndarray, offset: int, splitters: np.ndarray, way: str = ""):
+def _classifier(lib, keys: np.ndarray, offset: int, splitters: np.ndarray, way: str = "",
+                codec=None):
     """classify(lo, hi, dest, counts): the destinations of keys[lo:hi] into dest[lo:hi], their
     number per destination added to counts (way: scatter.c's choice, or one of its ways,
-    "_compare", "_search" or "_permute", for the tests)."""
+    "_compare", "_search" or "_permute", for the tests; codec: raw numbers, by their codes)."""
     width, ns = 8 * keys.dtype.itemsize, len(splitters)
-    split_keys, split_at, steps = _splitters(keys.dtype, splitters)
-    ptr = clib.pointer
+    split_keys, split_at, steps = _splitters(WORDS[keys.dtype.itemsize], splitters)
+    ptr, coder = clib.pointer, _coder(keys, codec)
+    kernel = getattr(lib, f"classify_u{width}{way or ('' if codec is None else '_coded')}")
+    more = () if codec is None else (ptr(coder),)
 
     def classify(lo: int, hi: int, dest: np.ndarray, counts: np.ndarray) -> None:
-        getattr(lib, f"classify_u{width}{way}")(ptr(keys, lo), hi - lo, int(offset) + lo,
-                                           ptr(split_keys), ptr(split_at), ns, steps,
-                                           ptr(dest, lo), ptr(counts))
+        kernel(ptr(keys, lo), hi - lo, int(offset) + lo, ptr(split_keys), ptr(split_at), ns,
+               steps, ptr(dest, lo), ptr(counts), *more)
 
     return classify

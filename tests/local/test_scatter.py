@@ -87,35 +87,47 @@ def raw_numbers(dtype, n: int, rng) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32])
 @pytest.mark.parametrize("descending", [False, True])
-@pytest.mark.parametrize("p", [2, 3, 4])
+@pytest.mark.parametrize("p", [2, 3, 5, 17])
 @pytest.mark.parametrize("n", [13, 100_003])
 def test_raw_numbers_grouped_as_their_codes(three_threads, dtype, descending, p, n):
-    """The coded passes group raw numbers as the plain ones group their codes, and write the
-    codes: the keys need no encode pass before them."""
+    """The coded passes group raw numbers as the plain ones group their codes, both ways, and
+    write the codes: the keys need no encode pass before them."""
     codec = numeric_codec(dtype, descending)
-    if not scatter.codes_as_grouped([np.zeros(1, dtype)], p, codec):
-        pytest.skip("no few-destination passes on this CPU")
     rng = np.random.default_rng(n + p)
     keys, offset = raw_numbers(dtype, n, rng), 5
     codes = codec.encode(keys, np)
-    splitters = splitters_of(codes, offset, p, rng)
-    (expected,), counts = by_rank(codes, offset, splitters, few=True)
-    grouping = scatter.Grouping(keys, offset, splitters, codec=codec)
-    (grouped,) = grouping.place(np.cumsum(counts) - counts, n, n)
-    np.testing.assert_array_equal(grouping.total, counts)
-    assert grouped.dtype == codes.dtype
-    np.testing.assert_array_equal(grouped, expected)
+    splitters = splitters_of(codes, offset, min(p, n), rng)
+    for few in few_ways(len(splitters) + 1):
+        (expected,), counts = by_rank(codes, offset, splitters, few=few)
+        grouping = scatter.Grouping(keys, offset, splitters, few=few, codec=codec)
+        (grouped,) = grouping.place(np.cumsum(counts) - counts, n, n)
+        np.testing.assert_array_equal(grouping.total, counts)
+        assert grouped.dtype == codes.dtype
+        np.testing.assert_array_equal(grouped, expected)
 
 
-def test_only_lossless_codes_of_plain_numbers_in_native_order_are_grouped_raw():
-    keys, few = np.zeros(4), clib.library().scatter_few_max()
-    if not few:
-        pytest.skip("no few-destination passes on this CPU")
-    assert scatter.codes_as_grouped([keys], few, numeric_codec(np.float64))
-    assert not scatter.codes_as_grouped([keys], few + 1, numeric_codec(np.float64))
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_values_go_with_their_raw_numbers_codes(three_threads, dtype):
+    rng = np.random.default_rng(11)
+    keys, codec = raw_numbers(dtype, 50_001, rng), numeric_codec(dtype)
+    values, codes = rng.integers(0, 2**40, len(keys)), codec.encode(keys, np)
+    splitters = splitters_of(codes, 0, 6, rng)
+    (expected, moved), counts = by_rank(codes, 0, splitters, values)
+    grouping = scatter.Grouping(keys, 0, splitters, values, codec=codec)
+    grouped = grouping.place(np.cumsum(counts) - counts, len(keys), len(keys))
+    np.testing.assert_array_equal(grouped[0], expected)
+    np.testing.assert_array_equal(grouped[1], moved)
+
+
+def test_only_lossless_codes_of_numbers_in_native_order_are_grouped_raw():
+    keys, codec = np.zeros(4), numeric_codec(np.float64)
+    assert scatter.codes_as_grouped([keys], 2, codec)
+    assert scatter.codes_as_grouped([keys], 40, codec)
+    assert scatter.codes_as_grouped([keys, np.zeros(4, np.int32)], 3, codec)
+    assert not scatter.codes_as_grouped([keys, np.zeros(4, np.int16)], 3, codec)
+    assert not scatter.codes_as_grouped([keys, keys, keys], 2, codec)
     assert not scatter.codes_as_grouped([keys], 2, None)
     assert not scatter.codes_as_grouped([keys], 2, numeric_codec(np.float64, canonical=True))
-    assert not scatter.codes_as_grouped([keys, keys], 2, numeric_codec(np.float64))
     assert not scatter.codes_as_grouped([keys.astype(">f8")], 2, numeric_codec(">f8"))
     assert not scatter.codes_as_grouped([keys.astype(np.int16)], 2, numeric_codec(np.int16))
 
