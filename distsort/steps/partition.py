@@ -33,9 +33,9 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
     are counted per rank chunk by chunk, to be grouped while the exchange runs (chunks.py;
     plain keys and pairs also by their receiver's first radix digit: digit_bits); elsewhere all
     are grouped now, stably, by a sort of their destinations, and key words that are not a
-    column (records) go with them, to be sent ahead of the rows (GroupedRows). codec: the
-    plain keys are raw numbers (where codes_raw_numbers), coded as they are grouped; the
-    grouped rows hold their codes."""
+    column (records) go with them, to be sent ahead of the rows (GroupedRows). codec: the keys
+    are raw numbers (where codes_raw_numbers), coded as they are grouped; the grouped rows
+    hold their codes."""
     p, (offset, total, largest) = len(splitters) + 1, place
     if rt.backend.name == "gpu" and len(words) == 1 and gpu_partition.supports(words[0], p):
         bits = digit_bits(rt, columns, words, total, largest)
@@ -45,7 +45,7 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
         return ChunkedRows(columns, words, layout,
                            landing_sort(rt, columns, words, layout, splitters))
     if _grouped_on_cpu(rt) and own_key(columns, words):
-        mine = codec is not None or (len(columns) <= 2
+        mine = codec is not None or (len(columns) <= 2  # codec: codes_raw_numbers said so
                                      and scatter.available(columns[0], p, *columns[1:]))
         if _everywhere(rt, mine):
             return scattered(rt, columns, offset, -(-total // p), splitters, codec)
@@ -66,9 +66,9 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
 
 
 def codes_raw_numbers(rt: Runtime, columns: list, codec) -> bool:
-    """Whether the partition can take these raw numbers (plain keys, keys.NumericCodec codec)
-    and code them as it groups them (scatter.codes_as_grouped), so that they need no encode
-    pass before the sort (api.py asks)."""
+    """Whether the partition can take these raw numbers (keys.NumericCodec codec; alone, or
+    with a column of values) and code them as it groups them (scatter.codes_as_grouped), so
+    that they need no encode pass before the sort (api.py asks)."""
     return _grouped_on_cpu(rt) and scatter.codes_as_grouped(columns, rt.comm.Get_size(), codec)
 
 
