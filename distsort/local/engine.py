@@ -13,9 +13,10 @@ Keyword-only options every engine takes (and may ignore), SortOptions:
   was returned. Default False: the input is left untouched.
 - scratch: a 1-D array of at least n keys of the keys' dtype the engine MAY use as working memory
   (and return a view of); its contents afterwards are unspecified.
-- codec (only for engines with orders_numbers = True, the radix engine): the keys are raw
-  numbers of the codec's dtype (keys.NumericCodec), to be ordered as their codes are; the keys
-  come back as numbers. A rank that sorts alone passes them so (api.py): no encode or decode.
+- codec (only for engines with orders_numbers = True): the keys are raw numbers of the codec's
+  dtype (keys.NumericCodec), to be ordered as their codes are; the keys come back as numbers.
+  A rank that sorts alone passes them so (api.py): the radix engine makes no encode or decode
+  pass, NumPy's engine codes them as its threads group them (or first) and decodes in place.
 Whatever an engine returns, use what it returns: with overwrite or scratch it may be the input,
 a view of the scratch or a new array.
 """
@@ -83,9 +84,12 @@ class NumpyEngine:
     second buffer. Where the process's pool has several threads
     (workers.py), plain keys are sorted in as many pieces at once (both let go of the GIL while
     they sort) and the sorted pieces merged (local/merge.py); with overwrite, in the keys' own
-    memory (pairs by the radix sort in the keys' and values' own)."""
+    memory (pairs by the radix sort in the keys' and values' own). Raw numbers (codec) are
+    sorted as their codes, coded as they are grouped into the key ranges where the threads
+    sort them so (no encode pass), else coded first, and decoded in place."""
 
     name = "numpy"
+    orders_numbers = True
 
     def __init__(self):
         self.used: set[str] = set()
@@ -97,7 +101,13 @@ class NumpyEngine:
         return 2 * rows * row_bytes  # the result and the radix sort's second buffer
 
     def sort(self, keys, begin_bit: int = 0, end_bit: int | None = None,
-             overwrite: bool = False, scratch=None, **ignored: object):
+             overwrite: bool = False, scratch=None, codec=None, **ignored: object):
+        if codec is not None and not codec.identity:
+            if _in_ranges(keys, codec):
+                out = _sorted_in_ranges(keys, threads(), codec=codec)
+            else:
+                out = self.sort(codec.encode(keys, np), overwrite=True)
+            return codec.decode(out, np, in_place=True)
         started = time.perf_counter()
         radix = self._note(lsd.available(keys))
         if _in_ranges(keys):
@@ -110,14 +120,20 @@ class NumpyEngine:
             self.seconds_per_key[keys.dtype.itemsize] = (time.perf_counter() - started) / len(keys)
         return out
 
-    def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, **ignored: object):
+    def argsort(self, keys, begin_bit: int = 0, end_bit: int | None = None, codec=None,
+                **ignored: object):
+        if codec is not None and not codec.identity:
+            return self.argsort(codec.encode(keys, np))
         radix = self._note(lsd.available(keys, positions=True))
         if _orders_in_pieces(keys):
             return _ordered_in_pieces(keys, threads())[1]
         return lsd.argsort(keys) if radix else np.argsort(keys, kind="stable")
 
     def sort_pairs(self, keys, values, begin_bit: int = 0, end_bit: int | None = None,
-                   overwrite: bool = False, **ignored: object):
+                   overwrite: bool = False, codec=None, **ignored: object):
+        if codec is not None and not codec.identity:
+            keys, values = self.sort_pairs(codec.encode(keys, np), values, overwrite=overwrite)
+            return codec.decode(keys, np, in_place=True), values
         if _orders_in_pieces(keys):
             self._note(lsd.available(keys, positions=True))
             if values.ndim == 1 and values.dtype.itemsize == 8:  # carried: no gather after
@@ -137,23 +153,27 @@ class NumpyEngine:
         return radix
 
 
-def _in_ranges(keys: np.ndarray) -> bool:
-    """Are these plain keys sorted as key ranges on the pool's threads (_sorted_in_ranges)?"""
-    if not (threads() > 1 and len(keys) >= PIECES_MIN and scatter.available(keys, threads())):
+def _in_ranges(keys: np.ndarray, codec=None) -> bool:
+    """Are these plain keys (codec: raw numbers, as their codes) sorted as key ranges on the
+    pool's threads (_sorted_in_ranges)?"""
+    groups = (scatter.available(keys, threads()) if codec is None
+              else scatter.codes_as_grouped([keys], threads(), codec))
+    if not (threads() > 1 and len(keys) >= PIECES_MIN and groups):
         return False
     lsd.available(keys)  # the choice made now, not by the threads at once
     return True
 
 
-def _sorted_in_ranges(keys: np.ndarray, ranges: int, scratch: np.ndarray | None = None
-                      ) -> np.ndarray:
+def _sorted_in_ranges(keys: np.ndarray, ranges: int, scratch: np.ndarray | None = None,
+                      codec=None) -> np.ndarray:
     """keys sorted as a sample sort on the pool's threads: grouped into `ranges` key ranges by
     splitters from a sample (local/scatter.py, on the threads), into the scratch where it fits,
     else new memory (the copy a sort that may not overwrite makes anyway), then each range
     sorted in place on a thread. No merge pass: where pieces are sorted and merged, every key
     moves once more (bench/RESULTS.md, session 49). Splitters are (key, position) rows, so
-    equal keys are cut by position and the ranges stay even whatever the keys."""
-    grouping = scatter.Grouping(keys, 0, _range_splitters(keys, ranges))
+    equal keys are cut by position and the ranges stay even whatever the keys. codec: the keys
+    are raw numbers, grouped (and returned) as their codes."""
+    grouping = scatter.Grouping(keys, 0, _range_splitters(keys, ranges, codec), codec=codec)
     counts = grouping.total
     starts = displacements(counts)
     room = clib.fitting(scratch, keys)
@@ -162,11 +182,13 @@ def _sorted_in_ranges(keys: np.ndarray, ranges: int, scratch: np.ndarray | None 
     return out
 
 
-def _range_splitters(keys: np.ndarray, ranges: int) -> np.ndarray:
+def _range_splitters(keys: np.ndarray, ranges: int, codec=None) -> np.ndarray:
     """ranges - 1 splitters (key, position), uint64, in that order, from SAMPLE_PER_RANGE random
-    rows a range (the same rows for the same length: the sort is repeatable)."""
+    rows a range (the same rows for the same length: the sort is repeatable); codec: the keys
+    are raw numbers, the splitters' keys their codes."""
     picks = np.random.default_rng(len(keys)).integers(0, len(keys), SAMPLE_PER_RANGE * ranges)
-    rows = np.stack([keys[picks].astype(np.uint64), picks.astype(np.uint64)], axis=1)
+    picked = keys[picks] if codec is None else codec.encode(keys[picks], np)
+    rows = np.stack([picked.astype(np.uint64), picks.astype(np.uint64)], axis=1)
     rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
     return rows[np.arange(1, ranges) * len(rows) // ranges]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distsort.local import clib, merge
+from distsort.local import clib, merge, scatter
 
 if not merge.available(np.zeros(1, np.uint32)):
     pytest.skip("no C compiler here to build merge.c", allow_module_level=True)
@@ -150,6 +150,45 @@ def test_key_ranges_stay_even_and_land_in_the_scratch(three_threads, monkeypatch
     if scratch:
         assert np.shares_memory(out, room)
         np.testing.assert_array_equal(keys, before)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32, np.int16])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("ranges", [False, True])
+def test_raw_numbers_sort_as_their_codes(three_threads, monkeypatch, dtype, descending, ranges):
+    """Raw numbers with their codec: sorted as their codes (NaN last both ways, the input's
+    bits given back), coded as the key ranges group them where the threads sort so (no array of
+    codes made first: only the sample's rows are coded apart), else coded first; orders and
+    pairs alike."""
+    from distsort.keys import NumericCodec, numeric_codec
+    from distsort.local import engine
+
+    monkeypatch.setattr(engine, "PIECES_MIN", 10 if ranges else 1 << 30)
+    encode, encoded = NumericCodec.encode, []
+
+    def noted(self, x, xp, *more):
+        encoded.append(len(x))
+        return encode(self, x, xp, *more)
+
+    monkeypatch.setattr(NumericCodec, "encode", noted)
+    codec = numeric_codec(dtype, descending)
+    keys = (np.random.default_rng(5).standard_normal(20_000) * 100).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        keys[::37], keys[::41], keys[::43] = np.nan, -0.0, np.inf
+    codes = encode(codec, keys, np)
+    before, expected = keys.copy(), keys[np.argsort(codes, kind="stable")]
+    eng = engine.NumpyEngine()
+    encoded.clear()
+    out = eng.sort(keys, codec=codec)
+    assert out.dtype == keys.dtype
+    assert encode(codec, out, np).tobytes() == np.sort(codes).tobytes()  # every bit back
+    assert keys.tobytes() == before.tobytes()
+    ranged = scatter.codes_as_grouped([keys], 3, codec) and ranges
+    assert (max(encoded) < len(keys)) == ranged
+    np.testing.assert_array_equal(keys[eng.argsort(keys, codec=codec)], expected)
+    got, moved = eng.sort_pairs(keys, np.arange(len(keys)), codec=codec)
+    np.testing.assert_array_equal(got, keys[moved])
+    np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("counts", [[1000, 1000], [1, 5000], [5000, 0], [0, 5000], [3000, 17, 900]])
