@@ -160,8 +160,8 @@ def _in_ranges(keys: np.ndarray, codec=None) -> bool:
               else scatter.codes_as_grouped([keys], threads(), codec))
     if not (threads() > 1 and len(keys) >= PIECES_MIN and groups):
         return False
-    lsd.available(keys)  # the choice made now, not by the threads at once
-    return True
+    lsd.available(keys if codec is None else keys.view(codec.word))  # the choice made now,
+    return True  # not by the threads at once
 
 
 def _sorted_in_ranges(keys: np.ndarray, ranges: int, scratch: np.ndarray | None = None,
