@@ -104,6 +104,8 @@ class NumpyEngine:
              overwrite: bool = False, scratch=None, codec=None, **ignored: object):
         if codec is not None and not codec.identity:
             if _in_ranges(keys, codec):
+                # which sort the threads run (radix or NumPy's) chosen now, and noted
+                self._note(lsd.available(keys.view(codec.word)))
                 out = _sorted_in_ranges(keys, threads(), codec=codec)
             else:
                 out = self.sort(codec.encode(keys, np), overwrite=True)
@@ -158,10 +160,7 @@ def _in_ranges(keys: np.ndarray, codec=None) -> bool:
     pool's threads (_sorted_in_ranges)?"""
     groups = (scatter.available(keys, threads()) if codec is None
               else scatter.codes_as_grouped([keys], threads(), codec))
-    if not (threads() > 1 and len(keys) >= PIECES_MIN and groups):
-        return False
-    lsd.available(keys if codec is None else keys.view(codec.word))  # the choice made now,
-    return True  # not by the threads at once
+    return threads() > 1 and len(keys) >= PIECES_MIN and groups
 
 
 def _sorted_in_ranges(keys: np.ndarray, ranges: int, scratch: np.ndarray | None = None,
