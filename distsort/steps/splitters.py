@@ -13,6 +13,8 @@ import numpy as np
 
 from ..local.order import stable_order
 
+STRIDE = 64  # sample rows a run between the marks that bracket each splitter's key
+
 
 def choose_splitters(rt, sample, sizes: list[int]) -> np.ndarray:
     """Every rank's sample (sizes: its rows on every rank, sample_sizes) to every rank, ordered
@@ -60,13 +62,14 @@ def key_order(keys: np.ndarray) -> np.ndarray:
 def selected(keys: np.ndarray, counts: np.ndarray, picks: np.ndarray) -> np.ndarray:
     """The rows of keys (runs of counts[i] rows one after another, each sorted, stably) that
     stand at places `picks` of their stable order (equal keys in run order, then row order):
-    each pick's key by a partial sort of the keys, its place among the rows of that key by a
-    search in every run. O(rows) work where a merge moves every row log2(runs) times."""
+    each pick's key from the few rows that bracket it (_picked_keys), its place among the rows
+    of that key by a search in every run. Where a merge moves every row log2(runs) times, this
+    orders one row in STRIDE and the few rows between each pick's two marks."""
     if len(picks) == 0:
         return picks
-    values = np.partition(keys, picks)[picks]
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     runs = [keys[a : a + c] for a, c in zip(starts, counts)]
+    values = _picked_keys(keys, runs, picks)
     first = np.array([np.searchsorted(r, values, "left") for r in runs])  # (run, pick)
     equal = np.array([np.searchsorted(r, values, "right") for r in runs]) - first
     before = np.cumsum(equal, axis=0) - equal  # equal keys in the runs before each run
@@ -74,6 +77,34 @@ def selected(keys: np.ndarray, counts: np.ndarray, picks: np.ndarray) -> np.ndar
     run = np.argmax(nth < before + equal, axis=0)  # the run that holds it
     cols = np.arange(len(picks))
     return starts[run] + first[run, cols] + nth - before[run, cols]
+
+
+def _picked_keys(keys: np.ndarray, runs: list, picks: np.ndarray) -> np.ndarray:
+    """The key at each place `picks` of the sorted keys (runs: its sorted runs), each from the
+    few rows between two of the runs' every STRIDE-th keys that must hold it, not by a partial
+    sort of all the keys (most of the 16-rank sample phase's own work, bench/RESULTS.md,
+    session 51); where ties make those rows many, by that partial sort."""
+    marks = np.sort(np.concatenate([r[STRIDE - 1 :: STRIDE] for r in runs]))
+    if len(marks) == 0:
+        return np.partition(keys, picks)[picks]
+    # a mark of rank i has >= STRIDE * (i + 1) keys at or below it, and fewer than
+    # STRIDE * i + len(runs) * STRIDE keys below it: the pick lies between these two marks
+    low = marks[np.clip((picks - len(runs) * STRIDE) // STRIDE, 0, len(marks) - 1)]
+    high = marks[np.minimum(picks // STRIDE, len(marks) - 1)]
+    below = sum(np.searchsorted(r, low, "left") for r in runs)
+    upto = sum(np.searchsorted(r, high, "right") for r in runs)
+    low = np.where(below <= picks, low, np.iinfo(keys.dtype).min)  # else (near the ends) wider
+    below = np.where(below <= picks, below, 0)
+    high = np.where(upto > picks, high, np.iinfo(keys.dtype).max)
+    if int(np.sum(np.where(upto > picks, upto, len(keys)) - below)) > len(keys):
+        return np.partition(keys, picks)[picks]  # ties: the brackets hold most rows
+    firsts = [np.searchsorted(r, low, "left") for r in runs]
+    ends = [np.searchsorted(r, high, "right") for r in runs]
+    values = np.empty(len(picks), keys.dtype)
+    for i, nth in enumerate(picks - below):
+        rows = np.concatenate([r[a[i] : b[i]] for r, a, b in zip(runs, firsts, ends)])
+        values[i] = np.partition(rows, nth)[nth]
+    return values
 
 
 def classify(words, offset: int, splitters: np.ndarray, xp):

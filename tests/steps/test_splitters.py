@@ -114,14 +114,15 @@ def test_sample_fractions_are_splitmix64_of_counters():
     assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
 
 
-@pytest.mark.parametrize("spread", [3, 2**40])  # many ties across runs / almost none
+@pytest.mark.parametrize("spread", [3, 5000, 2**40])  # many ties across runs / some / none
 @pytest.mark.parametrize("runs", [1, 2, 5, 16])
-def test_selected_rows_are_those_of_the_stable_order_of_the_runs(spread, runs):
+@pytest.mark.parametrize("rows", [200, 20_000])  # a run's most: few marks / many (STRIDE)
+def test_selected_rows_are_those_of_the_stable_order_of_the_runs(spread, runs, rows):
     """The CPU splitters' rows picked from p sorted runs without merging them: the same rows
     as the stable order of all the runs (equal keys in run order) puts at the picks, empty
     runs and ties across runs included."""
     rng = np.random.default_rng(runs)
-    counts = rng.integers(0, 200, runs)
+    counts = rng.integers(0, rows, runs)
     counts[0] = 0 if runs > 1 else counts[0]  # an empty run
     keys = np.concatenate([np.sort(rng.integers(0, spread, c, dtype=np.uint64))
                            for c in counts])
