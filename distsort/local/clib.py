@@ -1,5 +1,6 @@
 """The CPU backend's C kernels (merge.c: merges of sorted runs; scatter.c: the partition of
-keys and their values by destination; lsd.c: the radix sort; hash.c: the checksum's sum of
+keys and their values by destination; push.c: its second pass straight into the receivers'
+memory; lsd.c: the radix sort; hash.c: the checksum's sum of
 hashes; descent.c: the first descent of a column; codes.c: numbers to their order-preserving
 codes and back), compiled into one library once per machine.
 
@@ -28,7 +29,8 @@ from ..cuda_source import kernel_cache
 
 HERE = os.path.dirname(__file__)
 SOURCES = [os.path.join(HERE, name)
-           for name in ("merge.c", "scatter.c", "lsd.c", "hash.c", "descent.c", "codes.c")]
+           for name in ("merge.c", "scatter.c", "push.c", "lsd.c", "hash.c", "descent.c",
+                        "codes.c")]
 # the sources include them: part of the build's name
 HEADERS = [os.path.join(HERE, name) for name in ("widest.h", "code.h")]
 PACKAGE = os.path.dirname(HERE)
@@ -135,6 +137,8 @@ def _load(path: str) -> ctypes.CDLL | None:
         for way in ("encode", "decode"):
             getattr(lib, f"{way}_u{width}").argtypes = [_P, _P, _N] + [word] * 5
     lib.hash_rows.argtypes = [_P, _N, _P, _N, _N]
+    for limit in (lib.push_stage_bytes, lib.push_min_ranks, lib.push_max_ranks):
+        limit.restype = ctypes.c_int64
     lib.hash_rows.restype = ctypes.c_uint64
     for width in (32, 64):
         getattr(lib, f"classify_u{width}").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P, _P]
@@ -143,6 +147,8 @@ def _load(path: str) -> ctypes.CDLL | None:
                 getattr(lib, f"classify_u{width}{way}").argtypes = [_P, _N, _N, _P, _P, _N,
                                                                     _N, _P, _P]
         getattr(lib, f"scatter_u{width}").argtypes = [_P, _N, _P, _P, _P]
+        getattr(lib, f"push_u{width}").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P, _P, _P]
+        getattr(lib, f"count_u{width}_blocks").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P]
         getattr(lib, f"classify_u{width}_coded").argtypes = [_P, _N, _N, _P, _P, _N, _N, _P,
                                                              _P, _P]
         getattr(lib, f"scatter_u{width}_coded").argtypes = [_P, _N, _P, _P, _P, _P]

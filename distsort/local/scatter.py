@@ -1,5 +1,6 @@
 """Rows grouped by destination rank on CPUs, in two passes of scatter.c (why: there): plain
-keys, or keys and one column of values.
+keys, or keys and one column of values; or plain keys pushed straight into their receivers'
+memory by push.c's second pass (why: there).
 
 Each of the pool's threads (workers.py) classifies a run of the keys, counting its keys per
 destination; once the caller has said where each destination's rows go, each copies its keys
@@ -8,6 +9,8 @@ destination's rows stay in input order.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -46,10 +49,12 @@ class Grouping:
     destination is the number of splitters (rows of key, global position) at or below (key,
     offset + its index): splitters.classify's. few: whether plain keys take scatter.c's passes
     for a few destinations (None: where this CPU has them; the tests ask for either way).
-    codec: the keys are raw numbers (codes_as_grouped), compared and placed as their codes."""
+    codec: the keys are raw numbers (codes_as_grouped), compared and placed as their codes.
+    pushed: plain keys (pushes) that push writes where they land, not place."""
 
     def __init__(self, keys: np.ndarray, offset: int, splitters: np.ndarray,
-                 values: np.ndarray | None = None, few: bool | None = None, codec=None):
+                 values: np.ndarray | None = None, few: bool | None = None, codec=None,
+                 pushed: bool = False):
         lib, p, keys = clib.library(), len(splitters) + 1, np.ascontiguousarray(keys)
         n = len(keys)
         self.cuts = [int(c) for c in
@@ -58,8 +63,11 @@ class Grouping:
         self.word = np.dtype(WORDS[keys.dtype.itemsize])  # the grouped keys': codes if coded
         if few is None:
             few = values is None and p <= lib.scatter_few_max()
-        count, self._place = (_few_passes if few else _two_passes)(lib, keys, offset, splitters,
-                                                                   codec)
+        if pushed:
+            count, self._place = _push_passes(lib, keys, offset, splitters)
+        else:
+            count, self._place = (_few_passes if few else _two_passes)(lib, keys, offset,
+                                                                       splitters, codec)
         self.counts = np.zeros((len(self.cuts) - 1, p), np.int64)  # of each thread's run
         each([lambda c=c: count(self.cuts[c], self.cuts[c + 1], self.counts[c])
               for c in range(len(self.cuts) - 1)])
@@ -79,6 +87,48 @@ class Grouping:
         each([lambda c=c: self._place(self.cuts[c], self.cuts[c + 1], runs[c], pairs)
               for c in range(len(self.cuts) - 1)])
         return grouped
+
+    def push(self, pids: list[int], addresses: np.ndarray) -> None:
+        """Write destination j's keys (pushed: plain keys, pushes) to address addresses[j] and
+        on of process pids[j] (0: this one), in input order; raises OSError where a write
+        fails."""
+        starts = np.asarray(addresses, np.uint64)
+        before = (np.cumsum(self.counts, axis=0) - self.counts).astype(np.uint64)
+        runs = starts + before * np.uint64(self.word.itemsize)  # each thread's first byte
+        each([lambda c=c: self._place(self.cuts[c], self.cuts[c + 1], runs[c], pids)
+              for c in range(len(self.cuts) - 1)])
+
+
+def pushes(keys: np.ndarray, ranks: int) -> bool:
+    """Does Grouping push these plain keys (a compiled library) to this many ranks
+    (push.c's push_min_ranks to push_max_ranks)?"""
+    lib = clib.library()
+    return (_column(keys) and keys.dtype in (np.uint32, np.uint64) and lib is not None
+            and lib.push_min_ranks() <= ranks <= lib.push_max_ranks())
+
+
+def _push_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray):
+    """count(lo, hi, counts) and place(lo, hi, addresses, pids) of plain keys for push.c:
+    counted by blocks whose destinations stay in L1, then written straight to the addresses
+    (of other processes too)."""
+    split_keys, split_at, steps = _splitters(keys.dtype, splitters)
+    ptr, ns, width = clib.pointer, len(splitters), 8 * keys.dtype.itemsize
+    count_blocks, push = getattr(lib, f"count_u{width}_blocks"), getattr(lib, f"push_u{width}")
+
+    def count(lo: int, hi: int, counts: np.ndarray) -> None:
+        count_blocks(ptr(keys, lo), hi - lo, int(offset) + lo, ptr(split_keys), ptr(split_at),
+                     ns, steps, ptr(counts))
+
+    def place(lo: int, hi: int, addresses: np.ndarray, pids: list[int]) -> None:
+        to = np.array(addresses, np.uint64)  # the kernel moves them on
+        where = np.array(pids, np.int64)
+        stage = np.empty((ns + 1) * lib.push_stage_bytes(), np.uint8)
+        err = push(ptr(keys, lo), hi - lo, int(offset) + lo, ptr(split_keys), ptr(split_at),
+                   ns, steps, ptr(where), ptr(to), ptr(stage))
+        if err:
+            raise OSError(err, f"writing a peer rank's memory: {os.strerror(err)}")
+
+    return count, place
 
 
 def _two_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray, codec=None):

@@ -66,6 +66,8 @@ def _into_place(rt: Runtime, routed: GroupedRows, report: SortReport) -> Receive
     # an empty area is a buffer of its own: MPI refuses a send and a receive at one address
     heads = [c[:area] if area else np.empty(0, c.dtype) for c in routed.columns]
     tails = [c[area:] for c in routed.columns]
+    if routed.pushed:  # every block is in place already
+        return Received(heads, (recv, landing), tails, None, placed=True)
     away, arriving = routed.send_counts.copy(), recv.copy()
     away[rank] = arriving[rank] = 0
     from_tails = np.maximum(routed.send_displs - area, 0)  # the own block's: 0, none sent

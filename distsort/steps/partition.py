@@ -15,12 +15,14 @@ import numpy as np
 from mpi4py import MPI
 
 from ..columns import coded, own_key, radix_rows
+from ..errors import DistsortError, agree
 from ..local import digit_partition, landing, scatter
 from ..local import partition as gpu_partition
 from ..local.landing import LandingSort
 from ..local.rows import take
 from ..runtime import Runtime
 from ..transport import aligned_displacements, counts_received, displacements
+from ..transport.choice import CMA
 from . import chunks
 from .finish import landing_sort
 from .splitters import classify, key_range, outside_key
@@ -96,10 +98,14 @@ def scattered(rt: Runtime, columns: list, offset: int, even_rows: int, splitters
     size again behind it: the finish's radix sort's second buffer (pages that cost no memory
     where NumPy sorts). codec: the keys are raw numbers, grouped as their codes
     (scatter.codes_as_grouped)."""
-    grouping = scatter.Grouping(columns[0], offset, splitters, *columns[1:], codec=codec)
+    pushed = codec is None and _pushes(rt, columns)
+    grouping = scatter.Grouping(columns[0], offset, splitters, *columns[1:], codec=codec,
+                                pushed=pushed)
     rank, send = rt.comm.Get_rank(), grouping.total
     recv = counts_received(rt.comm, send)
     area, landing = int(recv.sum()), displacements(recv)
+    if pushed:
+        return _pushed(rt, grouping, send, (recv, landing), even_rows, splitters)
     away = send.copy()
     away[rank] = 0
     starts = area + displacements(away)
@@ -109,6 +115,39 @@ def scattered(rt: Runtime, columns: list, offset: int, even_rows: int, splitters
     low, top, _ = key_range(splitters, rank, grouping.word)
     return GroupedRows(grouped, [], send, starts, even_rows,
                        outside_key(grouping.word, low, top), placed=(recv, landing))
+
+
+def _pushes(rt: Runtime, columns: list) -> bool:
+    """Do the partition's second pass write plain keys straight into their receivers' areas
+    (ranks that read each other's memory write it too: push.c)? The same on every rank."""
+    return (rt.transport.name == CMA and rt.transport.writes and len(columns) == 1
+            and scatter.pushes(columns[0], rt.comm.Get_size()))
+
+
+def _pushed(rt: Runtime, grouping, send: np.ndarray, placed: tuple, even_rows: int,
+            splitters: np.ndarray) -> GroupedRows:
+    """Plain keys written by every rank into its receivers' areas (Grouping.push): this rank's
+    area (the size again behind it: the finish's radix sort's second buffer) holds every
+    block once all have written; nothing is left for the exchange to move."""
+    (recv, landing), rank = placed, rt.comm.Get_rank()
+    area = int(recv.sum())
+    keys = np.empty(2 * area, grouping.word)
+    mine = (keys.ctypes.data + landing * keys.itemsize).astype(np.uint64)  # block q's, here
+    theirs = np.empty_like(mine)  # where this rank's block for rank d lands there
+    rt.comm.Alltoall(mine, theirs)
+    pids = list(rt.transport.pids)
+    pids[rank] = 0  # this rank's own block: copied, not written through the kernel
+    agree(rt.comm, lambda: _push(grouping, pids, theirs))  # returns once every rank has written
+    low, top, _ = key_range(splitters, rank, grouping.word)
+    return GroupedRows([keys], [], send, displacements(send), even_rows,
+                       outside_key(grouping.word, low, top), placed=placed, pushed=True)
+
+
+def _push(grouping, pids: list[int], addresses: np.ndarray) -> None:
+    try:
+        grouping.push(pids, addresses)
+    except OSError as exc:
+        raise DistsortError(f"the partition could not write a peer rank's memory ({exc})") from exc
 
 
 def sorted_first(rt: Runtime, columns: list, offset: int, even_rows: int,
@@ -180,6 +219,7 @@ class GroupedRows:
     # (rows received from each rank, their starts): the columns' head is the receive area,
     # this rank's own block already in it (scattered)
     placed: tuple | None = None
+    pushed: bool = False  # every rank's block already in the receive area (_pushed)
 
 
 @dataclass

@@ -33,38 +33,50 @@ class _Iovec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
 
-def _readv():
-    """The C library's process_vm_readv, or None where there is none."""
+def _vm(name: str):
+    """The C library's process_vm_readv or process_vm_writev, or None where there is none."""
     iov = ctypes.POINTER(_Iovec)
-    return libc.function("process_vm_readv", (ctypes.c_int, iov, ctypes.c_ulong, iov,
-                                              ctypes.c_ulong, ctypes.c_ulong), ctypes.c_ssize_t)
+    return libc.function(name, (ctypes.c_int, iov, ctypes.c_ulong, iov, ctypes.c_ulong,
+                                ctypes.c_ulong), ctypes.c_ssize_t)
 
 
 def read_from(pid: int, remote: int, local: int, nbytes: int) -> None:
     """Copy nbytes at address `remote` of process pid to address `local` of this one. Raises
     OSError where the kernel refuses or the bytes are not there."""
-    readv = _readv()
-    if readv is None:
-        raise OSError("this system has no process_vm_readv")
+    _move("process_vm_readv", "reading", pid, remote, local, nbytes)
+
+
+def write_to(pid: int, remote: int, local: int, nbytes: int) -> None:
+    """Copy nbytes at address `local` of this process to address `remote` of process pid.
+    Raises OSError where the kernel refuses or the memory is not there."""
+    _move("process_vm_writev", "writing", pid, remote, local, nbytes)
+
+
+def _move(name: str, doing: str, pid: int, remote: int, local: int, nbytes: int) -> None:
+    call = _vm(name)
+    if call is None:
+        raise OSError(f"this system has no {name}")
     done = 0
     while done < nbytes:
         mine = _Iovec(local + done, nbytes - done)
         theirs = _Iovec(remote + done, nbytes - done)
-        got = readv(pid, ctypes.byref(mine), 1, ctypes.byref(theirs), 1, 0)
+        got = call(pid, ctypes.byref(mine), 1, ctypes.byref(theirs), 1, 0)
         if got <= 0:
             err = ctypes.get_errno() if got < 0 else 0
-            raise OSError(err, f"reading process {pid}'s memory: {os.strerror(err)}")
+            raise OSError(err, f"{doing} process {pid}'s memory: {os.strerror(err)}")
         done += got
 
 
 def connect(comm) -> CmaTransport | None:
     """A CmaTransport where every rank of comm reads every other's memory, else None (on every
-    rank alike). Collective."""
+    rank alike); its `writes`: whether every rank writes every other's too (a seccomp profile
+    may allow one call and not the other), the same on every rank. Collective."""
     token = np.frombuffer(os.urandom(8), np.uint64).copy()
-    peers = comm.allgather((os.getpid(), token.ctypes.data, int(token[0])))
+    inbox = np.zeros(comm.Get_size(), np.uint64)  # slot q: rank q's token, written by q
+    peers = comm.allgather((os.getpid(), token.ctypes.data, int(token[0]), inbox.ctypes.data))
     got = np.zeros(1, np.uint64)
     try:
-        for pid, address, expected in peers:
+        for pid, address, expected, _ in peers:
             read_from(pid, address, got.ctypes.data, got.nbytes)
             if int(got[0]) != expected:  # another process under that PID: another namespace
                 raise OSError(f"process {pid} is not the rank that gave its PID")
@@ -73,15 +85,25 @@ def connect(comm) -> CmaTransport | None:
         works = False
     if not comm.allreduce(works, op=MPI.LAND):  # every token read: they may go now
         return None
-    return CmaTransport(comm, [pid for pid, _, _ in peers])
+    slot = inbox.itemsize * comm.Get_rank()
+    try:
+        for pid, _, _, box in peers:
+            write_to(pid, box + slot, token.ctypes.data, token.nbytes)
+    except OSError:
+        pass  # a slot left empty says so
+    comm.Barrier()  # every write made before any inbox is read
+    written = [int(t) for _, _, t, _ in peers] == [int(t) for t in inbox]
+    return CmaTransport(comm, [pid for pid, _, _, _ in peers],
+                        writes=comm.allreduce(written, op=MPI.LAND))
 
 
 class CmaTransport:
     name = choice.CMA
     align_rows = 1  # blocks back to back
 
-    def __init__(self, comm, pids: list[int]):
+    def __init__(self, comm, pids: list[int], writes: bool = False):
         self.comm, self.pids = comm, pids
+        self.writes = writes  # every rank writes every other's memory (partition's push)
 
     def release(self) -> None:
         """Nothing kept between calls."""

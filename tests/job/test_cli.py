@@ -46,6 +46,18 @@ def test_sort_npy_matches_numpy(tmp_path, dtype):
     assert sorted(os.listdir(tmp_path)) == ["in.npy", "out.npy"]  # no temporary left
 
 
+@pytest.mark.parametrize("dtype", ["uint32", "uint64"])
+def test_ranks_that_write_into_each_others_memory_sort_as_numpy(tmp_path, dtype):
+    """Plain keys on 5 to 64 ranks of one node whose ranks reach each other's memory (the
+    cma transport, where the kernel lets them): the partition writes each rank's keys
+    straight into their receiver's area (push.c). The MPI tests run on 1 to 4 ranks."""
+    x = mixed_keys(dtype, 30_000)
+    np.save(tmp_path / "in.npy", x)
+    run = distsort("sort", "in.npy", "-o", "out.npy", "--verify", ranks=6, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), np.sort(x))
+
+
 @pytest.mark.parametrize("budget", [[], ["--device-memory", "1MiB"]])
 def test_the_outputs_are_made_before_the_input_is_read(tmp_path, monkeypatch, budget):
     """So their pages come in while the job reads and sorts (io/ahead.py), in memory and out of

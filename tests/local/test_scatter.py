@@ -1,7 +1,9 @@
 """Plain keys (and their values) grouped by destination rank on CPUs (local/scatter.py,
-scatter.c), against splitters.classify and a stable grouping by NumPy."""
+scatter.c, push.c), against splitters.classify and a stable grouping by NumPy."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -216,3 +218,43 @@ def test_each_destination_placed_where_asked(values):
             np.testing.assert_array_equal(grouped[0][start:start + count], keys[rows])
             if values:
                 np.testing.assert_array_equal(grouped[1][start:start + count], rows)
+
+
+def pushed(keys, offset: int, splitters, pids_of) -> tuple[np.ndarray, np.ndarray]:
+    """(the keys pushed into one array, each destination's after the one before; the counts),
+    destination j's written by process pids_of(j) names (0: copied by this process)."""
+    grouping = scatter.Grouping(keys, offset, splitters, pushed=True)
+    out = np.zeros(len(keys), keys.dtype)
+    starts = np.cumsum(grouping.total) - grouping.total
+    grouping.push([pids_of(j) for j in range(len(starts))],
+                  out.ctypes.data + starts.astype(np.uint64) * out.itemsize)
+    return out, grouping.total
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("n,distinct", [(10, None), (200_001, None), (300_000, 3)])
+@pytest.mark.parametrize("p", [5, 16, 64])
+def test_pushed_where_classify_puts_them(three_threads, dtype, n, distinct, p):
+    """The push's keys land as the two passes place them, whether this process copies them
+    or the kernel writes them through its cross-memory call (here into this very process)."""
+    rng = np.random.default_rng(n + p)
+    top = distinct or np.iinfo(dtype).max
+    keys = rng.integers(0, top, n, dtype=np.uint64, endpoint=distinct is None).astype(dtype)
+    splitters = splitters_of(keys, 1000, min(p, n), rng)
+    dest = classify([keys], 1000, splitters, np)
+    grouped, counts = pushed(keys, 1000, splitters, lambda j: os.getpid() if j % 2 else 0)
+    np.testing.assert_array_equal(counts, np.bincount(dest, minlength=len(splitters) + 1))
+    np.testing.assert_array_equal(grouped, keys[np.argsort(dest, kind="stable")])
+
+
+def test_a_push_that_cannot_write_says_so():
+    keys = np.arange(100_000, dtype=np.uint32)
+    splitters = splitters_of(keys, 0, 5, np.random.default_rng(0))
+    with pytest.raises(OSError, match="writing a peer rank's memory"):
+        pushed(keys, 0, splitters, lambda j: 2**22 + 12345)  # above Linux's largest PID
+
+
+def test_pushes_plain_keys_from_5_to_64_ranks():
+    keys = np.zeros(1, np.uint32)
+    assert [scatter.pushes(keys, p) for p in (4, 5, 64, 65)] == [False, True, True, False]
+    assert scatter.pushes(keys.astype(np.uint64), 5) and not scatter.pushes(keys.view(np.int32), 5)

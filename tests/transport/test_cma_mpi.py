@@ -123,6 +123,24 @@ def test_a_peer_under_another_pid_is_not_trusted(monkeypatch):
     assert cma.connect(COMM) is None
 
 
+def test_ranks_that_read_each_other_write_too(transport):
+    assert transport.writes is True  # this kernel lets them (else connect() found no reads)
+
+
+def test_one_rank_that_cannot_write_keeps_every_rank_from_writing(monkeypatch):
+    """Reads allowed and a write refused (a seccomp profile may allow one call alone): every
+    rank still reads (the exchange), none writes (the partition's push)."""
+    if COMM.Get_rank() == COMM.Get_size() - 1:
+        def refused(*args):
+            raise OSError(1, "Operation not permitted")
+
+        monkeypatch.setattr(cma, "write_to", refused)
+    made = cma.connect(COMM)
+    if made is None:
+        pytest.skip("this kernel lets no rank read another's memory (process_vm_readv)")
+    assert made.writes is False
+
+
 def test_a_failed_read_fails_every_rank(transport, monkeypatch):
     """One rank's read refused mid-exchange: it raises a DistsortError, every other rank a
     RemoteError, and none waits for it."""
