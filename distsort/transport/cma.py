@@ -9,7 +9,9 @@ The kernel must let a rank read its peers' memory (the same user, no seccomp pro
 setting that refuses it, one PID namespace): connect() reads a token from every peer before any
 sort relies on it, and where any read fails or brings the wrong token, every rank keeps MPI.
 A sender's buffers stay untouched until every receiver has read them: alltoallv returns on no
-rank before all have.
+rank before all have. connect() then writes a token into every peer too: where every write
+lands (`writes`), the CPU partition writes plain keys straight into their receivers' memory
+(local/push.c, process_vm_writev) and leaves this transport nothing to move.
 """
 
 from __future__ import annotations
