@@ -77,6 +77,7 @@ APPEND(uint64_t)
     int64_t fill[ns + 1], ignored[ns + 1];                                                  \
     uint16_t dest[BLOCK];                                                                   \
     memset(fill, 0, sizeof fill);                                                           \
+    memset(ignored, 0, sizeof ignored); /* classify adds to them */                         \
     for (int64_t at = 0; at < n; at += BLOCK) {                                             \
       const int64_t m = n - at < BLOCK ? n - at : BLOCK;                                    \
       const T *k = keys + at;                                                               \
