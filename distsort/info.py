@@ -217,6 +217,7 @@ def transport_info(comm, backend: str, device: str | None = None) -> str:
     of this rank's GPU). Collective."""
     from mpi4py import MPI
 
+    from .local import clib
     from .node import placement
     from .transport import choice
     from .transport.build import host_transport
@@ -224,7 +225,12 @@ def transport_info(comm, backend: str, device: str | None = None) -> str:
     comm = comm if comm is not None else MPI.COMM_WORLD
     where = placement(comm, device)  # collective: before any branch
     if backend == "cpu":
-        return choice.DESCRIBED[host_transport(comm, where).name]
+        made, lib = host_transport(comm, where), clib.library()
+        if not (made.name == choice.CMA and made.writes and lib is not None):
+            return choice.DESCRIBED[made.name]
+        return (f"{choice.DESCRIBED[made.name]}; plain keys on {lib.push_min_ranks()} to "
+                f"{lib.push_max_ranks()} ranks written straight into their receivers' memory "
+                "by the partition (process_vm_writev)")  # partition._pushes
     if backend != "gpu":
         return "none: no backend"
     try:
