@@ -133,10 +133,7 @@ def _pushed(rt: Runtime, grouping, send: np.ndarray, placed: tuple, even_rows: i
     area = int(recv.sum())
     keys = np.empty(2 * area, grouping.word)
     mine = (keys.ctypes.data + landing * keys.itemsize).astype(np.uint64)  # block q's, here
-    theirs = np.empty_like(mine)  # where this rank's block for rank d lands there
-    rt.comm.Alltoall(mine, theirs)
-    pids = list(rt.transport.pids)
-    pids[rank] = 0  # this rank's own block: copied, not written through the kernel
+    pids, theirs = rt.transport.receivers(mine)
     agree(rt.comm, lambda: _push(grouping, pids, theirs))  # returns once every rank has written
     low, top, _ = key_range(splitters, rank, grouping.word)
     return GroupedRows([keys], [], send, displacements(send), even_rows,

@@ -110,6 +110,17 @@ class CmaTransport:
     def release(self) -> None:
         """Nothing kept between calls."""
 
+    def receivers(self, mine: np.ndarray) -> tuple[list[int], np.ndarray]:
+        """Where this rank writes its rows for each rank (a push: `writes`), given `mine`, the
+        addresses at which each rank's rows land here: every rank's PID (0 for this rank, whose
+        own rows are copied, not written across) and the address its rows land at there.
+        Collective."""
+        theirs = np.empty_like(mine)
+        self.comm.Alltoall(mine, theirs)
+        pids = list(self.pids)
+        pids[self.comm.Get_rank()] = 0
+        return pids, theirs
+
     def alltoallv(self, columns: list, send_counts: np.ndarray, recv_counts: np.ndarray,
                   send_displs=None, recv_displs=None, outs: list | None = None) -> list:
         send_displs, recv_displs, outs = call_layout(np, columns, send_counts, recv_counts,
