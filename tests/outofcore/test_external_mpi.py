@@ -255,7 +255,11 @@ def test_host_memory_is_input_output_and_a_tenth(layouts, monkeypatch):
     from distsort.runtime import get_runtime
 
     monkeypatch.setattr(ooc_layout, "SAMPLE_TARGET", 1 << 12)
-    keys = np.random.default_rng([22, COMM.Get_rank()]).integers(0, 2**32, 1 << 22, np.uint32)
+    # every rank gathers ~P^2 samples whatever the input's size (the runs' count grows with P,
+    # the stride shrinks with it): rows a rank grow with P^2 past 4 ranks, so that the allowance
+    # stays below half the input at any rank count
+    rows = (1 << 22) * max(16, COMM.Get_size() ** 2) // 16
+    keys = np.random.default_rng([22, COMM.Get_rank()]).integers(0, 2**32, rows, np.uint32)
     lowest = COMM.allreduce(int(keys.min()), op=MPI.MIN)
     source = ooc_layout.Source(len(keys), lambda lo, hi: [keys[lo:hi]], lambda c: c,
                              lambda c: [c[0]], lambda c: c)
