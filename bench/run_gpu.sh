@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
-#   bytecode (BYTECODE_ROUNDS) filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD)
+#   bytecode (BYTECODE_ROUNDS) filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD, AB_ROUNDS, AB_RANKS)
 #   cpuab (AB_OLD, CPUSORT_ARGS)
 #   steps cold tune trees apiab smallapi passprof codedprof (CODED_LOG) a2a ce fresh
 #   ipctests
@@ -102,11 +102,13 @@ for step in $steps; do
             for tree in "${AB_OLD:-.abold}" .; do  # both byte-compiled: PYTHONDONTWRITEBYTECODE
               python3 -m compileall -q "$tree/distsort" > /dev/null  # would tax one tree alone
             done
-            for i in 1 2 3; do
+            launch=""; [ -n "${AB_RANKS:-}" ] && launch="$mpi -n $AB_RANKS"  # else no launcher
+            for i in $(seq 0 "${AB_ROUNDS:-3}"); do  # round 0: each tree's warm-up (its kernels)
               for tree in "${AB_OLD:-.abold}" .; do
                 sync  # no dirty pages left (they would throttle the output's writes)
-                (cd "$tree" && PYTHONPATH=$PWD:/tmp/site /usr/bin/time -f "$tree wall %e s" \
-                  python3 -m distsort sort "$dir/in.npy" -o "$dir/out.npy" ${FILEJOB_ARGS:-} \
+                # shellcheck disable=SC2086  # launch: words
+                (cd "$tree" && PYTHONPATH=$PWD:/tmp/site /usr/bin/time -f "$tree round $i wall %e s" \
+                  $launch python3 -m distsort sort "$dir/in.npy" -o "$dir/out.npy" ${FILEJOB_ARGS:-} \
                   --report "$dir/r.json" 2>&1 | grep -a "wall\|phases\|Error")
               done
             done
