@@ -13,9 +13,13 @@ from . import binding as _binding
 
 #: The Open MPI settings this process set itself (`info` tells them from the user's), before api
 #: starts MPI: only where it runs the command line (launch/README.md).
-MPI_DEFAULTS_SET = (_binding.mpi_defaults(_os.environ)
-                    if _binding.runs_command_line(_sys.orig_argv) else {})
+_COMMAND_LINE = _binding.runs_command_line(_sys.orig_argv)
+MPI_DEFAULTS_SET = _binding.mpi_defaults(_os.environ) if _COMMAND_LINE else {}
 _os.environ.update(MPI_DEFAULTS_SET)
+if _COMMAND_LINE:  # the GPU's start beside the imports below (gpu_start.py)
+    from . import gpu_start as _gpu_start
+
+    _gpu_start.start(_os.environ, _sys.orig_argv)
 
 from .api import argsort, sort, sort_pairs, sort_records
 from .errors import DistsortError
