@@ -32,7 +32,7 @@ SOURCES = [os.path.join(HERE, name)
            for name in ("merge.c", "scatter.c", "push.c", "lsd.c", "hash.c", "descent.c",
                         "codes.c")]
 # the sources include them: part of the build's name
-HEADERS = [os.path.join(HERE, name) for name in ("widest.h", "code.h")]
+HEADERS = [os.path.join(HERE, name) for name in ("widest.h", "code.h", "classify.h")]
 PACKAGE = os.path.dirname(HERE)
 FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
 _P, _N = ctypes.c_void_p, ctypes.c_int64

@@ -17,15 +17,10 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "classify.h"
+
 #define BLOCK 512
 #define STAGE_BYTES 16384 /* a destination's buffer: one write call moves this much */
-
-void classify_u32(const uint32_t *keys, int64_t n, int64_t offset, const uint32_t *skeys,
-                  const int64_t *spos, int64_t ns, int64_t steps, uint16_t *dest,
-                  int64_t *counts);
-void classify_u64(const uint64_t *keys, int64_t n, int64_t offset, const uint64_t *skeys,
-                  const int64_t *spos, int64_t ns, int64_t steps, uint16_t *dest,
-                  int64_t *counts);
 
 /* nbytes at local to address `to` of process pid (0: this one); 0 or an errno. */
 static int put(int64_t pid, uint64_t to, const void *local, size_t nbytes) {

@@ -21,6 +21,7 @@
    permutes: fewer instructions a key than either (_permute, below). */
 #include <stdint.h>
 
+#include "classify.h"
 #include "code.h"
 #include "widest.h"
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
