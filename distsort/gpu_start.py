@@ -20,7 +20,9 @@ import importlib.util
 import threading
 from collections.abc import Mapping
 
+from . import settings
 from .binding import device_from_env
+from .errors import DistsortError
 from .workers import unbind
 
 COMMANDS = ("sort", "check", "serve", "bench")  # the commands whose work starts CUDA
@@ -44,7 +46,10 @@ def _cpu_asked(env: Mapping[str, str], words: list[str]) -> bool:
     after = dict(zip(words, words[1:]))
     asked = after.get("--backend") or next(
         (w.split("=", 1)[1] for w in words if w.startswith("--backend=")), None)
-    return (asked or env.get("DISTSORT_BACKEND", "")).strip() == "cpu"
+    try:
+        return (asked or settings.value("DISTSORT_BACKEND", env)).strip() == "cpu"
+    except DistsortError:  # the job's own start says what is wrong with it
+        return False
 
 
 def _open(env: dict) -> None:
