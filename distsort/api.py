@@ -59,7 +59,7 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
                                                       "order": order},
                                      [keys_check(keys, order)], _listed(out), [(keys.dtype, ())],
                                      device_memory, report))
-    if keys.dtype.names is not None:
+    if fields.by_fields(keys.dtype):
         rows = _by_fields(native(keys), [native(keys)], order, descending, comm, backend, report,
                           device_memory, outs)
         return _as_given(rows[0], keys.dtype, outs)
@@ -93,7 +93,7 @@ def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: boo
                                       "order": order},
                                      [keys_check(keys, order), rows_match], out, like,
                                      device_memory, report))
-    if keys.dtype.names is not None:
+    if fields.by_fields(keys.dtype):
         keys_out, values_out = _by_fields(native(keys), [native(keys), native(values)], order,
                                           descending, comm, backend, report, device_memory, outs)
         return _as_given(keys_out, keys.dtype, outs), values_out
@@ -119,7 +119,7 @@ def argsort(keys, comm=None, *, descending: bool = False, backend: str | None = 
     outs = begin(comm, backend, Call({"keys": keys}, {"descending": descending, "order": order},
                                      [keys_check(keys, order)], _listed(out), [(np.int64, ())],
                                      device_memory, report))
-    if keys.dtype.names is not None:
+    if fields.by_fields(keys.dtype):
         start = _offset(comm if comm is not None else MPI.COMM_WORLD, len(keys))
         positions = np.arange(start, start + len(keys), dtype=np.int64)
         return _by_fields(native(keys), [positions], order, descending, comm, backend, report,

@@ -384,8 +384,8 @@ def _not_structured(path: str) -> None:
     """check compares keys, records and positions; structured rows are checked by their
     fields as they are sorted (sort --order ... --verify)."""
     if is_npy(path) and detect_format(path).structured:
-        raise DistsortError(f"{path} holds structured rows: check them as they are sorted, "
-                            "with sort --order FIELDS --verify")
+        raise DistsortError(f"{path} holds rows that sort by their fields (structured, bytes "
+                            "or strings): check them as they are sorted, with sort --verify")
 
 
 def _stable_needs_values() -> None:

@@ -1,5 +1,6 @@
 """Structured keys, sorted as numpy.sort(a, order=...) sorts them: by the fields named in order,
-then by the remaining fields in the dtype's order.
+then by the remaining fields in the dtype's order. Bytes, unicode strings and raw void keys
+(without fields) sort the same way, as rows of one field.
 
 Each field becomes unsigned codes that ascend in the wanted order (keys.py: numbers through
 NumericCodec, NaN last; bool, datetime64 and timedelta64 through StandIns, NaT last; bytes and
@@ -21,22 +22,35 @@ KINDS = "buifMmSUV"  # bool, integers, floats, datetime64, timedelta64, bytes, u
 
 
 def sortable(dtype: np.dtype, order=None) -> np.dtype:
-    """dtype, if distsort sorts keys of it (structured ones by their fields, order naming the
-    first), else DistsortError; order names fields of structured keys only."""
-    if dtype.names is not None:
-        key_fields(dtype, order)
+    """dtype, if distsort sorts keys of it (structured ones, and bytes and strings, by their
+    fields: order naming the first), else DistsortError; order names fields of structured
+    keys only."""
+    if by_fields(dtype):
+        key_fields(_one_field(dtype), order if dtype.names is not None else None)
         if dtype.itemsize == 0:
             raise DistsortError(f"cannot sort keys of dtype {dtype}: its rows hold no bytes")
-        return dtype
-    if order is not None:
+    if order is not None and dtype.names is None:
         raise DistsortError(f"order= names fields of structured keys; these are {dtype}")
-    return check_sortable(dtype)
+    return dtype if by_fields(dtype) else check_sortable(dtype)
+
+
+def by_fields(dtype: np.dtype) -> bool:
+    """Whether keys of dtype sort by their fields: structured keys, and bytes, unicode strings
+    and raw void keys (no fields), which sort as rows of one field (bytes as memcmp compares
+    them, strings by code point, as NumPy does)."""
+    return dtype.names is not None or dtype.kind in "SUV"
+
+
+def _one_field(dtype: np.dtype) -> np.dtype:
+    """A structured dtype as it is; another as the dtype of rows of one field of it."""
+    return dtype if dtype.names is not None else np.dtype([("key", dtype)])
 
 
 def keyed(rows: np.ndarray, order, descending: bool, carried: list) -> tuple[np.ndarray, int]:
-    """(n, key_size + carried bytes) uint8 byte records: each structured row's key (its fields'
-    codes) followed by the bytes of its row of every carried array; and key_size."""
-    key = encode(rows, key_fields(rows.dtype, order), descending)
+    """(n, key_size + carried bytes) uint8 byte records: each row's key (its fields' codes)
+    followed by the bytes of its row of every carried array; and key_size."""
+    fielded = rows.view(_one_field(rows.dtype))
+    key = encode(fielded, key_fields(fielded.dtype, order), descending)
     return np.concatenate([key] + [rows_as_bytes(a) for a in carried], axis=1), key.shape[1]
 
 

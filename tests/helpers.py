@@ -243,6 +243,18 @@ def structured_rows(n: int, seed) -> np.ndarray:
     return rows
 
 
+def string_keys(kind: str, n: int, seed) -> np.ndarray:
+    """Keys of bytes ("S": NUL bytes inside and at the end, 0xff), unicode strings ("U": empty,
+    accented, beyond the BMP, big-endian too) or raw void ("V"), with many ties."""
+    rng = np.random.default_rng(seed)
+    if kind == "S":
+        return rng.choice([b"", b"a", b"a\x00b", b"ab", b"b", b"\xff", b"\x00\x01"], n).astype("S3")
+    if kind == "U":
+        words = rng.choice(["", "x", "xy", "\u00e9", "\U0001f600", "Z", "x\u00e9"], n)
+        return words.astype(">U2" if seed % 2 else "<U2")
+    return np.frombuffer(rng.integers(0, 3, 2 * n, dtype=np.uint8).tobytes(), "V2").copy()
+
+
 class Service:
     """`distsort serve` on `ranks` ranks and the backend, its socket in a test's folder; with
     `token`, on a free TCP port of 127.0.0.1 instead, the token in a file of that folder."""

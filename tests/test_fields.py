@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import STRUCTURED, structured_rows
+from helpers import STRUCTURED, string_keys, structured_rows
 
 from distsort import fields
 from distsort.errors import DistsortError
@@ -63,3 +63,22 @@ def test_float16_nan_sorts_last_as_every_nan_does():
     rows["h"] = [np.nan, 1, -np.inf, 0]
     order = memcmp_order(fields.encode(rows, ["h"], False))
     np.testing.assert_array_equal(rows["h"][order], [-np.inf, 0, 1, np.nan])
+
+
+@pytest.mark.parametrize("kind", ["S", "U", "V"])
+def test_bytes_strings_and_void_keys_are_keyed_as_one_field_in_numpys_order(kind):
+    keys = string_keys(kind, 4000, 3)
+    assert fields.by_fields(keys.dtype) and fields.sortable(keys.dtype) == keys.dtype
+    records, key_size = fields.keyed(keys, None, False, [keys])
+    got = records[memcmp_order(records[:, :key_size])][:, key_size:]
+    assert got.tobytes() == np.sort(keys, kind="stable").tobytes()
+
+
+@pytest.mark.parametrize("dtype, order, match", [
+    (np.dtype("U3"), "a", "order= names fields of structured keys"),
+    (np.dtype("c8"), None, "cannot sort keys of dtype complex64"),
+    (np.dtype([("a", "i4")]), ["b"], "the keys have no field b"),
+])
+def test_what_sorts_by_fields_and_what_not(dtype, order, match):
+    with pytest.raises(DistsortError, match=match):
+        fields.sortable(dtype, order)

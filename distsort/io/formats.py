@@ -24,7 +24,7 @@ import numpy as np
 import numpy.lib.format as npformat
 
 from ..errors import DistsortError
-from ..fields import sortable
+from ..fields import by_fields, sortable
 from ..keys import StandIns, check_sortable, stand_ins
 from ..payload import check_payload, stored
 
@@ -92,8 +92,9 @@ class FileFormat:
 
     @property
     def structured(self) -> bool:
-        """Whether the elements are structured: they sort by their fields (fields.py)."""
-        return self.dtype is not None and self.dtype.names is not None
+        """Whether the elements sort by their fields (fields.py): structured ones, bytes and
+        strings."""
+        return self.dtype is not None and by_fields(self.dtype)
 
     def stand_ins(self, descending: bool) -> StandIns | None:
         """The keys' StandIns where they are bool, datetime64 or timedelta64 (the file holds

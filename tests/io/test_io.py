@@ -141,7 +141,6 @@ def bad_inputs(tmp_path):
     np.save(tmp_path / "fortran.npy", np.asfortranarray(np.zeros((3, 4), np.int32)))
     np.save(tmp_path / "complex.npy", np.zeros(4, np.complex64))
     np.save(tmp_path / "object.npy", np.array([1, "a"], dtype=object), allow_pickle=True)
-    np.save(tmp_path / "text.npy", np.array(["ab", "cd"]))
     np.save(tmp_path / "scalar.npy", np.int32(3))
     np.save(tmp_path / "good.npy", np.arange(3))
     np.save(tmp_path / "trunc.npy", np.arange(100, dtype=np.int64))
@@ -161,7 +160,6 @@ def bad_inputs(tmp_path):
         ("0-d", t / "scalar.npy", {}, ["scalar.npy", "1-D"]),
         ("complex", t / "complex.npy", {}, ["complex.npy", "complex64"]),
         ("object", t / "object.npy", {}, ["object.npy", "object"]),
-        ("strings", t / "text.npy", {}, ["text.npy", "<U2"]),
         ("truncated npy", t / "trunc.npy", {}, ["trunc.npy", "truncated"]),
         ("raw size", t / "odd.raw", {"dtype": "u4"}, ["odd.raw", "10 bytes", "multiple"]),
         ("record size", t / "odd.raw", {"record_size": 4, "key_size": 2}, ["odd.raw", "multiple"]),

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 import pytest
-from helpers import bool_or_time_order, distsort, mixed_keys, mpiexec, structured_rows
+from helpers import bool_or_time_order, distsort, mixed_keys, mpiexec, string_keys, structured_rows
 from mpi4py import MPI
 
 import distsort as distsort_module
@@ -297,7 +297,22 @@ def test_a_structured_file_sorts_by_its_fields(tmp_path, budget):
     run = distsort("sort", "plain.npy", "-o", "q.npy", "--order", "a", cwd=tmp_path)
     assert run.returncode != 0 and run.stderr.count("--order names fields") == 1
     run = distsort("check", "s.npy", "t.npy", cwd=tmp_path)
-    assert run.returncode != 0 and run.stderr.count("--order FIELDS --verify") == 1
+    assert run.returncode != 0 and run.stderr.count("sort by their fields") == 1
+
+
+@pytest.mark.parametrize("kind", ["S", "U"])
+def test_files_of_bytes_and_strings_sort_as_numpy_sorts_them(tmp_path, kind):
+    """`sort --verify`, `--descending` and `--argsort` of a .npy of bytes or unicode strings
+    (fields.py: one field each)."""
+    keys = string_keys(kind, 30000, 5)
+    np.save(tmp_path / "w.npy", keys)
+    for extra, want in [(["--verify"], np.sort(keys, kind="stable")),
+                        (["--descending"], np.sort(keys)[::-1]),
+                        (["--argsort"], np.argsort(keys, kind="stable"))]:
+        run = distsort("sort", "w.npy", "-o", "o.npy", *extra, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        got = np.load(tmp_path / "o.npy")
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), extra
 
 
 def test_default_job_sorts_and_validates():

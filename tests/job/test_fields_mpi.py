@@ -1,12 +1,12 @@
 """Structured keys sorted by their fields across ranks (order=, fields.py) against NumPy's stable
-sort: sort, argsort, sort_pairs, descending, in memory and out of core. (The CLI's --order:
-test_cli.py.)"""
+sort: sort, argsort, sort_pairs, descending, in memory and out of core; bytes, strings and raw
+void keys, which sort as one field. (The CLI's --order and string files: test_cli.py.)"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import structured_rows
+from helpers import string_keys, structured_rows
 
 import distsort
 from distsort.errors import DistsortError
@@ -80,3 +80,23 @@ def test_a_field_named_alone_or_in_a_list_is_the_same_call_on_every_rank():
     np.testing.assert_array_equal(shard.view(np.uint8).reshape(len(shard), -1),
                                   np.sort(everyone, order="t", kind="stable")
                                   .view(np.uint8).reshape(len(everyone), -1))
+
+
+@pytest.mark.parametrize("kind", ["S", "U", "V"])
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_bytes_strings_and_void_keys_sort_as_numpy_sorts_them(kind, budget):
+    """As one field each (bytes and void as memcmp compares them, strings by code point),
+    stably, both ways; argsort and pairs alike."""
+    n = 0 if COMM.Get_rank() == 1 else 2000 + 13 * COMM.Get_rank()
+    mine = string_keys(kind, n, COMM.Get_rank())
+    everyone = np.concatenate(COMM.allgather(mine.astype(mine.dtype.newbyteorder("="))))
+    want = np.argsort(everyone, kind="stable")
+    shard = distsort.sort(mine, device_memory=budget, backend="cpu")
+    assert shard.dtype == mine.dtype and gathered(shard).tobytes() == everyone[want].tobytes()
+    np.testing.assert_array_equal(gathered(distsort.argsort(mine, device_memory=budget)), want)
+    values = np.arange(len(mine)) + (COMM.exscan(len(mine)) or 0)
+    keys, moved = distsort.sort_pairs(mine, values, descending=True, device_memory=budget)
+    rank = np.searchsorted(np.unique(everyone), everyone)  # each key's place among them
+    order = np.lexsort((np.arange(len(everyone)), -rank))  # descending, equal keys as given
+    np.testing.assert_array_equal(gathered(moved), order)
+    assert gathered(keys).tobytes() == everyone[order].tobytes()
