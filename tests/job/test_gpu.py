@@ -13,6 +13,7 @@ from helpers import (
     bool_or_time_order,
     everything,
     odd_values,
+    string_keys,
     structured_rows,
     tie_heavy,
 )
@@ -161,6 +162,22 @@ def test_gpu_structured_keys_sort_as_numpy_sorts_them(order, budget):
     assert everything(got).tobytes() == everyone[want].tobytes()
     positions = distsort.argsort(rows, order=order, backend="gpu", device_memory=budget)
     np.testing.assert_array_equal(everything(positions), want)
+
+
+@pytest.mark.parametrize("kind", ["S", "U", "V"])
+@pytest.mark.parametrize("budget", [None, "1MiB"])  # in memory, out of core
+def test_gpu_bytes_and_strings_sort_as_numpy_sorts_them(kind, budget):
+    """Bytes, unicode strings and raw void keys (NumPy arrays: CuPy has no such dtypes) sorted
+    on the GPUs as one field each, stably, both ways."""
+    keys = string_keys(kind, 100_000 + 999 * COMM.Get_rank(), COMM.Get_rank())
+    everyone = np.concatenate(COMM.allgather(keys.astype(keys.dtype.newbyteorder("="))))
+    want = np.argsort(everyone, kind="stable")
+    got = distsort.sort(keys, backend="gpu", device_memory=budget)
+    assert got.dtype == keys.dtype and everything(got).tobytes() == everyone[want].tobytes()
+    positions = distsort.argsort(keys, backend="gpu", device_memory=budget, descending=True)
+    rank = np.searchsorted(np.unique(everyone), everyone)
+    np.testing.assert_array_equal(everything(positions),
+                                  np.lexsort((np.arange(len(everyone)), -rank)))
 
 
 @pytest.mark.parametrize("n", [1 << 16, 1 << 24])
