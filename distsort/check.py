@@ -7,7 +7,8 @@ with the same integer operations on NumPy and CuPy arrays, so both give the same
 read in the machine's byte order, little-endian on every supported machine).
 
 Order follows the product rules through keys.py: NaN last in both orders, -0.0 equal to 0.0 (the
-canonical encoding), records by memcmp of their key prefix.
+canonical encoding), records by memcmp of their key prefix; structured rows, bytes and strings
+by their fields' byte keys (fields.py), on the host.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from itertools import repeat
 
 import numpy as np
 
+from . import fields
 from .cuda_source import CTYPES, load_module
 from .errors import DistsortError, agree
 from .io.formats import FileFormat, detect_format, ensure_file, is_npy, output_format
@@ -27,7 +29,7 @@ from .io.staging import load
 from .keys import UNSIGNED, NumericCodec, record_key_words, stand_ins
 from .local import clib
 from .mix import GOLDEN, mix64, splitmix64
-from .payload import stored
+from .payload import restored, stored
 from .workers import spread
 
 _CHUNK = 1 << 22  # rows hashed at a time: bounds the temporaries on the GPU
@@ -126,10 +128,15 @@ def _rows_sum(data, values, lo: int, hi: int, xp, step: int) -> int:
     return total
 
 
-def key_words(data, xp=np, descending: bool = False, key_size: int | None = None) -> list:
-    """Sort keys as unsigned words, most significant first, in the product's order."""
+def key_words(data, xp=np, descending: bool = False, key_size: int | None = None,
+              order=None) -> list:
+    """Sort keys as unsigned words, most significant first, in the product's order (rows that
+    sort by their fields: by order's fields first, on the host)."""
     if data.ndim == 2:
         return record_key_words(data, key_size or data.shape[1], xp, descending)
+    if fields.by_fields(data.dtype):
+        key = fields.keyed(data, order, descending, [])[0]
+        return record_key_words(key, key.shape[1], xp, False)
     stand = stand_ins(data.dtype, descending)
     if stand is not None:
         data, descending = stand.encode(data), stand.sort_descending
@@ -231,22 +238,24 @@ class Summary:
         self.count_in += int(data.shape[0])
         self.checksum_in = (self.checksum_in + checksum(data, xp, values)) % 2**64
 
-    def add_output(self, data, xp, descending: bool, key_size: int | None, values=None) -> None:
-        """Feed the next piece of this rank's output, in order."""
+    def add_output(self, data, xp, descending: bool, key_size: int | None, values=None,
+                   order=None) -> None:
+        """Feed the next piece of this rank's output, in order (order: key_words')."""
         self.descending = descending
         if len(data):
-            self._ordered(key_words(data, xp, descending, key_size), xp,
+            self._ordered(key_words(data, xp, descending, key_size, order), xp,
                           lambda i: _element(data, i))
         self.count_out += int(data.shape[0])
         self.checksum_out = (self.checksum_out + checksum(data, xp, values)) % 2**64
 
-    def add_positions(self, keys: np.ndarray, positions: np.ndarray, descending: bool) -> None:
+    def add_positions(self, keys: np.ndarray, positions: np.ndarray, descending: bool,
+                      order=None) -> None:
         """Feed the next piece of an argsort's output (host arrays): its input positions, and
         the input's keys at them, which must ascend in the product's order, ties by position
         (argsort is stable). The checksum is the positions': a permutation of the input's."""
         self.descending = descending
         if len(positions):
-            words = key_words(keys, np, descending) + [positions.astype(np.uint64)]
+            words = key_words(keys, np, descending, order=order) + [positions.astype(np.uint64)]
             self._ordered(words, np, lambda i: f"{_element(keys, i)} (input position "
                                                f"{positions[i]})")
         self.count_out += len(positions)
@@ -421,11 +430,13 @@ def open_files(input_path, output_path, fmt: FileFormat | None, values: tuple | 
 
 def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
               descending: bool = False, chunk: int = 1 << 24, xp=np,
-              values: tuple | None = None, values_format: tuple = (None, None)) -> Verdict:
+              values: tuple | None = None, values_format: tuple = (None, None),
+              order=None) -> Verdict:
     """Collective (`python -m distsort check IN OUT`): each rank reads an even share of both files
     (in pieces of `chunk` elements) and the shares are checked together as by verify, on xp's
-    device. values: the paths of the input's values and of the output's (`sort --values`):
-    each value is hashed with its key, so a value that left its key fails the check."""
+    device (rows that sort by their fields: on the host, by order's fields first). values: the
+    paths of the input's values and of the output's (`sort --values`): each value is hashed
+    with its key, so a value that left its key fails the check."""
     src, dst, *paired = agree(comm, lambda: open_files(input_path, output_path, fmt, values,
                                                        values_format))
     problem = _mismatch(output_path, dst.fmt, src.fmt)  # alike on every rank: the same files
@@ -437,7 +448,8 @@ def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
     # the files hold bool and time keys as their bits: the host checks the keys themselves, a
     # device (which has no such dtypes) their stand-ins
     kind = xp is not np and src.fmt.stand_ins(descending)
-    order = kind.sort_descending if kind else descending
+    direction = kind.sort_descending if kind else descending
+    xp = np if src.fmt.structured else xp  # their byte keys are made on the host
 
     def summarize() -> Summary:
         mine = Summary()
@@ -450,14 +462,17 @@ def run_check(comm, input_path, output_path, fmt: FileFormat | None = None, *,
                 if side == 0:
                     mine.add_input(piece, xp, vals)
                 else:
-                    mine.add_output(piece, xp, order, src.fmt.key_size, vals)
+                    mine.add_output(piece, xp, direction, src.fmt.key_size, vals, order)
         return mine
 
     return combine(comm, agree(comm, summarize))
 
 
 def _as_keys(piece, fmt: FileFormat):
-    """A host piece of a keys file as its keys (bool and time keys are loaded as their bits)."""
+    """A host piece of a keys file as its keys (bool and time keys are loaded as their bits,
+    rows that sort by their fields as their bytes)."""
+    if fmt.structured:
+        return restored(piece, fmt.empty_like())
     if fmt.kind == "records" or piece.dtype == fmt.native_dtype:
         return piece
     return piece.view(fmt.native_dtype)
@@ -479,7 +494,7 @@ def _values_file(path, keys, dtype=None, record_size=None, like: FileFormat | No
 
 
 def run_argsort_check(comm, input_path, positions_path, fmt: FileFormat | None = None, *,
-                      descending: bool = False, chunk: int = 1 << 22) -> Verdict:
+                      descending: bool = False, chunk: int = 1 << 22, order=None) -> Verdict:
     """Collective (`check IN POS --argsort`): is POS (int64) a stable argsort of IN? Its
     positions must be a permutation of 0..n-1 (count and checksum) and the input's keys at
     them must ascend, ties by position. On the host: the keys are gathered from the input
@@ -508,7 +523,7 @@ def run_argsort_check(comm, input_path, positions_path, fmt: FileFormat | None =
         for piece in _loaded(pos, *rank_range(pos.count, rank, size), chunk, np):
             inside = np.clip(piece, 0, max(n - 1, 0))  # others fail the checksum
             taken = keys[inside] if n else keys[:0]
-            mine.add_positions(taken.astype(src.fmt.native_dtype), piece, descending)
+            mine.add_positions(taken.astype(src.fmt.native_dtype), piece, descending, order)
         return mine
 
     return combine(comm, agree(comm, summarize))

@@ -337,6 +337,8 @@ def _check_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--argsort", action="store_true",
                    help="OUTPUT holds positions (sort --argsort): a permutation of the input's, "
                         "its keys in order, ties in input order (stable)")
+    p.add_argument("--order", type=_field_names, metavar="FIELD[,FIELD...]",
+                   help="a structured .npy: the fields it was sorted by first (as for sort)")
     p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="where to check (default: GPUs when every rank has one)")
     p.set_defaults(func=commands.check)

@@ -358,17 +358,18 @@ def check(args, comm) -> int:
     if args.stable and not args.values:
         agree(comm, _stable_needs_values)
     agree(comm, lambda: _values_options_alone(args, ("values_dtype", "values_record_size")))
-    agree(comm, lambda: _not_structured(args.input))
+    agree(comm, lambda: _fields_options(args))
     values_format = (args.values_dtype, args.values_record_size)  # raw values files' format
     xp = agree(comm, lambda: array_module(comm, args.backend))  # a GPU where every rank has one
     use_threads(threads_for(node_place(comm)[1]))
     with phase(SortReport(rank=comm.Get_rank()), "check", HostClock()):  # watched
         if args.argsort:
             verdict = run_argsort_check(comm, args.input, args.output, fmt,
-                                        descending=args.descending)
+                                        descending=args.descending, order=args.order)
         else:
             verdict = run_check(comm, args.input, args.output, fmt, descending=args.descending,
-                                xp=xp, values=args.values, values_format=values_format)
+                                xp=xp, values=args.values, values_format=values_format,
+                                order=args.order)
         ok, message = verdict.ok, verdict.message
         if ok and args.stable:
             ok, stable = stability.check_files(comm, args.input, args.output, fmt, args.values,
@@ -380,12 +381,16 @@ def check(args, comm) -> int:
     return 0 if ok else 1
 
 
-def _not_structured(path: str) -> None:
-    """check compares keys, records and positions; structured rows are checked by their
-    fields as they are sorted (sort --order ... --verify)."""
-    if is_npy(path) and detect_format(path).structured:
-        raise DistsortError(f"{path} holds rows that sort by their fields (structured, bytes "
-                            "or strings): check them as they are sorted, with sort --verify")
+def _fields_options(args) -> None:
+    """--order names fields of a structured .npy; --stable checks numeric keys (rows that sort
+    by their fields always sort stably)."""
+    fmt = detect_format(args.input) if is_npy(args.input) else None
+    by_fields = fmt is not None and fmt.structured
+    if args.order and not (by_fields and fmt.dtype.names):
+        raise DistsortError(f"--order names fields: {args.input} is not a structured .npy")
+    if args.stable and by_fields:
+        raise DistsortError(f"--stable checks numeric keys with their values; {args.input} "
+                            "holds rows that sort by their fields, which always sort stably")
 
 
 def _stable_needs_values() -> None:

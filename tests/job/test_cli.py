@@ -296,14 +296,24 @@ def test_a_structured_file_sorts_by_its_fields(tmp_path, budget):
     np.save(tmp_path / "plain.npy", np.arange(10))
     run = distsort("sort", "plain.npy", "-o", "q.npy", "--order", "a", cwd=tmp_path)
     assert run.returncode != 0 and run.stderr.count("--order names fields") == 1
-    run = distsort("check", "s.npy", "t.npy", cwd=tmp_path)
-    assert run.returncode != 0 and run.stderr.count("sort by their fields") == 1
+    run = distsort("check", "s.npy", "t.npy", "--order", "a,b", cwd=tmp_path)
+    assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr
+    run = distsort("check", "s.npy", "p.npy", "--order", "t", "--argsort", cwd=tmp_path)
+    assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr
+    run = distsort("check", "s.npy", "t.npy", "--order", "t", cwd=tmp_path)  # another order
+    assert run.returncode == 1 and "FAILED: out of order" in run.stdout
+    for args, says in [(["plain.npy", "q.npy", "--order", "a"], "--order names fields"),
+                       (["s.npy", "t.npy", "--stable", "--values", "s.npy", "t.npy"],
+                        "always sort stably")]:
+        run = distsort("check", *args, cwd=tmp_path)
+        assert run.returncode == 2 and run.stderr.count(says) == 1, run.stderr
 
 
 @pytest.mark.parametrize("kind", ["S", "U"])
 def test_files_of_bytes_and_strings_sort_as_numpy_sorts_them(tmp_path, kind):
     """`sort --verify`, `--descending` and `--argsort` of a .npy of bytes or unicode strings
-    (fields.py: one field each)."""
+    (fields.py: one field each), and `check` of each output: OK as sorted, FAILED for the other
+    direction or a changed byte."""
     keys = string_keys(kind, 30000, 5)
     np.save(tmp_path / "w.npy", keys)
     for extra, want in [(["--verify"], np.sort(keys, kind="stable")),
@@ -313,6 +323,19 @@ def test_files_of_bytes_and_strings_sort_as_numpy_sorts_them(tmp_path, kind):
         assert run.returncode == 0, run.stderr
         got = np.load(tmp_path / "o.npy")
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), extra
+        how = [x for x in extra if x != "--verify"]
+        run = distsort("check", "w.npy", "o.npy", *how, cwd=tmp_path)
+        assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr
+        if how != ["--argsort"]:
+            other = [] if how else ["--descending"]
+            run = distsort("check", "w.npy", "o.npy", *other, cwd=tmp_path)
+            assert run.returncode == 1 and "FAILED: out of order" in run.stdout
+    np.save(tmp_path / "o.npy", np.sort(keys))
+    changed = np.load(tmp_path / "o.npy")
+    changed[-1] += "x" if kind == "U" else b"\x01"  # the largest, one more character: in order
+    np.save(tmp_path / "o.npy", changed)
+    run = distsort("check", "w.npy", "o.npy", cwd=tmp_path)
+    assert run.returncode == 1 and "checksum" in run.stdout and "out of order" not in run.stdout
 
 
 def test_default_job_sorts_and_validates():
