@@ -229,13 +229,16 @@ def _by_fields(keys, carried: list, order, descending: bool, comm, backend, repo
     """Structured keys' rows sorted by their fields (fields.py): the carried arrays (host, one
     row per key) in that order, as byte records behind the fields' key; in the caller's out
     arrays where given."""
-    records, key_size = fields.keyed(keys, order, descending, carried)
+    comm = comm if comm is not None else MPI.COMM_WORLD
+    widths = {name: comm.allreduce(width, op=MPI.MAX)  # every rank's keys of one width
+              for name, width in fields.char_bytes(keys).items()}
+    records, key_size = fields.keyed(keys, order, descending, carried, widths)
     out = sort_records(records, key_size, comm, backend=backend, report=report,
                        device_memory=device_memory)
     ends = np.cumsum([key_size] + [row_bytes(c) for c in carried])
     rows = [np.ascontiguousarray(out[:, a:b]).view(c.dtype).reshape((-1,) + c.shape[1:])
             for a, b, c in zip(ends[:-1], ends[1:], carried)]
-    return _into(comm if comm is not None else MPI.COMM_WORLD, outs, rows)
+    return _into(comm, outs, rows)
 
 
 def _stand_ins(keys, descending: bool) -> tuple:

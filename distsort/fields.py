@@ -46,12 +46,30 @@ def _one_field(dtype: np.dtype) -> np.dtype:
     return dtype if dtype.names is not None else np.dtype([("key", dtype)])
 
 
-def keyed(rows: np.ndarray, order, descending: bool, carried: list) -> tuple[np.ndarray, int]:
+def keyed(rows: np.ndarray, order, descending: bool, carried: list,
+          char_bytes: dict | None = None) -> tuple[np.ndarray, int]:
     """(n, key_size + carried bytes) uint8 byte records: each row's key (its fields' codes)
-    followed by the bytes of its row of every carried array; and key_size."""
+    followed by the bytes of its row of every carried array; and key_size. char_bytes: the
+    bytes a character of each unicode field takes in the key (default 4; see char_bytes)."""
     fielded = rows.view(_one_field(rows.dtype))
-    key = encode(fielded, key_fields(fielded.dtype, order), descending)
+    key = encode(fielded, key_fields(fielded.dtype, order), descending, char_bytes or {})
     return np.concatenate([key] + [rows_as_bytes(a) for a in carried], axis=1), key.shape[1]
+
+
+def char_bytes(rows: np.ndarray) -> dict[str, int]:
+    """For each unicode field of rows (bytes and strings: their one field), the fewest bytes
+    that hold every character's code point here (1, 2, 3 or 4), so that its key is that much
+    shorter: ASCII text's key is its length in bytes, not four times it. The ranks of a sort
+    take the largest (a collective's work), and every row's key the same width."""
+    fielded = rows.view(_one_field(rows.dtype))
+    widths = {}
+    for name in fielded.dtype.names:
+        values = fielded[name]
+        if values.dtype.kind == "U" and values.dtype.itemsize:
+            native = values.astype(values.dtype.newbyteorder("="), copy=False)
+            top = int(np.ascontiguousarray(native).view(np.uint32).max(initial=0))
+            widths[name] = next(b for b in (1, 2, 3, 4) if top < 1 << (8 * b) or b == 4)
+    return widths
 
 
 def key_fields(dtype: np.dtype, order) -> list[str]:
@@ -83,17 +101,21 @@ def key_fields(dtype: np.dtype, order) -> list[str]:
     return fields
 
 
-def encode(records: np.ndarray, fields: list[str], descending: bool) -> np.ndarray:
+def encode(records: np.ndarray, fields: list[str], descending: bool,
+           char_bytes: dict | None = None) -> np.ndarray:
     """(n, key_size) uint8: every row's key, the fields' big-endian codes side by side; fields
-    of no bytes (S0, U0, V0: every row equal) only, one zero byte (a key is never empty)."""
-    codes = [_field_bytes(records[name], descending) for name in fields]
+    of no bytes (S0, U0, V0: every row equal) only, one zero byte (a key is never empty).
+    char_bytes: as keyed's."""
+    widths = char_bytes or {}
+    codes = [_field_bytes(records[name], descending, widths.get(name, 4)) for name in fields]
     if not sum(c.shape[1] for c in codes):
         return np.zeros((len(records), 1), np.uint8)
     return np.concatenate(codes, axis=1)
 
 
-def _field_bytes(values: np.ndarray, descending: bool) -> np.ndarray:
-    """(n, width) uint8: one field's codes, big-endian, ascending in the wanted order."""
+def _field_bytes(values: np.ndarray, descending: bool, char_bytes: int = 4) -> np.ndarray:
+    """(n, width) uint8: one field's codes, big-endian, ascending in the wanted order (unicode:
+    the low char_bytes bytes of each code point, which hold all of them)."""
     kind, n = values.dtype.kind, len(values)
     if values.dtype.itemsize == 0:  # S0, U0, V0: no bytes to compare (NumPy's view cannot
         return np.zeros((n, 0), np.uint8)  # make rows of them)
@@ -107,6 +129,10 @@ def _field_bytes(values: np.ndarray, descending: bool) -> np.ndarray:
         native = values.astype(values.dtype.newbyteorder("="), copy=False)
         codes = np.ascontiguousarray(native).view(np.uint32).reshape(n, values.dtype.itemsize // 4)
         codes = ~codes if descending else codes
+        if char_bytes < 4:  # the high bytes, zero (complemented: all ones) in every row
+            chars = values.dtype.itemsize // 4
+            big = codes.astype(">u4").view(np.uint8).reshape(n, chars, 4)[:, :, 4 - char_bytes:]
+            return np.ascontiguousarray(big).reshape(n, chars * char_bytes)
     else:  # "S", "V": bytes, as memcmp compares them
         codes = np.ascontiguousarray(values).view(np.uint8).reshape(n, values.dtype.itemsize)
         codes = ~codes if descending else codes

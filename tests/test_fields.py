@@ -82,3 +82,30 @@ def test_bytes_strings_and_void_keys_are_keyed_as_one_field_in_numpys_order(kind
 def test_what_sorts_by_fields_and_what_not(dtype, order, match):
     with pytest.raises(DistsortError, match=match):
         fields.sortable(dtype, order)
+
+
+@pytest.mark.parametrize("alphabet, width", [("ab ~", 1), ("a\u00e9\u0101", 2),
+                                             ("a\u4e00\uffff", 2), ("a\U0001f600", 3), ("", 1)])
+@pytest.mark.parametrize("descending", [False, True])
+def test_unicode_keys_as_short_as_their_code_points_keep_numpys_order(alphabet, width,
+                                                                       descending):
+    """A unicode field's key holds each code point in the fewest bytes that hold them all
+    (char_bytes), and orders rows as the full four bytes do."""
+    rng = np.random.default_rng(len(alphabet))
+    words = [''.join(rng.choice(list(alphabet), rng.integers(0, 4))) if alphabet else ""
+             for _ in range(3000)]
+    keys = np.array(words, dtype="U3")
+    widths = fields.char_bytes(keys)
+    assert widths == {"key": width}
+    records, key_size = fields.keyed(keys, None, descending, [keys], widths)
+    assert key_size == 3 * width
+    got = records[memcmp_order(records[:, :key_size])][:, key_size:].copy().view(keys.dtype)
+    want = np.sort(keys, kind="stable")
+    np.testing.assert_array_equal(got.ravel(), want[::-1] if descending else want)
+
+
+def test_no_rows_of_unicode_keys_of_any_width():
+    none = np.empty(0, "U3")
+    for width in (1, 2, 3, 4):
+        records, key_size = fields.keyed(none, None, False, [none], {"key": width})
+        assert records.shape == (0, 3 * width + 12) and key_size == 3 * width

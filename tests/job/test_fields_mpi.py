@@ -100,3 +100,14 @@ def test_bytes_strings_and_void_keys_sort_as_numpy_sorts_them(kind, budget):
     order = np.lexsort((np.arange(len(everyone)), -rank))  # descending, equal keys as given
     np.testing.assert_array_equal(gathered(moved), order)
     assert gathered(keys).tobytes() == everyone[order].tobytes()
+
+
+def test_unicode_keys_of_narrow_code_points_on_some_ranks_only():
+    """The key's bytes a character are every rank's widest (an ASCII rank's rows meet another's
+    wider ones in one order)."""
+    alphabet = ["a", "b", ""] if COMM.Get_rank() == 0 else ["a", "\u00e9", "\U0001f600", ""]
+    rng = np.random.default_rng(COMM.Get_rank())
+    mine = np.array([''.join(rng.choice(alphabet, 3)) for _ in range(1000)], dtype="U3")
+    everyone = np.concatenate(COMM.allgather(mine))
+    shard = distsort.sort(mine, backend="cpu")
+    np.testing.assert_array_equal(gathered(shard), np.sort(everyone, kind="stable"))
