@@ -226,9 +226,9 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
 
 def _by_fields(keys, carried: list, order, descending: bool, comm, backend, report,
                device_memory, outs: list | None) -> list:
-    """Structured keys' rows sorted by their fields (fields.py): the carried arrays (host, one
-    row per key) in that order, as byte records behind the fields' key; in the caller's out
-    arrays where given."""
+    """Rows sorted by their fields (fields.py: structured keys, bytes and strings): the carried
+    arrays (host, one row per key) in that order, as byte records behind the fields' key; in
+    the caller's out arrays where given."""
     comm = comm if comm is not None else MPI.COMM_WORLD
     widths = {name: comm.allreduce(width, op=MPI.MAX)  # every rank's keys of one width
               for name, width in fields.char_bytes(keys).items()}

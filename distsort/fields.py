@@ -52,7 +52,7 @@ def keyed(rows: np.ndarray, order, descending: bool, carried: list,
     followed by the bytes of its row of every carried array; and key_size. char_bytes: the
     bytes a character of each unicode field takes in the key (default 4; see char_bytes)."""
     fielded = rows.view(_one_field(rows.dtype))
-    key = encode(fielded, key_fields(fielded.dtype, order), descending, char_bytes or {})
+    key = encode(fielded, key_fields(fielded.dtype, order), descending, char_bytes)
     return np.concatenate([key] + [rows_as_bytes(a) for a in carried], axis=1), key.shape[1]
 
 
@@ -68,7 +68,7 @@ def char_bytes(rows: np.ndarray) -> dict[str, int]:
         if values.dtype.kind == "U" and values.dtype.itemsize:
             native = values.astype(values.dtype.newbyteorder("="), copy=False)
             top = int(np.ascontiguousarray(native).view(np.uint32).max(initial=0))
-            widths[name] = next(b for b in (1, 2, 3, 4) if top < 1 << (8 * b) or b == 4)
+            widths[name] = next((b for b in (1, 2, 3) if top >> (8 * b) == 0), 4)
     return widths
 
 
