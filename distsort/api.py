@@ -60,8 +60,8 @@ def sort(keys, comm=None, *, descending: bool = False, stable: bool = False,
                                      [keys_check(keys, order)], _listed(out), [(keys.dtype, ())],
                                      device_memory, report))
     if fields.by_fields(keys.dtype):
-        rows = _by_fields(native(keys), [native(keys)], order, descending, comm, backend, report,
-                          device_memory, outs)
+        rows = _by_fields(native(keys), [], order, descending, comm, backend, report,
+                          device_memory, outs, keys_back=True)
         return _as_given(rows[0], keys.dtype, outs)
     codes, direction, stand = _stand_ins(native(keys), descending)
     keys_out, _ = _sort_numeric(codes, None, comm, direction, stable, backend, report,
@@ -94,8 +94,9 @@ def sort_pairs(keys, values, comm=None, *, descending: bool = False, stable: boo
                                      [keys_check(keys, order), rows_match], out, like,
                                      device_memory, report))
     if fields.by_fields(keys.dtype):
-        keys_out, values_out = _by_fields(native(keys), [native(keys), native(values)], order,
-                                          descending, comm, backend, report, device_memory, outs)
+        keys_out, values_out = _by_fields(native(keys), [native(values)], order, descending,
+                                          comm, backend, report, device_memory, outs,
+                                          keys_back=True)
         return _as_given(keys_out, keys.dtype, outs), values_out
     if outs is not None:
         outs[1] = stored(outs[1], into=True)  # a view of the caller's array, if the values
@@ -224,20 +225,25 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
     return keys_out, values_out
 
 
-def _by_fields(keys, carried: list, order, descending: bool, comm, backend, report,
-               device_memory, outs: list | None) -> list:
-    """Rows sorted by their fields (fields.py: structured keys, bytes and strings): the carried
-    arrays (host, one row per key) in that order, as byte records behind the fields' key; in
-    the caller's out arrays where given."""
+def _by_fields(keys, others: list, order, descending: bool, comm, backend, report,
+               device_memory, outs: list | None, keys_back: bool = False) -> list:
+    """Rows sorted by their fields (fields.py: structured keys, bytes and strings): the keys
+    where keys_back, then the other arrays (host, one row per key), in that order, as byte
+    records behind the fields' key; in the caller's out arrays where given. Bytes and strings
+    come back from their key (fields.decoded); structured rows travel beside it."""
     comm = comm if comm is not None else MPI.COMM_WORLD
     widths = {name: comm.allreduce(width, op=MPI.MAX)  # every rank's keys of one width
               for name, width in fields.char_bytes(keys).items()}
+    decoded = keys_back and keys.dtype.names is None
+    carried = ([keys] if keys_back and not decoded else []) + others
     records, key_size = fields.keyed(keys, order, descending, carried, widths)
     out = sort_records(records, key_size, comm, backend=backend, report=report,
                        device_memory=device_memory)
     ends = np.cumsum([key_size] + [row_bytes(c) for c in carried])
     rows = [np.ascontiguousarray(out[:, a:b]).view(c.dtype).reshape((-1,) + c.shape[1:])
             for a, b, c in zip(ends[:-1], ends[1:], carried)]
+    if decoded:
+        rows.insert(0, fields.decoded(out[:, :key_size], keys.dtype, descending, widths))
     return _into(comm, outs, rows)
 
 

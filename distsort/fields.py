@@ -72,6 +72,21 @@ def char_bytes(rows: np.ndarray) -> dict[str, int]:
     return widths
 
 
+def decoded(key: np.ndarray, dtype: np.dtype, descending: bool,
+            char_bytes: dict | None = None) -> np.ndarray:
+    """Bytes, unicode strings or raw void keys of dtype (native byte order) from their keys
+    ((n, key bytes) uint8, as keyed made them with these char_bytes): a key is its row's
+    bytes, or its code points', coded again, so no row need travel beside it."""
+    n = len(key)
+    raw = ~key if descending else key
+    if dtype.kind == "U":
+        chars, width = dtype.itemsize // 4, (char_bytes or {}).get("key", 4)
+        points = np.zeros((n, chars, 4), np.uint8)  # big-endian, the high bytes zero
+        points[:, :, 4 - width:] = raw.reshape(n, chars, width)
+        raw = points.view(">u4").reshape(n, chars).astype(np.uint32)
+    return np.ascontiguousarray(raw).view(dtype.newbyteorder("=")).reshape(n)
+
+
 def key_fields(dtype: np.dtype, order) -> list[str]:
     """The fields a structured dtype sorts by: those named in order (a name, a list of names or
     None), then the others in the dtype's order. DistsortError for an unknown name or a field
