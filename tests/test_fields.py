@@ -109,3 +109,14 @@ def test_no_rows_of_unicode_keys_of_any_width():
     for width in (1, 2, 3, 4):
         records, key_size = fields.keyed(none, None, False, [none], {"key": width})
         assert records.shape == (0, 3 * width + 12) and key_size == 3 * width
+
+
+@pytest.mark.parametrize("kind", ["S", "U", "V"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_bytes_and_strings_come_back_from_their_keys_bit_for_bit(kind, descending):
+    keys = string_keys(kind, 2000, 3)  # unicode: big-endian
+    widths = fields.char_bytes(keys)
+    key, key_size = fields.keyed(keys, None, descending, [], widths)
+    back = fields.decoded(key, keys.dtype, descending, widths)
+    assert key_size == key.shape[1] and back.dtype == keys.dtype.newbyteorder("=")
+    np.testing.assert_array_equal(back, keys)
