@@ -81,9 +81,10 @@ def decoded(key: np.ndarray, dtype: np.dtype, descending: bool,
     raw = ~key if descending else key
     if dtype.kind == "U":
         chars, width = dtype.itemsize // 4, (char_bytes or {}).get("key", 4)
-        points = np.zeros((n, chars, 4), np.uint8)  # big-endian, the high bytes zero
-        points[:, :, 4 - width:] = raw.reshape(n, chars, width)
-        raw = points.view(">u4").reshape(n, chars).astype(np.uint32)
+        parts = raw.reshape(n, chars, width)  # each code point's bytes, most significant first
+        raw = parts[:, :, 0].astype(np.uint32)
+        for i in range(1, width):
+            raw = (raw << np.uint32(8)) | parts[:, :, i]
     return np.ascontiguousarray(raw).view(dtype.newbyteorder("=")).reshape(n)
 
 
@@ -144,10 +145,11 @@ def _field_bytes(values: np.ndarray, descending: bool, char_bytes: int = 4) -> n
         native = values.astype(values.dtype.newbyteorder("="), copy=False)
         codes = np.ascontiguousarray(native).view(np.uint32).reshape(n, values.dtype.itemsize // 4)
         codes = ~codes if descending else codes
-        if char_bytes < 4:  # the high bytes, zero (complemented: all ones) in every row
-            chars = values.dtype.itemsize // 4
-            big = codes.astype(">u4").view(np.uint8).reshape(n, chars, 4)[:, :, 4 - char_bytes:]
-            return np.ascontiguousarray(big).reshape(n, chars * char_bytes)
+        if char_bytes < 4:  # the low bytes, most significant first (the others are the same
+            # in every row: zero, complemented all ones)
+            shifts = np.arange(8 * (char_bytes - 1), -1, -8, dtype=np.uint32)
+            big = (codes[:, :, None] >> shifts).astype(np.uint8)
+            return big.reshape(n, codes.shape[1] * char_bytes)
     else:  # "S", "V": bytes, as memcmp compares them
         codes = np.ascontiguousarray(values).view(np.uint8).reshape(n, values.dtype.itemsize)
         codes = ~codes if descending else codes
