@@ -309,10 +309,9 @@ def record_key_words(records, key_size: int, xp, descending: bool = False) -> li
         if xp is not np:  # one kernel a word (keys.cu)
             words.append(_record_word_on_gpu(records, word_type, start, size, descending))
             continue
-        word = xp.zeros(records.shape[0], dtype=word_type)
-        for j in range(size):  # big-endian by arithmetic: NumPy's views keep the host's order
-            byte = records[:, start + j].astype(word_type)
-            word |= byte << word_type(8 * (width - 1 - j))
+        piece = np.zeros((records.shape[0], width), np.uint8)  # zero-padded on the right
+        piece[:, :size] = records[:, start:start + size]
+        word = piece.view(f">u{width}").reshape(-1).astype(word_type)  # big-endian, then ours
         words.append(~word if descending else word)
     return words
 
