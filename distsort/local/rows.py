@@ -15,11 +15,15 @@ ORDERS = {np.dtype(np.int64): "long long", np.dtype(np.int32): "int",
 
 
 def take(column, order):
-    """column[order] (rows). CuPy indexes element by element: records moved as bytes take
-    several times longer than as 4-byte words, and even those stay slow, so on the GPU wide
-    rows go by a kernel that copies several rows a warp at once
-    (rows.cu) and narrower rows of several elements as the widest words that divide them."""
-    if isinstance(column, np.ndarray) or column.ndim == 1 or not column.flags.c_contiguous:
+    """column[order] (rows). NumPy's take copies a row at once where indexing copies its
+    elements one by one (2^21 rows of 100 bytes: 0.13 s against 0.32; bench/RESULTS.md,
+    session 52). CuPy indexes element by element: records moved as bytes take several times
+    longer than as 4-byte words, and even those stay slow, so on the GPU wide rows go by a
+    kernel that copies several rows a warp at once (rows.cu) and narrower rows of several
+    elements as the widest words that divide them."""
+    if isinstance(column, np.ndarray):
+        return np.take(column, order, axis=0)
+    if column.ndim == 1 or not column.flags.c_contiguous:
         return column[order]
     row = column.itemsize * int(np.prod(column.shape[1:]))
     word = next((w for w in WORDS if row % w == 0), 1)
