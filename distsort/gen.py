@@ -276,9 +276,20 @@ def gen_format(path, dist: str, dtype=None, record_size=None, key_size=None) -> 
     gensort without record options means the benchmark's 100-byte records with 10-byte keys."""
     if dist == "gensort" and dtype is None and record_size is None and key_size is None:
         record_size, key_size = 100, 10
+    if dtype is not None and _kind(dtype) in ("S", "U", "V"):
+        raise DistsortError(f"--dtype {dtype}: gen makes numbers, bool and time keys and byte "
+                            "records, not bytes or strings (sort takes .npy files of those)")
     fmt = output_format(path, dtype=dtype, record_size=record_size, key_size=key_size)
     check_dist(dist, fmt)
     return fmt
+
+
+def _kind(dtype) -> str:
+    """A dtype's kind letter, or "" where the text names none (parse_dtype says why)."""
+    try:
+        return np.dtype(dtype).kind
+    except (TypeError, ValueError, SyntaxError):
+        return ""
 
 
 def gen_file(comm, path, count: int, fmt: FileFormat, dist: str, seed: int = 0, xp=np,
