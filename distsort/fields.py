@@ -25,13 +25,14 @@ def sortable(dtype: np.dtype, order=None) -> np.dtype:
     """dtype, if distsort sorts keys of it (structured ones, and bytes and strings, by their
     fields: order naming the first), else DistsortError; order names fields of structured
     keys only."""
-    if by_fields(dtype):
-        key_fields(_one_field(dtype), order if dtype.names is not None else None)
-        if dtype.itemsize == 0:
-            raise DistsortError(f"cannot sort keys of dtype {dtype}: its rows hold no bytes")
     if order is not None and dtype.names is None:
         raise DistsortError(f"order= names fields of structured keys; these are {dtype}")
-    return dtype if by_fields(dtype) else check_sortable(dtype)
+    if not by_fields(dtype):
+        return check_sortable(dtype)
+    key_fields(_one_field(dtype), order)
+    if dtype.itemsize == 0:
+        raise DistsortError(f"cannot sort keys of dtype {dtype}: its rows hold no bytes")
+    return dtype
 
 
 def by_fields(dtype: np.dtype) -> bool:
@@ -41,9 +42,12 @@ def by_fields(dtype: np.dtype) -> bool:
     return dtype.names is not None or dtype.kind in "SUV"
 
 
+ONE_FIELD = "key"  # the one field that bytes and strings are rows of
+
+
 def _one_field(dtype: np.dtype) -> np.dtype:
     """A structured dtype as it is; another as the dtype of rows of one field of it."""
-    return dtype if dtype.names is not None else np.dtype([("key", dtype)])
+    return dtype if dtype.names is not None else np.dtype([(ONE_FIELD, dtype)])
 
 
 def keyed(rows: np.ndarray, order, descending: bool, carried: list,
@@ -66,8 +70,7 @@ def char_bytes(rows: np.ndarray) -> dict[str, int]:
     for name in fielded.dtype.names:
         values = fielded[name]
         if values.dtype.kind == "U" and values.dtype.itemsize:
-            native = values.astype(values.dtype.newbyteorder("="), copy=False)
-            top = int(np.ascontiguousarray(native).view(np.uint32).max(initial=0))
+            top = int(_code_points(values).max(initial=0))
             widths[name] = next((b for b in (1, 2, 3) if top >> (8 * b) == 0), 4)
     return widths
 
@@ -80,7 +83,7 @@ def decoded(key: np.ndarray, dtype: np.dtype, descending: bool,
     n = len(key)
     raw = ~key if descending else key
     if dtype.kind == "U":
-        chars, width = dtype.itemsize // 4, (char_bytes or {}).get("key", 4)
+        chars, width = dtype.itemsize // 4, (char_bytes or {}).get(ONE_FIELD, 4)
         parts = raw.reshape(n, chars, width)  # each code point's bytes, most significant first
         raw = parts[:, :, 0].astype(np.uint32)
         for i in range(1, width):
@@ -142,8 +145,7 @@ def _field_bytes(values: np.ndarray, descending: bool, char_bytes: int = 4) -> n
         codes = stand.encode(np.ascontiguousarray(values).astype(stand.dtype, copy=False))
         codes = ~codes if stand.sort_descending else codes
     elif kind == "U":  # code points, which NumPy compares
-        native = values.astype(values.dtype.newbyteorder("="), copy=False)
-        codes = np.ascontiguousarray(native).view(np.uint32).reshape(n, values.dtype.itemsize // 4)
+        codes = _code_points(values)
         codes = ~codes if descending else codes
         if char_bytes < 4:  # the low bytes, most significant first (the others are the same
             # in every row: zero, complemented all ones)
@@ -155,6 +157,13 @@ def _field_bytes(values: np.ndarray, descending: bool, char_bytes: int = 4) -> n
         codes = ~codes if descending else codes
     big = codes.astype(codes.dtype.newbyteorder(">"), copy=False)
     return rows_as_bytes(big)
+
+
+def _code_points(values: np.ndarray) -> np.ndarray:
+    """(n, characters) uint32: the code points of unicode strings (of either byte order)."""
+    native = values.astype(values.dtype.newbyteorder("="), copy=False)
+    points = np.ascontiguousarray(native).view(np.uint32)
+    return points.reshape(len(values), values.dtype.itemsize // 4)
 
 
 def rows_as_bytes(array: np.ndarray) -> np.ndarray:
