@@ -4,18 +4,18 @@
     import distsort
     shard = distsort.sort(local_keys)          # this rank's piece of the global sorted order
 """
-# ruff: noqa: E402  (the command line's MPI settings must be set before api imports mpi4py)
+# ruff: noqa: E402  (the command line's settings must be set before api imports NumPy and mpi4py)
 
 import os as _os
 import sys as _sys
 
 from . import binding as _binding
 
-#: The Open MPI settings this process set itself (`info` tells them from the user's), before api
-#: starts MPI: only where it runs the command line (launch/README.md).
+#: The Open MPI and BLAS settings this process set itself (`info` tells them from the user's),
+#: before api imports NumPy and starts MPI: only where it runs the command line (launch/README.md).
 _COMMAND_LINE = _binding.runs_command_line(_sys.orig_argv)
-MPI_DEFAULTS_SET = _binding.mpi_defaults(_os.environ) if _COMMAND_LINE else {}
-_os.environ.update(MPI_DEFAULTS_SET)
+DEFAULTS_SET = _binding.command_line_defaults(_os.environ) if _COMMAND_LINE else {}
+_os.environ.update(DEFAULTS_SET)
 if _COMMAND_LINE:  # the GPU's start beside the imports below (gpu_start.py)
     from . import gpu_start as _gpu_start
 

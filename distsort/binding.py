@@ -244,6 +244,20 @@ def mpi_defaults(env: Mapping[str, str], home: str | None = None) -> dict[str, s
     return {name: value for name, value in chosen.items() if name not in env}
 
 
+#: Threads a rank's BLAS library may start, unless the user set them: OpenBLAS (NumPy's wheels)
+#: starts a thread per core as NumPy is imported, and distsort calls no BLAS routine. Those
+#: threads cost each rank 0.1 s of CPU time as it starts: four ranks on two cores waited 0.1-0.2
+#: s longer for them (bench/RESULTS.md, session 53).
+BLAS_DEFAULTS: dict[str, str] = {"OPENBLAS_NUM_THREADS": "1"}
+
+
+def command_line_defaults(env: Mapping[str, str], home: str | None = None) -> dict[str, str]:
+    """The variables distsort's command line sets in a rank before NumPy and MPI start:
+    mpi_defaults and BLAS_DEFAULTS, each only where env does not set it."""
+    blas = {name: value for name, value in BLAS_DEFAULTS.items() if name not in env}
+    return {**mpi_defaults(env, home), **blas}
+
+
 def _layer_in_params(home: str | None) -> bool:
     """Whether the user's Open MPI parameter file chooses a messaging layer (pml, btl); an
     unreadable file counts as one (nothing is overridden)."""

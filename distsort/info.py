@@ -24,7 +24,8 @@ from .errors import DistsortError
 
 #: Environment variables worth showing: they change how distsort, NCCL, UCX or the MPI behave.
 SECRETS = ("DISTSORT_TOKEN",)  # set or not, never their values
-ENV_PREFIXES = ("DISTSORT_", "NCCL_", "UCX_", "OMPI_MCA_", "MPIR_CVAR_", "CUDA_VISIBLE_DEVICES")
+ENV_PREFIXES = ("DISTSORT_", "NCCL_", "UCX_", "OMPI_MCA_", "MPIR_CVAR_", "CUDA_VISIBLE_DEVICES",
+                "OPENBLAS_")
 #: What Open MPI's mpirun hands every rank to find its daemon and its job (4.x; 5.x's PRRTE
 #: uses PMIX_ names): not the user's settings, some twenty lines of them, left out (the
 #: session folder's base, orte_tmpdir_base, and the binding, orte_bound_at_launch, stay).
@@ -73,9 +74,9 @@ def collect_info(comm=None) -> dict[str, Any]:
 def _setting_problem(name: str) -> str:
     """'' for a variable distsort reads and can read; else why not, for the env line (a typo
     in a name is otherwise ignored without a word); for a setting distsort made itself, so."""
-    from . import MPI_DEFAULTS_SET
+    from . import DEFAULTS_SET
 
-    if name in MPI_DEFAULTS_SET:
+    if name in DEFAULTS_SET:
         return "   <- distsort's default for this launch (launch/README.md)"
     if not name.startswith("DISTSORT_"):
         return ""

@@ -225,6 +225,14 @@ def test_mpi_defaults_leave_the_users_parameter_file_be(tmp_path, text, expected
     assert binding.mpi_defaults({}, home=str(tmp_path)) == expected
 
 
+@pytest.mark.parametrize(("env", "blas"), [
+    ({}, {"OPENBLAS_NUM_THREADS": "1"}),
+    ({"OPENBLAS_NUM_THREADS": "8"}, {}),  # the user's stands
+])
+def test_command_line_defaults_add_blas_threads_to_mpis(env, blas, tmp_path):
+    assert binding.command_line_defaults(env, home=str(tmp_path)) == {**ALONE, **blas}
+
+
 @pytest.mark.parametrize(
     ("argv", "command_line"),
     [

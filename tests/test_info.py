@@ -218,6 +218,8 @@ def test_info_command_runs(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "CUDA-aware" in result.stdout and "NCCL" in result.stdout
+    # the command line's own BLAS setting, made before NumPy was imported, and said to be its own
+    assert "OPENBLAS_NUM_THREADS=1   <- distsort's default" in result.stdout
 
 
 @pytest.mark.parametrize("backend, setting, want", [
@@ -262,7 +264,7 @@ def test_info_tells_distsorts_own_mpi_defaults_from_the_users(no_cupy, monkeypat
     """The Open MPI settings the command line set itself are marked so; the user's are not."""
     import distsort
 
-    monkeypatch.setattr(distsort, "MPI_DEFAULTS_SET", {"OMPI_MCA_pml": "ob1"})
+    monkeypatch.setattr(distsort, "DEFAULTS_SET", {"OMPI_MCA_pml": "ob1"})
     monkeypatch.setenv("OMPI_MCA_pml", "ob1")
     monkeypatch.setenv("OMPI_MCA_btl_tcp_if_include", "eth0")
     env = {line.split()[1].split("=")[0]: line for line in
