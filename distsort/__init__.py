@@ -25,8 +25,16 @@ from .api import argsort, sort, sort_pairs, sort_records
 from .errors import DistsortError
 from .outofcore.layout import shard_capacity
 from .runtime import bind_gpu, release
-from .service.client import Client
 
 __all__ = ["Client", "DistsortError", "argsort", "bind_gpu", "release", "shard_capacity", "sort",
            "sort_pairs", "sort_records"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """distsort.Client, imported when first asked for: a job needs no socket module."""
+    if name == "Client":
+        from .service.client import Client
+
+        return Client
+    raise AttributeError(f"module 'distsort' has no attribute {name!r}")

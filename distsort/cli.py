@@ -13,6 +13,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import functools
+import importlib
 import os
 import sys
 import threading
@@ -26,7 +27,6 @@ from .gen import DISTRIBUTIONS
 from .gpu_safety import out_of_memory_message
 from .memory import size_argument
 from .runtime import BACKENDS
-from .service import client, server
 
 DIST_HELP = f"key distribution: {', '.join(DISTRIBUTIONS)} (default uniform)"
 
@@ -190,25 +190,32 @@ def _service_parsers(command) -> None:
     _where(serve)
     serve.add_argument("--root", action="append", metavar="DIR", help="a folder the jobs may "
                        "read and write under (repeatable; default: the working folder)")
-    serve.set_defaults(func=server.serve, parse_job=parse_job)
+    serve.set_defaults(func=_service("server", "serve"), parse_job=parse_job)
     job = command("submit", "send a sort, gen or check job to a service; print what it printed")
     _where(job)
     job.add_argument("--no-wait", action="store_true", help="return once the job is queued")
     job.add_argument("job", nargs=argparse.REMAINDER, help="the command line, e.g. sort IN -o OUT")
-    job.set_defaults(func=client.submit)
-    for name, summary, run in (("status", "a service's running job, queue and last jobs",
-                                client.status),
-                               ("jobs", "a service's jobs, a line each: finished, running, "
-                                "queued", client.jobs),
-                               ("shutdown", "stop a service once its running job is done",
-                                client.shutdown)):
+    job.set_defaults(func=_service("client", "submit"))
+    for name, summary in (("status", "a service's running job, queue and last jobs"),
+                          ("jobs", "a service's jobs, a line each: finished, running, queued"),
+                          ("shutdown", "stop a service once its running job is done")):
         made = command(name, summary)
         _where(made)
-        made.set_defaults(func=run)
+        made.set_defaults(func=_service("client", name))
     cancel = command("cancel", "cancel a queued job, or stop the running one at its next phase")
     _where(cancel)
     cancel.add_argument("job", type=int, help="the job's number (submit and status show it)")
-    cancel.set_defaults(func=client.cancel)
+    cancel.set_defaults(func=_service("client", "cancel"))
+
+
+def _service(module: str, name: str):
+    """The function `name` of service.client or service.server, imported when a command calls
+    it: other commands import neither (their sockets: 5-8 ms of every rank's start)."""
+    def run(*args, **kwargs):
+        return getattr(importlib.import_module(f".service.{module}", __package__), name)(
+            *args, **kwargs)
+
+    return run
 
 
 def _where(p: argparse.ArgumentParser) -> None:

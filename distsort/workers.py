@@ -10,8 +10,10 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 MAX_THREADS = 16
 _pool: dict[str, ThreadPoolExecutor | int] = {"threads": 8}
@@ -43,6 +45,8 @@ def use_threads(threads: int) -> None:
 
 
 def _executor() -> ThreadPoolExecutor:
+    from concurrent.futures import ThreadPoolExecutor  # here: a rank of one thread needs none
+
     if "executor" not in _pool:
         _pool["executor"] = ThreadPoolExecutor(_pool["threads"], thread_name_prefix="distsort",
                                                initializer=unbind)

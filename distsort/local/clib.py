@@ -18,10 +18,6 @@ import ctypes
 import functools
 import hashlib
 import os
-import shlex
-import subprocess
-import sysconfig
-import tempfile
 
 import numpy as np
 
@@ -72,7 +68,6 @@ def pointer(array: np.ndarray, index: int = 0) -> ctypes.c_void_p:
 @functools.cache
 def library() -> ctypes.CDLL | None:
     text = b"".join(_read(path) for path in SOURCES + HEADERS)
-    compilers = [shlex.split(sysconfig.get_config_var("CC") or ""), ["cc"]]
     digest = hashlib.sha256(text + " ".join(FLAGS).encode()).hexdigest()[:16]
     name = f"cpu-{digest}.so"
     user = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
@@ -82,7 +77,7 @@ def library() -> ctypes.CDLL | None:
         if os.path.exists(os.path.join(folder, name)):
             return _load(os.path.join(folder, name))
     for folder in folders:
-        for compiler in filter(None, compilers):
+        for compiler in filter(None, _compilers()):
             built = _build(compiler, folder, name)
             if built:
                 return _load(built)
@@ -94,9 +89,22 @@ def _read(path: str) -> bytes:
         return f.read()
 
 
+def _compilers() -> list[list[str]]:
+    """The C compilers to try: Python's own (sysconfig's CC), then cc. Their modules are
+    imported here, where a process builds the library (a job that finds it built imports them
+    not: 5 ms of every rank's start)."""
+    import shlex
+    import sysconfig
+
+    return [shlex.split(sysconfig.get_config_var("CC") or ""), ["cc"]]
+
+
 def _build(compiler: list[str], folder: str, name: str) -> str | None:
     """Compile the sources into folder/name (by a temporary name, renamed: ranks may race);
     its path, or None where the compiler or the folder fails."""
+    import subprocess
+    import tempfile
+
     try:
         os.makedirs(folder, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=folder, prefix=".cpu-", suffix=".so")

@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import platform
-import tempfile
 import time
 
 import numpy as np
@@ -63,6 +62,8 @@ def measure_all() -> None:
     """Time every kind of sort in KINDS now and store the answers beside the C library, where
     every process on this machine reads them (`compile`); nothing where it cannot be written,
     or where this machine's answers are there already (delete the file to measure anew)."""
+    import tempfile  # here: a job that reads the answers writes none
+
     path = _store_path()
     if path is None or set(stored_answers()) >= {f"{k},{v}" for k, v in KINDS}:
         return

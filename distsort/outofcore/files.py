@@ -57,7 +57,8 @@ def sort_file(rt: Runtime, args, fmt: FileFormat, source: InputFile, values: Inp
             columns = [stand.bits(columns[0])] + columns[1:]
         behind.put(row, columns)
 
-    behind = WritesBehind(rt, write)
+    with phase(report, "write", HostClock()):  # its thread (and the module of threads)
+        behind = WritesBehind(rt, write)
     try:
         piecewise = file_source(rt, args, fmt, source, values, start, stop, check, stand)
         external_sort(rt, piecewise, budget, report, write=put)

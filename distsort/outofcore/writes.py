@@ -11,12 +11,15 @@ each round once its copy is done; on CPUs the thread writes the round's own arra
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..memory import host_empty
 from ..runtime import Runtime
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 SLOTS = 2  # rounds in flight: one written while the next comes down
 SPARE = 1.25  # a buffer made for a round holds this many times its rows: rounds vary a little
@@ -28,6 +31,8 @@ class WritesBehind:
     files are aborted (a write still running would copy into a closed file)."""
 
     def __init__(self, rt: Runtime, write: Callable[[int, list], None]):
+        from concurrent.futures import ThreadPoolExecutor  # here: in-memory jobs need none
+
         self.rt, self.write = rt, write
         gpu = rt.backend.name == "gpu"
         self.lane = rt.backend.copy_lane() if gpu else None
