@@ -102,8 +102,10 @@ class Grouping:
 def pushes(keys: np.ndarray, ranks: int) -> bool:
     """Does Grouping push these plain keys (a compiled library) to this many ranks
     (push.c's push_min_ranks to push_max_ranks)?"""
-    return (available(keys, ranks)
-            and clib.library().push_min_ranks() <= ranks <= clib.library().push_max_ranks())
+    if not available(keys, ranks):
+        return False
+    lib = clib.library()
+    return lib.push_min_ranks() <= ranks <= lib.push_max_ranks()
 
 
 def _push_passes(lib, keys: np.ndarray, offset: int, splitters: np.ndarray):

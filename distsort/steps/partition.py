@@ -62,9 +62,8 @@ def partition(rt: Runtime, columns: list, words: list, place: tuple[int, int, in
     send_displs = aligned_displacements(send_counts, rt.transport.align_rows)
     placed = _placed(order, send_counts, send_displs, rt)
     ahead = [] if own_key(columns, words) else [take(w, placed) for w in words]
-    low, top, _ = key_range(splitters, rt.comm.Get_rank(), words[0].dtype)
     return GroupedRows([take(c, placed) for c in columns], ahead, send_counts, send_displs,
-                   -(-total // p), outside_key(words[0].dtype, low, top))
+                   -(-total // p), _outside(splitters, rt.comm.Get_rank(), words[0].dtype))
 
 
 def codes_raw_numbers(rt: Runtime, columns: list, codec) -> bool:
@@ -112,9 +111,8 @@ def scattered(rt: Runtime, columns: list, offset: int, even_rows: int, splitters
     starts[rank] = landing[rank]
     rows = area + int(away.sum())
     grouped = grouping.place(starts, rows, max(rows, 2 * area) if len(columns) == 1 else rows)
-    low, top, _ = key_range(splitters, rank, grouping.word)
     return GroupedRows(grouped, [], send, starts, even_rows,
-                       outside_key(grouping.word, low, top), placed=(recv, landing))
+                       _outside(splitters, rank, grouping.word), placed=(recv, landing))
 
 
 def _pushes(rt: Runtime, columns: list) -> bool:
@@ -135,9 +133,8 @@ def _pushed(rt: Runtime, grouping, send: np.ndarray, placed: tuple, even_rows: i
     mine = (keys.ctypes.data + landing * keys.itemsize).astype(np.uint64)  # block q's, here
     pids, theirs = rt.transport.receivers(mine)
     agree(rt.comm, lambda: _push(grouping, pids, theirs))  # returns once every rank has written
-    low, top, _ = key_range(splitters, rank, grouping.word)
     return GroupedRows([keys], [], send, displacements(send), even_rows,
-                       outside_key(grouping.word, low, top), placed=placed, pushed=True)
+                       _outside(splitters, rank, grouping.word), placed=placed, pushed=True)
 
 
 def _push(grouping, pids: list[int], addresses: np.ndarray) -> None:
@@ -165,9 +162,14 @@ def sorted_first(rt: Runtime, columns: list, offset: int, even_rows: int,
     ends = np.array([_rows_before(ordered[0], keys, offset, s) for s in splitters]
                     + [len(keys)], dtype=np.int64)
     counts = np.diff(ends, prepend=0)
-    low, top, _ = key_range(splitters, rt.comm.Get_rank(), keys.dtype)
     return GroupedRows(ordered, [], counts, displacements(counts), even_rows,
-                   outside_key(keys.dtype, low, top), runs=True)
+                       _outside(splitters, rt.comm.Get_rank(), keys.dtype), runs=True)
+
+
+def _outside(splitters: np.ndarray, rank: int, dtype) -> tuple | None:
+    """outside_key of rank's key range (GroupedRows.outside)."""
+    low, top, _ = key_range(splitters, rank, dtype)
+    return outside_key(dtype, low, top)
 
 
 def _rows_before(ordered: np.ndarray, keys: np.ndarray, offset: int, splitter) -> int:
