@@ -151,9 +151,12 @@ def first_disorder(words, xp=np) -> int | None:
     if len(words) == 1 and _is_cupy(xp):
         return _device_first_descent(words[0])
     kernel = _host_descent(words)
-    if kernel is not None:
-        i = kernel(clib.pointer(words[0]), n)
-        return None if i < 0 else int(i)
+    if kernel is not None:  # pieces of pairs on the rank's threads, as the checksum's rows
+        def piece(lo: int, hi: int) -> int | None:  # pairs [lo, hi): rows lo to hi
+            i = kernel(clib.pointer(words[0], lo), hi + 1 - lo)
+            return None if i < 0 else lo + int(i)
+
+        return next((i for i in spread(piece, n - 1, _HOST_TASK) if i is not None), None)
     bad = xp.zeros(n - 1, dtype=bool)
     equal = xp.ones(n - 1, dtype=bool)
     for w in words:

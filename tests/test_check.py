@@ -165,6 +165,29 @@ def test_the_c_kernel_finds_the_first_descent_as_numpy_s_steps_do(dtype):
             assert got == (min(places) if places else None)
 
 
+def test_the_threads_pieces_find_the_first_descent_across_their_edges(monkeypatch):
+    """The order check's pieces of pairs on several threads: a descent at a piece's last pair
+    (which reads the next piece's first row), at its first, in two pieces (the first reported)."""
+    from distsort import workers
+
+    if check._host_descent([np.zeros(2, np.uint32)]) is None:
+        pytest.skip("no C compiler here to build the C kernels")
+    monkeypatch.setattr(check, "_HOST_TASK", 1000)
+    before = workers.threads()
+    workers.use_threads(3)
+    try:
+        n = 10_000
+        for places in ([], [999], [1000], [999, 5000], [7000, 2500], [n - 2]):
+            codes = np.arange(n, dtype=np.uint32)
+            codes[places] = np.uint32(2**32 - 1)
+            assert first_disorder([codes]) == (min(places) if places else None), places
+        codes = np.arange(n, dtype=np.uint32)
+        codes[1000] = 0  # row 1000 below row 999: pair 999, the first piece's last
+        assert first_disorder([codes]) == 999
+    finally:
+        workers.use_threads(before)
+
+
 def test_nan_last_and_signed_zeros_equal_in_both_orders():
     up = np.array([-np.inf, -1.0, -0.0, 0.0, -0.0, 2.0, np.inf, np.nan, -np.nan], np.float32)
     assert first_disorder(key_words(up)) is None
