@@ -432,12 +432,13 @@ def _compile_host(first_on_node: bool) -> int:
     number of those that could not), the C kernels and the answers of their calibration
     (lsd.wins), by the first rank of each node."""
     from . import bytecode
-    from .local import lsd
+    from .local import clib, lsd
 
     if not first_on_node:
         return 0
     unwritten = bytecode.compile_packages()
     lsd.measure_all()  # the C kernels built first, then which sorts win on this CPU
+    clib.watcher()  # the output guard's watcher program (io/watch.c)
     return unwritten
 
 

@@ -3,7 +3,8 @@ process that wrote them dies, and a remover that frees an old output in the back
 
 A rank cannot clean up after SIGKILL, and MPICH's launcher ends the other ranks of a failed job
 with SIGKILL too (Open MPI's with SIGTERM, which Python does not catch while a rank waits inside
-MPI). So each rank starts one small Python process, in a session of its own (the launcher's
+MPI). So each rank starts one small process (io/watch.c, or where no C compiler works the same
+loop in Python: _WATCHER), in a session of its own (the launcher's
 signals do not reach it), the first time it guards a file, and keeps it for its life: the rank
 tells it over a pipe which files it holds and which it released (published or removed), and
 when the pipe closes (the rank exited, however) it removes the ones still held. One watcher a
@@ -72,7 +73,7 @@ class _Watcher:
     def _start(self) -> bool:
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", _WATCHER],
+                _watcher_command(),
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True,
             )
         except (OSError, ValueError):
@@ -93,6 +94,15 @@ class _Watcher:
                 os.unlink(name)
             except OSError:
                 pass
+
+
+def _watcher_command() -> list[str]:
+    """The watcher to start: the C program (io/watch.c, built with the CPU kernels: it starts in
+    a millisecond), else this interpreter running _WATCHER."""
+    from ..local import clib
+
+    program = clib.watcher()
+    return [program] if program else [sys.executable, "-I", "-S", "-c", _WATCHER]
 
 
 _watcher = _Watcher()

@@ -2,7 +2,8 @@
 keys and their values by destination; push.c: its second pass straight into the receivers'
 memory; lsd.c: the radix sort; hash.c: the checksum's sum of
 hashes; descent.c: the first descent of a column; codes.c: numbers to their order-preserving
-codes and back), compiled into one library once per machine.
+codes and back), compiled into one library once per machine; and the output guard's watcher
+program (io/watch.c), built the same way.
 
 The C compiler Python was built with (sysconfig's CC, else `cc`) builds it into distsort's
 kernel cache (cuda_source.kernel_cache), else the package's own kernel folder (where the Docker
@@ -31,6 +32,8 @@ SOURCES = [os.path.join(HERE, name)
 HEADERS = [os.path.join(HERE, name) for name in ("widest.h", "code.h", "classify.h")]
 PACKAGE = os.path.dirname(HERE)
 FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
+WATCHER = os.path.join(PACKAGE, "io", "watch.c")
+WATCHER_FLAGS = ["-O2", "-std=c99"]
 _P, _N = ctypes.c_void_p, ctypes.c_int64
 
 
@@ -67,20 +70,35 @@ def pointer(array: np.ndarray, index: int = 0) -> ctypes.c_void_p:
 
 @functools.cache
 def library() -> ctypes.CDLL | None:
-    text = b"".join(_read(path) for path in SOURCES + HEADERS)
-    digest = hashlib.sha256(text + " ".join(FLAGS).encode()).hexdigest()[:16]
-    name = f"cpu-{digest}.so"
+    path = _built("cpu", SOURCES + HEADERS, FLAGS, ".so")
+    return None if path is None else _load(path)
+
+
+@functools.cache
+def watcher() -> str | None:
+    """The path of the guard's watcher program (io/watch.c), built now if it was not, or None
+    (io/guard.py then runs its Python watcher)."""
+    return _built("watch", [WATCHER], WATCHER_FLAGS, "")
+
+
+def _built(kind: str, files: list[str], flags: list[str], suffix: str) -> str | None:
+    """The path of the build of the C files (sources and the headers they include: all part of
+    the build's name) with flags, found in or built into the first folder that takes it."""
+    text = b"".join(_read(path) for path in files)
+    digest = hashlib.sha256(text + " ".join(flags).encode()).hexdigest()[:16]
+    name = f"{kind}-{digest}{suffix}"
     user = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
                         "distsort")
     folders = list(dict.fromkeys([kernel_cache(), os.path.join(PACKAGE, "kernels"), user]))
     for folder in folders:
         if os.path.exists(os.path.join(folder, name)):
-            return _load(os.path.join(folder, name))
+            return os.path.join(folder, name)
+    sources = [path for path in files if path.endswith(".c")]
     for folder in folders:
         for compiler in filter(None, _compilers()):
-            built = _build(compiler, folder, name)
+            built = _build([*compiler, *flags, *sources], folder, name)
             if built:
-                return _load(built)
+                return built
     return None
 
 
@@ -99,23 +117,24 @@ def _compilers() -> list[list[str]]:
     return [shlex.split(sysconfig.get_config_var("CC") or ""), ["cc"]]
 
 
-def _build(compiler: list[str], folder: str, name: str) -> str | None:
-    """Compile the sources into folder/name (by a temporary name, renamed: ranks may race);
-    its path, or None where the compiler or the folder fails."""
+def _build(command: list[str], folder: str, name: str) -> str | None:
+    """Run the compiler's command with `-o` folder/name (by a temporary name, renamed: ranks
+    may race); its path, or None where the compiler or the folder fails. The build may be run
+    and read by every user (a shared cache folder)."""
     import subprocess
     import tempfile
 
     try:
         os.makedirs(folder, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=folder, prefix=".cpu-", suffix=".so")
+        fd, temp = tempfile.mkstemp(dir=folder, prefix=".build-")
         os.close(fd)
     except OSError:
         return None
     try:
-        done = subprocess.run([*compiler, *FLAGS, "-o", temp, *SOURCES], capture_output=True,
-                              timeout=120)
+        done = subprocess.run([*command, "-o", temp], capture_output=True, timeout=120)
         if done.returncode != 0:
             return None
+        os.chmod(temp, 0o755)
         os.replace(temp, os.path.join(folder, name))
         return os.path.join(folder, name)
     except (OSError, subprocess.SubprocessError):

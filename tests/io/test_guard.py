@@ -95,9 +95,9 @@ def test_a_process_starts_one_watcher_for_all_its_files(tmp_path, monkeypatch):
     assert proc.wait(timeout=30) == 0
 
 
-def test_without_an_interpreter_the_writer_still_works(tmp_path, monkeypatch):
+def test_without_a_watcher_the_writer_still_works(tmp_path, monkeypatch):
     monkeypatch.setattr(guard_module, "_watcher", guard_module._Watcher())
-    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    monkeypatch.setattr(guard_module, "_watcher_command", lambda: [str(tmp_path / "none")])
     guard = TempGuard(str(tmp_path / "x"))
     assert not guard.watching
     guard.release()  # nothing to release, nothing raised
@@ -115,3 +115,28 @@ def test_sigkill_of_the_launcher_group_leaves_the_watcher(tmp_path):
     writer.stderr.read()  # the watcher's end: it holds the writer's stderr until done
     writer.wait(timeout=30)
     assert not temp.exists()
+
+
+@pytest.mark.parametrize("kind", ["program", "python"])
+def test_each_watcher_removes_what_is_still_held_when_its_pipe_closes(tmp_path, kind):
+    """The C watcher (io/watch.c) and the Python one it stands in for read the same records:
+    held and released paths, a record split across reads, a path held twice, one released
+    that was never held."""
+    from distsort.local import clib
+
+    program = clib.watcher()
+    if kind == "program" and program is None:
+        pytest.skip("no C compiler here to build the watcher")
+    command = [program] if kind == "program" else [sys.executable, "-I", "-S", "-c",
+                                                   guard_module._WATCHER]
+    a, b, c, d = made(tmp_path, "a", "b", "c", "d")
+    records = b"".join(sign + os.fsencode(str(path)) + guard_module.END for sign, path in
+                       [(b"+", a), (b"+", b), (b"+", a), (b"-", b), (b"-", d), (b"+", c)])
+    watcher = subprocess.Popen(command, stdin=subprocess.PIPE, start_new_session=True)
+    watcher.stdin.write(records[:7])
+    watcher.stdin.flush()
+    watcher.stdin.write(records[7:])
+    watcher.stdin.close()
+    assert watcher.wait(timeout=30) == 0
+    assert not a.exists() and b.exists() and not c.exists() and d.exists()
+
