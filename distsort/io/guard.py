@@ -1,5 +1,6 @@
 """Helper processes that remove files: a watcher that removes temporary output files when the
-process that wrote them dies, and a remover that frees an old output in the background.
+process that wrote them dies, and a remover (a watcher told to hold one file, its pipe then
+closed) that frees an old output in the background.
 
 A rank cannot clean up after SIGKILL, and MPICH's launcher ends the other ranks of a failed job
 with SIGKILL too (Open MPI's with SIGTERM, which Python does not catch while a rank waits inside
@@ -43,8 +44,6 @@ for path in held:
     except OSError:
         pass
 """
-
-_REMOVER = "import os, sys; os.unlink(sys.argv[1])"
 
 
 class _Watcher:
@@ -130,10 +129,13 @@ class TempGuard:
 def remove_later(path: str) -> None:
     """Unlink path in a process of its own, which this one does not wait for: the kernel frees
     a large file's cached pages inside the unlink (slow for a large file), and nobody need wait for
-    that. Where no process can be started, now."""
+    that. The process is a watcher told to hold path, its pipe then closed. Where no process
+    can be started, now."""
     try:
-        subprocess.Popen([sys.executable, "-I", "-S", "-c", _REMOVER, path],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+        remover = subprocess.Popen(_watcher_command(), stdin=subprocess.PIPE,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        with remover.stdin as pipe:
+            pipe.write(HELD + os.fsencode(path) + END)
     except (OSError, ValueError):
         os.unlink(path)
