@@ -89,16 +89,24 @@ def _first_difference(values: list[dict], rank: int) -> tuple[list, DistsortErro
     return [False] * len(values), None
 
 
+#: What abort() runs before the job ends: io/guard.py's removal of the temporary outputs this
+#: process holds (registered by guard as it is imported: guard imports what imports this module)
+_WHEN_ABORTING: list[Callable[[], None]] = []
+
+
+def when_aborting(step: Callable[[], None]) -> None:
+    """Have abort() run step (on a thread, within its grace) before the job ends."""
+    _WHEN_ABORTING.append(step)
+
+
 def abort(comm, code: int, message: str | None = None) -> NoReturn:
     """End the whole job with exit code `code` on every rank, after writing message (if any)
     to stderr and giving the launcher ABORT_GRACE seconds to pass on what stderr holds, while
     the temporary outputs this process holds are removed (at most another ABORT_GRACE: a file
     system that hangs does not hold the abort)."""
-    from .io.guard import remove_held  # here: io's modules import this one
-
     # no partial output once the launcher returns: the killed ranks' watchers remove their
     # files too, but perhaps only after it has
-    removal = threading.Thread(target=remove_held, daemon=True)
+    removal = threading.Thread(target=lambda: [step() for step in _WHEN_ABORTING], daemon=True)
     removal.start()
     if message is not None:
         sys.stderr.write(message + "\n")

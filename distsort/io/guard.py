@@ -25,6 +25,8 @@ import subprocess
 import sys
 import threading
 
+from ..errors import when_aborting
+
 # Records on the watcher's pipe: HELD or RELEASED, the path, END (no path holds a NUL byte).
 # One record is one write of fewer than PIPE_BUF bytes, whole or not at all if the rank dies.
 HELD, RELEASED, END = b"+", b"-", b"\0"
@@ -110,6 +112,9 @@ _watcher = _Watcher()
 def remove_held() -> None:
     """Remove the temporary files this process holds, now (errors.abort, before the job ends)."""
     _watcher.remove_held()
+
+
+when_aborting(remove_held)
 
 
 class TempGuard:

@@ -25,6 +25,8 @@ def compilers() -> list[str]:
 @pytest.mark.skipif(not compilers(), reason="no C compiler here")
 @pytest.mark.parametrize("compiler", compilers() or ["none"])
 def test_the_kernels_build(tmp_path, compiler):
-    built = clib._build([compiler], str(tmp_path), "cpu-x.so")
+    built = clib._build([compiler, *clib.FLAGS, *clib.SOURCES], str(tmp_path), "cpu-x.so")
     assert built is not None, f"{compiler} cannot build {clib.SOURCES}"
     assert clib._load(built) is not None
+    program = clib._build([compiler, *clib.WATCHER_FLAGS, clib.WATCHER], str(tmp_path), "w")
+    assert program is not None and os.access(program, os.X_OK), f"{compiler}: {clib.WATCHER}"
