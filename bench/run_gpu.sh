@@ -5,7 +5,7 @@
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
 #   bytecode (BYTECODE_ROUNDS) filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD, AB_ROUNDS, AB_RANKS)
-#   cpuab (AB_OLD, CPUSORT_ARGS)
+#   cpuab (AB_OLD, CPUSORT_ARGS) imports (FILEJOB_COUNT: where 2 ranks first import SciPy's sparse package)
 #   steps cold tune trees apiab smallapi passprof codedprof (CODED_LOG) a2a ce fresh
 #   ipctests
 #   ipcalone take service (SERVICE_RANKS: 1 2, SERVICE_ARGS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
@@ -86,6 +86,11 @@ for step in $steps; do
                --ranks "${FILEJOB_RANKS:-1}" --reps "${FILEJOB_REPS:-3}" --dir /tmp --out "$OUT" \
                ${FILEJOB_ARGS:-} \
                2>&1 | tail -20 ;;
+    imports) dir=$(mktemp -d)  # the stacks where two ranks sharing the GPU first import modules a job need not
+             python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^26}" --quiet
+             $mpi -n 2 python3 bench/history/who_imports.py sort "$dir/in.npy" -o "$dir/out.npy" \
+               --verify 2>&1 | grep -a -A13 "=== import\|after the job" | head -90
+             rm -rf "$dir" ;;
     timeline) dir=$(mktemp -d)  # where a one-rank job's wall goes outside its phases, its ends alternated
               python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
               timeout 400 python3 bench/history/job_timeline.py "$dir/in.npy" --reps 3 \
