@@ -207,11 +207,12 @@ def _sort_by_fields(args, comm, source, values, span: tuple, writers: list, repo
 
 
 def _read(comm, source, start: int, stop: int, xp, what: str):
-    """This rank's range of an input file on xp's device, with a progress bar. CPU ranks of
-    several only read theirs (the partition copies what it sends): the file's pages, mapped,
-    spare them a copy into new memory (bench/RESULTS.md, session 48)."""
+    """This rank's range of an input file on xp's device, with a progress bar. CPU ranks only
+    read theirs (the partition copies what it sends; one rank's sort groups its keys into key
+    ranges in new memory, the copy a sort that may not overwrite makes anyway): the file's
+    pages, mapped, spare them a copy into new memory (bench/RESULTS.md, sessions 48 and 53)."""
     with progress.Bar(comm, what, (stop - start) * source.fmt.itemsize) as bar:
-        return load(source, start, stop, xp, bar.add, mapped=comm.Get_size() > 1)
+        return load(source, start, stop, xp, bar.add, mapped=True)
 
 
 def _input_format(args) -> FileFormat:
