@@ -60,15 +60,6 @@ ONE_NODE_OPEN_MPI: dict[str, str] = {
     "OMPI_MCA_btl_vader_single_copy_mechanism": "none",  # Open MPI 4
     "OMPI_MCA_smsc": "^cma",  # Open MPI 5 (each ignores the other's names)
 }
-#: The MPICH settings of ranks that its launcher (Hydra) started all on one node: the ofi network
-#: module over libfabric's shared-memory provider, which starts faster than UCX or libfabric's
-#: network providers (the MPICH wheel's MPI_Init, 4 ranks on 2 cores: 345 -> 229 ms of CPU).
-#: Ranks of one node talk through MPICH's own shared memory either way; this only chooses what
-#: its network layer starts. Set only where the user chose nothing of the kind (USER_MPICH_CHOICES;
-#: Intel MPI's and MVAPICH's variables mark those MPIs: theirs stand).
-ONE_NODE_MPICH: dict[str, str] = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "shm"}
-USER_MPICH_CHOICES: tuple[str, ...] = ("MPIR_CVAR_CH4_", "FI_", "UCX_", "I_MPI_", "MV2_")
-
 #: A process alone (an MPI singleton) also starts no daemon of Open MPI's (0.23 s to start
 #: MPI, not 0.33): the daemon serves only processes that spawn others, and distsort spawns none.
 SINGLETON_OPEN_MPI: dict[str, str] = {**ONE_NODE_OPEN_MPI, "OMPI_MCA_ess_singleton_isolated": "1"}
@@ -234,16 +225,12 @@ def bus_id(props: Mapping) -> str:
 
 
 def mpi_defaults(env: Mapping[str, str], home: str | None = None) -> dict[str, str]:
-    """The variables to set before MPI starts in a rank of distsort's command line: MPICH's
-    one-node settings where its launcher started every rank on this node; Open MPI's one-node
-    settings where mpirun started every rank on this node from one command (ranks of one job
-    must all take the same layer, or MPI_Init fails), its singleton settings where no launcher
-    started this process, unless the user chose how messages go (USER_MPI_CHOICES, or a pml or
-    btl in ~/.openmpi/mca-params.conf: home; USER_MPICH_CHOICES). Across nodes, where in doubt,
-    and under other MPIs (which ignore these names), the MPI's and the user's choices stand."""
-    if _hydra_on_one_node(env):
-        chosen = any(name.startswith(USER_MPICH_CHOICES) for name in env)
-        return {} if chosen else dict(ONE_NODE_MPICH)
+    """The variables to set before MPI starts in a rank of distsort's command line: Open MPI's
+    one-node settings where mpirun started every rank on this node from one command (ranks of
+    one job must all take the same layer, or MPI_Init fails), its singleton settings where no
+    launcher started this process, unless the user chose how messages go (USER_MPI_CHOICES, or
+    a pml or btl in ~/.openmpi/mca-params.conf: home). Across nodes, where in doubt, and under
+    other MPIs (which ignore these names), Open MPI's and the user's choices stand."""
     if any(name.startswith(USER_MPI_CHOICES) for name in env) or _layer_in_params(home):
         return {}
     size = env.get("OMPI_COMM_WORLD_SIZE")
@@ -269,13 +256,6 @@ def command_line_defaults(env: Mapping[str, str], home: str | None = None) -> di
     mpi_defaults and BLAS_DEFAULTS, each only where env does not set it."""
     blas = {name: value for name, value in BLAS_DEFAULTS.items() if name not in env}
     return {**mpi_defaults(env, home), **blas}
-
-
-def _hydra_on_one_node(env: Mapping[str, str]) -> bool:
-    """Did MPICH's launcher (Hydra, which sets PMI_SIZE and MPI_LOCALNRANKS) start every rank of
-    the job on this node?"""
-    size = env.get("PMI_SIZE")
-    return size is not None and size == env.get("MPI_LOCALNRANKS")
 
 
 def _layer_in_params(home: str | None) -> bool:

@@ -25,7 +25,7 @@ from .errors import DistsortError
 #: Environment variables worth showing: they change how distsort, NCCL, UCX or the MPI behave.
 SECRETS = ("DISTSORT_TOKEN",)  # set or not, never their values
 ENV_PREFIXES = ("DISTSORT_", "NCCL_", "UCX_", "OMPI_MCA_", "MPIR_CVAR_", "CUDA_VISIBLE_DEVICES",
-                "OPENBLAS_", "FI_")
+                "OPENBLAS_")
 #: What Open MPI's mpirun hands every rank to find its daemon and its job (4.x; 5.x's PRRTE
 #: uses PMIX_ names): not the user's settings, some twenty lines of them, left out (the
 #: session folder's base, orte_tmpdir_base, and the binding, orte_bound_at_launch, stay).

@@ -183,7 +183,6 @@ def test_launch_env_rejects_unknown_mode():
 
 
 ONE_NODE, ALONE = binding.ONE_NODE_OPEN_MPI, binding.SINGLETON_OPEN_MPI
-HYDRA_ONE_NODE = {"PMI_SIZE": "4", "PMI_RANK": "1", "MPI_LOCALNRANKS": "4", "MPI_LOCALRANKID": "1"}
 OMPI_ONE_NODE = {"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
                  "OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_NUM_APP_CTX": "1"}
 
@@ -198,12 +197,7 @@ OMPI_ONE_NODE = {"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
         ({}, ALONE),  # a singleton
         ({"DISTSORT_LOCAL_RANK": "1"}, {}),  # a launcher distsort does not know
         ({"PMIX_RANK": "0"}, {}),
-        ({"PMI_RANK": "0", "MPI_LOCALRANKID": "0"}, {}),  # MPICH's launcher, sizes unknown
-        (HYDRA_ONE_NODE, binding.ONE_NODE_MPICH),  # MPICH's launcher, every rank on this node
-        ({**HYDRA_ONE_NODE, "PMI_SIZE": "8"}, {}),  # several nodes: MPICH's choice
-        ({**HYDRA_ONE_NODE, "FI_PROVIDER": "tcp"}, {}),  # the user's network layer
-        ({**HYDRA_ONE_NODE, "MPIR_CVAR_CH4_NETMOD": "ucx"}, {}),
-        ({**HYDRA_ONE_NODE, "I_MPI_ROOT": "/opt/intel/mpi"}, {}),  # Intel MPI's Hydra
+        ({"PMI_RANK": "0", "MPI_LOCALRANKID": "0"}, {}),  # MPICH's launcher
         ({"SLURM_JOB_ID": "7", "SLURM_PROCID": "0"}, {}),  # srun, or a batch job's script
         ({**OMPI_ONE_NODE, "OMPI_MCA_pml": "ucx"}, {}),  # the user's layer (mpirun --mca pml)
         ({**OMPI_ONE_NODE, "OMPI_MCA_pml_ucx_tls": "any"}, {}),  # settings of the user's layer
