@@ -70,7 +70,7 @@ def pointer(array: np.ndarray, index: int = 0) -> ctypes.c_void_p:
 
 @functools.cache
 def library() -> ctypes.CDLL | None:
-    path = _built("cpu", SOURCES + HEADERS, FLAGS, ".so")
+    path = _built("cpu", SOURCES, HEADERS, FLAGS, ".so")
     return None if path is None else _load(path)
 
 
@@ -78,13 +78,14 @@ def library() -> ctypes.CDLL | None:
 def watcher() -> str | None:
     """The path of the guard's watcher program (io/watch.c), built now if it was not, or None
     (io/guard.py then runs its Python watcher)."""
-    return _built("watch", [WATCHER], WATCHER_FLAGS, "")
+    return _built("watch", [WATCHER], [], WATCHER_FLAGS, "")
 
 
-def _built(kind: str, files: list[str], flags: list[str], suffix: str) -> str | None:
-    """The path of the build of the C files (sources and the headers they include: all part of
-    the build's name) with flags, found in or built into the first folder that takes it."""
-    text = b"".join(_read(path) for path in files)
+def _built(kind: str, sources: list[str], headers: list[str], flags: list[str],
+           suffix: str) -> str | None:
+    """The path of the build of the C sources with flags (they and the headers they include
+    are part of the build's name), found in or built into the first folder that takes it."""
+    text = b"".join(_read(path) for path in sources + headers)
     digest = hashlib.sha256(text + " ".join(flags).encode()).hexdigest()[:16]
     name = f"{kind}-{digest}{suffix}"
     user = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
@@ -93,7 +94,6 @@ def _built(kind: str, files: list[str], flags: list[str], suffix: str) -> str | 
     for folder in folders:
         if os.path.exists(os.path.join(folder, name)):
             return os.path.join(folder, name)
-    sources = [path for path in files if path.endswith(".c")]
     for folder in folders:
         for compiler in filter(None, _compilers()):
             built = _build([*compiler, *flags, *sources], folder, name)
