@@ -99,6 +99,11 @@ def when_aborting(step: Callable[[], None]) -> None:
     _WHEN_ABORTING.append(step)
 
 
+def _steps_when_aborting() -> None:
+    for step in _WHEN_ABORTING:
+        step()
+
+
 def abort(comm, code: int, message: str | None = None) -> NoReturn:
     """End the whole job with exit code `code` on every rank, after writing message (if any)
     to stderr and giving the launcher ABORT_GRACE seconds to pass on what stderr holds, while
@@ -106,7 +111,7 @@ def abort(comm, code: int, message: str | None = None) -> NoReturn:
     system that hangs does not hold the abort)."""
     # no partial output once the launcher returns: the killed ranks' watchers remove their
     # files too, but perhaps only after it has
-    removal = threading.Thread(target=lambda: [step() for step in _WHEN_ABORTING], daemon=True)
+    removal = threading.Thread(target=_steps_when_aborting, daemon=True)
     removal.start()
     if message is not None:
         sys.stderr.write(message + "\n")
