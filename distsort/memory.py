@@ -17,6 +17,7 @@ import threading
 import numpy as np
 
 from . import settings
+from .arrays import pooled_pinned
 from .errors import DistsortError
 from .workers import spread
 
@@ -131,12 +132,9 @@ def host_empty(shape: tuple, dtype, pinned: bool) -> np.ndarray:
     nbytes = max(count * dtype.itemsize, 1)
     _check_room(nbytes)
     with _pinning(nbytes):
-        if _registering():
-            raw = np.asarray(Registered(nbytes).pin_all())
-        else:
-            import cupy
-
-            raw = np.frombuffer(cupy.cuda.alloc_pinned_memory(nbytes), np.uint8, nbytes)
+        if not _registering():
+            return pooled_pinned(shape, dtype)
+        raw = np.asarray(Registered(nbytes).pin_all())
     return raw[: count * dtype.itemsize].view(dtype).reshape(shape)  # no rows: 1 byte made
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arrays import pooled_pinned
 from .radix import (
     KEYS_ONLY,
     MAX_N,
@@ -150,8 +151,6 @@ class LandingSort:
         descriptors of the pass over the blocks' runs, the digit counts' copy to the host) once
         every block has landed: device work only, so the host can queue it while the last
         transfers run, not after them."""
-        import cupyx
-
         if self.ready is not None:
             return
         if not self.landed.all():
@@ -160,7 +159,7 @@ class LandingSort:
         hist = self.hist.reshape(blocks, len(self.passes), 256).astype(np.int64)
         total = hist.sum(axis=0)
         bases = (cp.cumsum(total, axis=1) - total).astype(np.uint32)
-        counts = cupyx.empty_pinned(total.shape, np.int64)  # read by finish() as passes run
+        counts = pooled_pinned(total.shape, np.int64)  # read by finish() as passes run
         total.get(out=counts, blocking=False)
         read = cp.cuda.get_current_stream().record()
         if self.first is None:  # pass 0 ran as the blocks landed: its runs are in the scratch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arrays import module_of
 from ..cuda_source import CTYPES, load_module
 from ..transport import aligned_displacements
 from .upload import on_device
@@ -90,7 +91,7 @@ class Launch:
         on the host or the device); returns dest (where key i went) if wanted, else None."""
         cp = self.cp
         starts = cp.cumsum(counts) - counts
-        xp = cp.get_array_module(per_bucket)  # where the tables are: one upload, or none
+        xp = module_of(per_bucket)  # where the tables are: one upload, or none
         shift = bases - (xp.cumsum(per_bucket) - per_bucket)  # every bucket to its aligned start
         starts.reshape(self.buckets, self.tiles)[...] += cp.asarray(shift)[:, None]
         dest = cp.empty(len(self.keys), dtype=np.int64) if want_dest else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arrays import ceil_div
 from ..cuda_source import load_module
 
 
@@ -18,7 +19,7 @@ def piece_tiles(rows, starts, tile: int, bound: int) -> tuple:
     import cupy
 
     rows = cupy.asarray(rows, dtype=np.int64)
-    per = -(-rows // tile)
+    per = ceil_div(rows, tile)
     first_tile = cupy.cumsum(per) - per
     tile_start = cupy.empty(bound, dtype=np.uint32)
     tile_rows = cupy.zeros(bound, dtype=np.uint32)

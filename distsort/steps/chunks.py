@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from mpi4py import MPI
 
+from ..arrays import module_of, pooled_pinned
 from ..local import digit_partition
 from ..local import partition as gpu_partition
 from ..transport import aligned_displacements
@@ -141,7 +142,7 @@ class ByDigit:
         block goes there instead, from starts[j] (the sender's own block, with no copy)."""
         if len(others) > 1:
             raise ValueError("ByDigit moves one column of values at most")
-        xp = self.part.cp.get_array_module(table)
+        xp = module_of(table)
         bases = xp.zeros(digit_partition.BUCKETS, dtype=np.int64)
         bases[: table.size] = (starts[:, None] + table.cumsum(axis=1) - table).reshape(-1)
         if own is not None:
@@ -207,7 +208,6 @@ def plan(rt, columns: list, words: list, place: tuple[int, int], splitters: np.n
     lows[destination]: ByDigit), queue chunk 0's scatter, and agree with every rank on the
     layouts while it runs. place: (global position of the first row, rows on all ranks)."""
     import cupy
-    import cupyx
 
     (offset, total), keys, p = place, words[0], len(splitters) + 1
     # Ranks that share a GPU take one chunk: a chunk's transfers overlap the next one's
@@ -221,7 +221,7 @@ def plan(rt, columns: list, words: list, place: tuple[int, int], splitters: np.n
     else:
         parts = [ByDestination(keys[lo:hi], offset + lo, splitters) for lo, hi in bounds]
     counted = cupy.stack([part.table() for part in parts]).astype(np.int64)
-    mine = cupyx.empty_pinned(counted.shape, np.int64)
+    mine = pooled_pinned(counted.shape, np.int64)
     counted.get(out=mine, blocking=False)
     copied, align = cupy.cuda.get_current_stream().record(), rt.transport.align_rows
     even = -(-total // p)

@@ -14,6 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ..arrays import ceil_div, module_of
+
 
 class Transport(Protocol):
     name: str
@@ -46,8 +48,10 @@ def as_bytes(a):
 
 def aligned_displacements(counts, align: int):
     """Where each peer's block starts when every block starts at a multiple of align rows
-    (int64; host or device arrays alike: chunks.plan lays out chunk 0 on the device)."""
-    padded = -(-counts.astype(np.int64) // align) * align
+    (int64; host or device arrays alike: chunks.plan lays out chunk 0 on the device). Ufuncs,
+    not operators: see arrays.py."""
+    xp, rows = module_of(counts), counts.astype(np.int64)
+    padded = xp.multiply(ceil_div(rows, align), align)
     return padded.cumsum() - padded
 
 

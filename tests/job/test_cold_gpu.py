@@ -96,3 +96,21 @@ def test_a_fresh_job_compiles_no_kernel_after_compile(tmp_path, inputs, ranks, s
                                                                  in compiled.items())
     np.testing.assert_array_equal(np.load(tmp_path / "c.npy"),
                                   np.argsort(np.load(inputs["i32"]), kind="stable"))
+
+
+@pytest.mark.parametrize("ranks, shared", [(1, "fold"), (2, "split")])
+def test_a_job_imports_no_sparse_matrices(tmp_path, inputs, ranks, shared):
+    """A job loads what it uses: CuPy's sparse matrices, and SciPy's sparse package with them
+    where SciPy is installed, cost a rank 0.2-0.6 s (bench/RESULTS.md, runs 438 and 443-449;
+    distsort/arrays.py says which CuPy calls import them). Split: the path of ranks that each
+    have a GPU (partition, exchange, landing)."""
+    done = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, "-X", "importtime", "-m",
+                           "distsort", "sort", inputs["u32"], "-o", str(tmp_path / "o.npy"),
+                           "--verify", "--quiet"], env=_env(DISTSORT_SHARED_GPU=shared),
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "distsort.api" in imported  # the ranks' imports are listed
+    assert not imported & {"cupyx.scipy.sparse", "scipy.sparse"}
+
