@@ -88,8 +88,11 @@ for step in $steps; do
                2>&1 | tail -20 ;;
     imports) dir=$(mktemp -d)  # the stacks where two ranks sharing the GPU first import modules a job need not
              python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^26}" --quiet
-             $mpi -n 2 python3 bench/history/who_imports.py sort "$dir/in.npy" -o "$dir/out.npy" \
-               --verify 2>&1 | grep -a -A13 "=== import\|after the job" | head -90
+             for mode in fold split; do echo "-- DISTSORT_SHARED_GPU=$mode"
+               DISTSORT_SHARED_GPU=$mode $mpi -x DISTSORT_SHARED_GPU -n 2 python3 \
+                 bench/history/who_imports.py sort "$dir/in.npy" -o "$dir/out.npy" --verify 2>&1 \
+                 | grep -a -A30 "=== import\|after the job" | head -120
+             done
              rm -rf "$dir" ;;
     timeline) dir=$(mktemp -d)  # where a one-rank job's wall goes outside its phases, its ends alternated
               python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet

@@ -1,6 +1,7 @@
 """Which of a job's calls imports a module it should not need: `python -m distsort ARGS` run in
 this process, set up as the command line sets itself up, with an import hook that prints the
-Python stack where each watched module is first imported (each rank prints its own).
+Python stack (import machinery left out) where each watched module is first imported (each rank
+prints its own).
 
     mpirun -n 2 python3 bench/history/who_imports.py sort in.npy -o out.npy --verify
 
@@ -20,7 +21,8 @@ class Tell:
 
     def find_spec(self, name, path=None, target=None):
         if name in WATCHED:
-            stack = "".join(traceback.format_stack(limit=12)[:-1])
+            frames = [f for f in traceback.extract_stack()[:-1] if "<frozen" not in f.filename]
+            stack = "".join(traceback.format_list(frames[-14:]))
             print(f"=== import of {name}:\n{stack}", file=sys.stderr, flush=True)
 
 
