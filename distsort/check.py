@@ -167,6 +167,27 @@ def first_disorder(words, xp=np) -> int | None:
     return i if bool(bad[i]) else None
 
 
+def _sorted_sum(data, descending: bool) -> tuple[int, int | None] | None:
+    """(checksum, first_disorder) of a host column of numbers in one read on the rank's threads
+    (local/sorted.c: its pairs compared as numbers, NaN last), or None where it does not apply
+    (no compiled library; records, fields, stand-ins, half floats, foreign byte order)."""
+    lib, kind, width = clib.library(), data.dtype.kind, 8 * data.dtype.itemsize
+    if (lib is None or not isinstance(data, np.ndarray) or data.ndim != 1 or kind not in "iuf"
+            or width not in (8, 16, 32, 64) or (kind == "f" and width == 16)
+            or not data.dtype.isnative or not data.flags.c_contiguous or not len(data)):
+        return None
+    kernel, n = getattr(lib, f"sorted_sum_{kind}{width}{'_desc' if descending else ''}"), len(data)
+
+    def piece(lo: int, hi: int) -> tuple[int, int | None]:
+        at = np.empty(1, np.int64)
+        total = kernel(clib.pointer(data, lo), hi - lo, hi - lo - (hi == n), clib.pointer(at))
+        return total, None if at[0] < 0 else lo + int(at[0])
+
+    parts = spread(piece, n, _HOST_TASK)
+    return (sum(t for t, _ in parts) % 2**64,
+            next((bad for _, bad in parts if bad is not None), None))
+
+
 def _host_descent(words: list):
     """The C kernel (local/descent.c) that finds the first descent in this one column of
     unsigned codes on the host, or None (several words, no compiled library: NumPy's steps)."""
@@ -245,11 +266,17 @@ class Summary:
                    order=None) -> None:
         """Feed the next piece of this rank's output, in order (order: key_words')."""
         self.descending = descending
-        if len(data):
-            self._ordered(key_words(data, xp, descending, key_size, order), xp,
+        one_pass = _sorted_sum(data, descending) if values is None and xp is np else None
+        if len(data) and one_pass is not None:  # the codes of the piece's ends only
+            self._ordered(one_pass[1], key_words(data[[0, -1]], np, descending), len(data),
+                          lambda i: _element(data, i))
+        elif len(data):
+            words = key_words(data, xp, descending, key_size, order)
+            self._ordered(first_disorder(words, xp), words, len(data),
                           lambda i: _element(data, i))
         self.count_out += int(data.shape[0])
-        self.checksum_out = (self.checksum_out + checksum(data, xp, values)) % 2**64
+        total = one_pass[0] if one_pass is not None else checksum(data, xp, values)
+        self.checksum_out = (self.checksum_out + total) % 2**64
 
     def add_positions(self, keys: np.ndarray, positions: np.ndarray, descending: bool,
                       order=None) -> None:
@@ -259,15 +286,16 @@ class Summary:
         self.descending = descending
         if len(positions):
             words = key_words(keys, np, descending, order=order) + [positions.astype(np.uint64)]
-            self._ordered(words, np, lambda i: f"{_element(keys, i)} (input position "
-                                               f"{positions[i]})")
+            self._ordered(first_disorder(words), words, len(positions),
+                          lambda i: f"{_element(keys, i)} (input position {positions[i]})")
         self.count_out += len(positions)
         self.checksum_out = (self.checksum_out + checksum(positions)) % 2**64
 
-    def _ordered(self, words: list, xp, text) -> None:
-        """Note the first pair out of order within this piece of sort words (most significant
-        first) or between it and the last piece; text(i): row i of the piece for a message."""
-        bad, n = first_disorder(words, xp), len(words[0])
+    def _ordered(self, bad: int | None, words: list, n: int, text) -> None:
+        """Note the first pair out of order within this piece of n rows (bad: its index, or
+        None) or between it and the last piece; words: the sort words (most significant first)
+        of the piece, or of its first and last rows; text(i): row i of the piece for a
+        message."""
         first = tuple(int(w[0]) for w in words)
         if self.bad_index is None and self.last_key is not None and first < self.last_key:
             self.bad_index = self.count_out - 1

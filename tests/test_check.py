@@ -196,6 +196,47 @@ def test_nan_last_and_signed_zeros_equal_in_both_orders():
     assert first_disorder(key_words(up, descending=True)) is not None
 
 
+NUMBERS = [np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32, np.int64,
+           np.float32, np.float64]
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", NUMBERS)
+def test_one_read_of_the_output_sums_and_orders_as_the_two_passes_do(monkeypatch, dtype,
+                                                                     descending):
+    """local/sorted.c (the checksum and the order test of a column of numbers in one read)
+    against checksum and first_disorder of the codes: sorted columns with ties, -0.0 beside
+    0.0 and NaNs (last in both orders), descents at the threads' pieces' edges and inside."""
+    from distsort import workers
+
+    if check._sorted_sum(np.zeros(2, dtype), descending) is None:
+        pytest.skip("no C compiler here to build the C kernels")
+    monkeypatch.setattr(check, "_HOST_TASK", 1000)
+    before, rng, n = workers.threads(), np.random.default_rng(7), 10_007
+    workers.use_threads(3)
+    try:
+        for places in ([], [0], [999], [1000], [4095], [4096, 7000], [n - 2], "shuffled"):
+            data = rng.integers(0, 200, n).astype(dtype)
+            if np.dtype(dtype).kind == "f":
+                data[rng.integers(0, n, 40)] = np.array([np.nan, -0.0, 0.0, -np.nan])[
+                    rng.integers(0, 4, 40)]
+            data = np.sort(data)  # NaN last
+            if descending:
+                data = np.concatenate([np.sort(data[~np.isnan(data)])[::-1], data[np.isnan(
+                    data)]]) if np.dtype(dtype).kind == "f" else data[::-1].copy()
+            if places == "shuffled":
+                rng.shuffle(data)
+            else:
+                for at in places:  # a descent at pair `at` in either order
+                    low, high = np.nanmin(data), np.nanmax(data)
+                    data[at], data[at + 1] = (low, high) if descending else (high, low)
+            want = (checksum(data), first_disorder(key_words(data, np, descending)))
+            assert (want[1] is None) == (places == []), places
+            assert check._sorted_sum(data, descending) == want, places
+    finally:
+        workers.use_threads(before)
+
+
 # ---- verify -------------------------------------------------------------------------------------
 
 

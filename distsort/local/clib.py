@@ -27,9 +27,9 @@ from ..cuda_source import kernel_cache
 HERE = os.path.dirname(__file__)
 SOURCES = [os.path.join(HERE, name)
            for name in ("merge.c", "scatter.c", "push.c", "lsd.c", "hash.c", "descent.c",
-                        "codes.c")]
+                        "codes.c", "sorted.c")]
 # the sources include them: part of the build's name
-HEADERS = [os.path.join(HERE, name) for name in ("widest.h", "code.h", "classify.h")]
+HEADERS = [os.path.join(HERE, name) for name in ("widest.h", "code.h", "classify.h", "mix.h")]
 PACKAGE = os.path.dirname(HERE)
 FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC"]
 WATCHER = os.path.join(PACKAGE, "io", "watch.c")
@@ -156,6 +156,10 @@ def _load(path: str) -> ctypes.CDLL | None:
         getattr(lib, f"first_descent_u{width}").argtypes = [_P, _N]
         getattr(lib, f"first_descent_u{width}").restype = ctypes.c_int64
         getattr(lib, f"hash_sum_u{width}").restype = ctypes.c_uint64
+        for kind in "uif"[: 3 if width > 16 else 2]:
+            for way in ("", "_desc"):
+                getattr(lib, f"sorted_sum_{kind}{width}{way}").argtypes = [_P, _N, _N, _P]
+                getattr(lib, f"sorted_sum_{kind}{width}{way}").restype = ctypes.c_uint64
         for values in (8, 16, 32, 64):
             getattr(lib, f"hash_pairs_u{width}_v{values}").argtypes = [_P, _P, _N]
             getattr(lib, f"hash_pairs_u{width}_v{values}").restype = ctypes.c_uint64

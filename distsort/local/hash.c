@@ -15,20 +15,7 @@
    fast with AVX-512 (1.6x with AVX2) as the plain x86-64 build on the 2-core machine
    (bench/RESULTS.md, session 47). */
 #include "widest.h"
-
-#define GOLDEN 0x9E3779B97F4A7C15ull
-
-static inline uint64_t mix64(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-/* h with a row's word j chained in (check._hash_rows): the first word is splitmix64's, each
-   later one is stepped by (j + 1) GOLDEN and mixed into the hash so far. */
-static inline uint64_t link(uint64_t h, uint64_t w, int64_t j) {
-  return j ? mix64(h ^ mix64(w + (uint64_t)(j + 1) * GOLDEN)) : mix64(w + GOLDEN);
-}
+#include "mix.h"
 
 /* The sum of splitmix64 of n words. */
 #define HASH_SUM(W, T)                                                                    \
