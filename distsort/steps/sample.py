@@ -53,7 +53,7 @@ def local_sample(words, counts: list[int], rank: int, backend, seed: int = 0, pe
             return _device_draw(words[0], n, take, base, offset)
         picks = stratified(n, backend.from_host(uniforms(base, take)), xp)
     rows = device_rows(words, picks, xp, extra=1, codec=codec)
-    rows[:, -1] = picks + offset
+    rows[:, -1] = xp.add(picks, offset)
     return rows
 
 
@@ -105,9 +105,9 @@ def _device_draw(keys, n: int, take: int, base: int, offset: int):
 
 def stratified(n: int, uniform, xp):
     """One index from each of len(uniform) equal strata of range(n), at the fraction uniform[i]
-    (in [0, 1)) of stratum i: sorted, on the device of uniform."""
+    (in [0, 1)) of stratum i: sorted, on the device of uniform (ufuncs: arrays.py)."""
     i = xp.arange(len(uniform) + 1, dtype=np.int64)
-    edges = i * n // max(len(uniform), 1)
+    edges = xp.floor_divide(xp.multiply(i, n), max(len(uniform), 1))
     return edges[:-1] + (uniform * (edges[1:] - edges[:-1])).astype(np.int64)
 
 

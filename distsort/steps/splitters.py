@@ -111,7 +111,8 @@ def classify(words, offset: int, splitters: np.ndarray, xp):
     """Bucket of every element = number of splitters <= (its key words, its global position).
 
     The first word is located by binary search (searchsorted); only elements whose first word
-    equals some splitter's go on to a vectorised binary search over the remaining columns.
+    equals some splitter's go on to a vectorised binary search over the remaining columns
+    (on GPUs too: ufuncs, not operators with numbers, as arrays.py says).
     """
     n = len(words[0])
     if len(splitters) == 0:
@@ -121,7 +122,7 @@ def classify(words, offset: int, splitters: np.ndarray, xp):
     hi = xp.searchsorted(first, words[0], side="right")
     tied = xp.nonzero(hi > lo)[0]
     if tied.size:
-        rest = [w[tied] for w in words[1:]] + [tied.astype(np.uint64) + np.uint64(offset)]
+        rest = [w[tied] for w in words[1:]] + [xp.add(tied.astype(np.uint64), np.uint64(offset))]
         table = [xp.asarray(splitters[:, c + 1].astype(r.dtype)) for c, r in enumerate(rest)]
         lo[tied] = _search_ties(table, rest, lo[tied], hi[tied], len(splitters), xp)
     return lo
@@ -131,9 +132,9 @@ def _search_ties(table, rest, lo, hi, count: int, xp):
     """Per element, the first index in [lo, hi) whose splitter's remaining columns exceed it."""
     for _ in range(count.bit_length()):
         active = lo < hi
-        mid = xp.minimum((lo + hi) // 2, count - 1)
+        mid = xp.minimum(xp.floor_divide(lo + hi, 2), count - 1)
         below = _tuple_le([t[mid] for t in table], rest, xp)
-        lo = xp.where(active & below, mid + 1, lo)
+        lo = xp.where(active & below, xp.add(mid, 1), lo)
         hi = xp.where(active & ~below, mid, hi)
     return lo
 

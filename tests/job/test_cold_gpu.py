@@ -49,7 +49,12 @@ def inputs(tmp_path_factory) -> dict:
              "v": np.arange(1 << 20, dtype=np.int64)}
     for name, data in files.items():
         np.save(folder / f"{name}.npy", data)
-    return {name: str(folder / f"{name}.npy") for name in files}
+    made = {name: str(folder / f"{name}.npy") for name in files}
+    records = np.zeros((1 << 16, 100), np.uint8)  # 10-byte keys of 16 values: the ties' search
+    records[:, 9] = rng.integers(0, 16, len(records))
+    records[:, 10:] = rng.integers(0, 256, (len(records), 90))
+    records.tofile(folder / "recs.dat")
+    return dict(made, recs=str(folder / "recs.dat"))
 
 
 def _jobs(inputs: dict, out: str) -> list[list[str]]:
@@ -102,15 +107,18 @@ def test_a_fresh_job_compiles_no_kernel_after_compile(tmp_path, inputs, ranks, s
 def test_a_job_imports_no_sparse_matrices(tmp_path, inputs, ranks, shared):
     """A job loads what it uses: CuPy's sparse matrices, and SciPy's sparse package with them
     where SciPy is installed, cost a rank 0.2-0.6 s (bench/RESULTS.md, runs 438 and 443-449;
-    distsort/arrays.py says which CuPy calls import them). Split: the path of ranks that each
-    have a GPU (partition, exchange, landing)."""
-    done = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, "-X", "importtime", "-m",
-                           "distsort", "sort", inputs["u32"], "-o", str(tmp_path / "o.npy"),
-                           "--verify", "--quiet"], env=_env(DISTSORT_SHARED_GPU=shared),
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
-                if line.startswith("import time:")}
-    assert "distsort.api" in imported  # the ranks' imports are listed
-    assert not imported & {"cupyx.scipy.sparse", "scipy.sparse"}
+    distsort/arrays.py says which CuPy calls import them). Every kind of job here, and records
+    whose keys tie (their sample and splitters' search on the device). Split: the path of
+    ranks that each have a GPU (partition, exchange, landing)."""
+    records = ["sort", inputs["recs"], "-o", f"{tmp_path}/r.dat", "--record-size", "100",
+               "--key-size", "10", "--verify", "--quiet"]
+    for job in _jobs(inputs, str(tmp_path)) + [records]:
+        done = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, "-X", "importtime",
+                               "-m", "distsort", *job], env=_env(DISTSORT_SHARED_GPU=shared),
+                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
+                    if line.startswith("import time:")}
+        assert "distsort.api" in imported, job  # the ranks' imports are listed
+        assert not imported & {"cupyx.scipy.sparse", "scipy.sparse"}, job
 
