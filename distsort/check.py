@@ -266,7 +266,8 @@ class Summary:
                    order=None) -> None:
         """Feed the next piece of this rank's output, in order (order: key_words')."""
         self.descending = descending
-        one_pass = _sorted_sum(data, descending) if values is None and xp is np else None
+        # a column of numbers on the host: its order, and its checksum alone, in one read
+        one_pass = _sorted_sum(data, descending) if xp is np else None
         if len(data) and one_pass is not None:  # the codes of the piece's ends only
             self._ordered(one_pass[1], key_words(data[[0, -1]], np, descending), len(data),
                           lambda i: _element(data, i))
@@ -275,7 +276,8 @@ class Summary:
             self._ordered(first_disorder(words, xp), words, len(data),
                           lambda i: _element(data, i))
         self.count_out += int(data.shape[0])
-        total = one_pass[0] if one_pass is not None else checksum(data, xp, values)
+        alone = one_pass is not None and values is None  # with values: the pairs' hashes
+        total = one_pass[0] if alone else checksum(data, xp, values)
         self.checksum_out = (self.checksum_out + total) % 2**64
 
     def add_positions(self, keys: np.ndarray, positions: np.ndarray, descending: bool,
