@@ -5,7 +5,7 @@
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
 #   bytecode (BYTECODE_ROUNDS) filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD, AB_ROUNDS, AB_RANKS)
-#   cpuab (AB_OLD, CPUSORT_ARGS) imports (FILEJOB_COUNT: where 2 ranks first import SciPy's sparse package)
+#   cpuab (AB_OLD, CPUSORT_ARGS) imports (FILEJOB_COUNT: where 2 ranks, folded and split, first import SciPy's sparse package)
 #   steps cold tune trees apiab smallapi passprof codedprof (CODED_LOG) a2a ce fresh
 #   ipctests
 #   ipcalone take service (SERVICE_RANKS: 1 2, SERVICE_ARGS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
