@@ -167,10 +167,11 @@ def first_disorder(words, xp=np) -> int | None:
     return i if bool(bad[i]) else None
 
 
-def _sorted_sum(data, descending: bool) -> tuple[int, int | None] | None:
+def _sorted_sum(data, descending: bool, hashed: bool = True) -> tuple[int, int | None] | None:
     """(checksum, first_disorder) of a host column of numbers in one read on the rank's threads
-    (local/sorted.c: its pairs compared as numbers, NaN last), or None where it does not apply
-    (no compiled library; records, fields, stand-ins, half floats, foreign byte order)."""
+    (local/sorted.c: its pairs compared as numbers, NaN last; the checksum 0 unless hashed), or
+    None where it does not apply (no compiled library; records, fields, stand-ins, half floats,
+    foreign byte order)."""
     lib, kind, width = clib.library(), data.dtype.kind, 8 * data.dtype.itemsize
     if (lib is None or not isinstance(data, np.ndarray) or data.ndim != 1 or kind not in "iuf"
             or width not in (8, 16, 32, 64) or (kind == "f" and width == 16)
@@ -180,7 +181,8 @@ def _sorted_sum(data, descending: bool) -> tuple[int, int | None] | None:
 
     def piece(lo: int, hi: int) -> tuple[int, int | None]:
         at = np.empty(1, np.int64)
-        total = kernel(clib.pointer(data, lo), hi - lo, hi - lo - (hi == n), clib.pointer(at))
+        total = kernel(clib.pointer(data, lo), hi - lo, hi - lo - (hi == n), hashed,
+                       clib.pointer(at))
         return total, None if at[0] < 0 else lo + int(at[0])
 
     parts = spread(piece, n, _HOST_TASK)
@@ -267,7 +269,8 @@ class Summary:
         """Feed the next piece of this rank's output, in order (order: key_words')."""
         self.descending = descending
         # a column of numbers on the host: its order, and its checksum alone, in one read
-        one_pass = _sorted_sum(data, descending) if xp is np else None
+        alone = values is None  # with values: the pairs' hashes, in a pass of their own
+        one_pass = _sorted_sum(data, descending, hashed=alone) if xp is np else None
         if len(data) and one_pass is not None:  # the codes of the piece's ends only
             self._ordered(one_pass[1], key_words(data[[0, -1]], np, descending), len(data),
                           lambda i: _element(data, i))
@@ -276,8 +279,7 @@ class Summary:
             self._ordered(first_disorder(words, xp), words, len(data),
                           lambda i: _element(data, i))
         self.count_out += int(data.shape[0])
-        alone = one_pass is not None and values is None  # with values: the pairs' hashes
-        total = one_pass[0] if alone else checksum(data, xp, values)
+        total = one_pass[0] if one_pass is not None and alone else checksum(data, xp, values)
         self.checksum_out = (self.checksum_out + total) % 2**64
 
     def add_positions(self, keys: np.ndarray, positions: np.ndarray, descending: bool,

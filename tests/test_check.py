@@ -233,6 +233,7 @@ def test_one_read_of_the_output_sums_and_orders_as_the_two_passes_do(monkeypatch
             want = (checksum(data), first_disorder(key_words(data, np, descending)))
             assert (want[1] is None) == (places == []), places
             assert check._sorted_sum(data, descending) == want, places
+            assert check._sorted_sum(data, descending, hashed=False) == (0, want[1]), places
     finally:
         workers.use_threads(before)
 

@@ -158,7 +158,8 @@ def _load(path: str) -> ctypes.CDLL | None:
         getattr(lib, f"hash_sum_u{width}").restype = ctypes.c_uint64
         for kind in "uif"[: 3 if width > 16 else 2]:
             for way in ("", "_desc"):
-                getattr(lib, f"sorted_sum_{kind}{width}{way}").argtypes = [_P, _N, _N, _P]
+                getattr(lib, f"sorted_sum_{kind}{width}{way}").argtypes = [_P, _N, _N,
+                                                                            ctypes.c_int, _P]
                 getattr(lib, f"sorted_sum_{kind}{width}{way}").restype = ctypes.c_uint64
         for values in (8, 16, 32, 64):
             getattr(lib, f"hash_pairs_u{width}_v{values}").argtypes = [_P, _P, _N]

@@ -22,16 +22,19 @@
 #define ASC_F(a, b) (((a) > (b)) | (((a) != (a)) & ((b) == (b))))
 #define DESC_F(a, b) (((a) < (b)) | (((a) != (a)) & ((b) == (b))))
 
-/* The hash sum of x[0, n) and, in *descent, the first i < pairs with x[i], x[i + 1] out of
-   order (pairs: n where x[n] is the next piece's first element, else n - 1), or -1. */
+/* The hash sum of x[0, n) (0 where hashed is 0: the order test alone, for keys whose
+   checksum is their pairs' with values) and, in *descent, the first i < pairs with x[i],
+   x[i + 1] out of order (pairs: n where x[n] is the next piece's first element, else n - 1),
+   or -1. */
 #define SORTED_SUM(NAME, T, U, BAD)                                                         \
-  WIDEST uint64_t sorted_sum_##NAME(const T *x, int64_t n, int64_t pairs, int64_t *descent) { \
+  WIDEST uint64_t sorted_sum_##NAME(const T *x, int64_t n, int64_t pairs, int hashed,      \
+                                    int64_t *descent) {                                     \
     uint64_t sum = 0;                                                                       \
     *descent = -1;                                                                          \
     for (int64_t lo = 0; lo < n; lo += SORTED_BLOCK) {                                      \
       const int64_t hi = lo + SORTED_BLOCK < n ? lo + SORTED_BLOCK : n;                     \
       const int64_t last = hi < pairs ? hi : pairs;                                         \
-      for (int64_t i = lo; i < hi; i++) {                                                   \
+      for (int64_t i = lo; hashed && i < hi; i++) {                                         \
         U u;                                                                                \
         memcpy(&u, x + i, sizeof u); /* the element's bits, as hash_sum reads them */       \
         sum += link(0, u, 0);                                                               \
