@@ -5,7 +5,8 @@
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
 #   bytecode (BYTECODE_ROUNDS) filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD, AB_ROUNDS, AB_RANKS)
-#   cpuab (AB_OLD, CPUSORT_ARGS) imports (FILEJOB_COUNT: where 2 ranks, folded and split, first import SciPy's sparse package)
+#   cpuab (AB_OLD, CPUSORT_ARGS) imports (FILEJOB_COUNT, IMPORTS_DTYPE, IMPORTS_ARGS with @dir/v.npy the
+#   values: where 2 ranks, folded and split, first import SciPy's sparse package)
 #   steps cold tune trees apiab smallapi passprof codedprof (CODED_LOG) a2a ce fresh
 #   ipctests
 #   ipcalone take service (SERVICE_RANKS: 1 2, SERVICE_ARGS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
@@ -87,10 +88,14 @@ for step in $steps; do
                ${FILEJOB_ARGS:-} \
                2>&1 | tail -20 ;;
     imports) dir=$(mktemp -d)  # the stacks where two ranks sharing the GPU first import modules a job need not
-             python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^26}" --quiet
+             python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^26}" --quiet \
+               --dtype "${IMPORTS_DTYPE:-uint32}"
+             python3 -c "import numpy, sys; numpy.save(sys.argv[1], numpy.arange(numpy.load(
+               sys.argv[2], mmap_mode='r').size))" "$dir/v.npy" "$dir/in.npy"  # values: @dir/v.npy
+             args=${IMPORTS_ARGS:---verify}
              for mode in fold split; do echo "-- DISTSORT_SHARED_GPU=$mode"
                DISTSORT_SHARED_GPU=$mode $mpi -x DISTSORT_SHARED_GPU -n 2 python3 \
-                 bench/history/who_imports.py sort "$dir/in.npy" -o "$dir/out.npy" --verify 2>&1 \
+                 bench/history/who_imports.py sort "$dir/in.npy" -o "$dir/out.npy" ${args//@dir/$dir} 2>&1 \
                  | grep -a -A30 "=== import\|after the job" | head -120
              done
              rm -rf "$dir" ;;

@@ -21,6 +21,7 @@ from itertools import repeat
 import numpy as np
 
 from . import fields
+from .arrays import module_of
 from .cuda_source import CTYPES, load_module
 from .errors import DistsortError, agree
 from .io.formats import FileFormat, detect_format, ensure_file, is_npy, output_format
@@ -58,9 +59,11 @@ def _words(data, xp):
 
 def _hash_rows(words):
     """One 64-bit hash per row, chained over the row's words so that word order matters."""
+    xp = module_of(words)
     h = splitmix64(words[:, 0])
     for j in range(1, words.shape[1]):
-        h = mix64(h ^ mix64(words[:, j] + np.uint64((j + 1) * int(GOLDEN) % 2**64)))
+        step = np.uint64((j + 1) * int(GOLDEN) % 2**64)
+        h = mix64(xp.bitwise_xor(h, mix64(xp.add(words[:, j], step))))
     return h
 
 

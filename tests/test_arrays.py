@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from distsort.arrays import ceil_div, module_of
+from distsort.check import _hash_rows
+from distsort.mix import splitmix64
 from distsort.transport import aligned_displacements
 
 
@@ -24,3 +26,39 @@ def test_aligned_displacements_start_every_block_on_a_multiple():
     starts = aligned_displacements(counts, 4)
     np.testing.assert_array_equal(starts, [0, 0, 8, 12, 20])
     assert starts.dtype == np.int64
+
+
+class _NoScalarOperators(np.ndarray):
+    """A host array that fails as CuPy's first operator with a number costs a GPU rank (the
+    import of cupyx, arrays.py): the helpers must reach it by ufuncs only."""
+
+
+def _refuse(name):
+    def operator(self, other):
+        if not isinstance(other, np.ndarray):
+            raise AssertionError(f"{name} with {type(other).__name__}: use the ufunc")
+        return getattr(np.ndarray, name)(self, other)
+    return operator
+
+
+for _name in ("add", "sub", "mul", "floordiv", "mod", "and", "or", "xor", "rshift", "lshift",
+              "eq", "ne", "lt", "le", "gt", "ge"):
+    for _form in (f"__{_name}__", f"__r{_name}__", f"__i{_name}__"):
+        if hasattr(np.ndarray, _form):
+            setattr(_NoScalarOperators, _form, _refuse(_form))
+
+
+def test_the_strict_array_refuses_an_operator_with_a_number():
+    with pytest.raises(AssertionError, match="ufunc"):
+        np.arange(3).view(_NoScalarOperators) + 1
+
+
+def test_the_hashes_and_blocks_use_no_operator_with_a_number():
+    words = np.random.default_rng(1).integers(0, 2**63, (1000, 3), dtype=np.uint64)
+    strict = words.view(_NoScalarOperators)
+    plain = np.asarray  # the results compared as plain arrays
+    np.testing.assert_array_equal(plain(splitmix64(strict[:, 0])), splitmix64(words[:, 0]))
+    np.testing.assert_array_equal(plain(_hash_rows(strict)), _hash_rows(words))
+    counts = words[:, 1].astype(np.int64)
+    np.testing.assert_array_equal(plain(ceil_div(counts.view(_NoScalarOperators), 7)),
+                                  -(-counts // 7))

@@ -29,7 +29,7 @@ FRESH = NVRTC + ("CUDA_CACHE_PATH",)
 def _env(**more: str) -> dict:
     """On the first GPU alone: two ranks share it, folded or split, on a host of any GPUs."""
     env = dict(os.environ, DISTSORT_BACKEND="gpu", NCCL_NVLS_ENABLE="0", CUDA_VISIBLE_DEVICES="0",
-               **more)
+               PYTHONFAULTHANDLER="1", **more)  # a crash shows its Python stack
     env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
     return env
 
@@ -116,7 +116,8 @@ def test_a_job_imports_no_sparse_matrices(tmp_path, inputs, ranks, shared):
         done = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, "-X", "importtime",
                                "-m", "distsort", *job], env=_env(DISTSORT_SHARED_GPU=shared),
                               capture_output=True, text=True, timeout=300, cwd=tmp_path)
-        assert done.returncode == 0, done.stderr[-3000:]
+        said = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+        assert done.returncode == 0, (job, "\n".join(said[-40:]))
         imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
                     if line.startswith("import time:")}
         assert "distsort.api" in imported, job  # the ranks' imports are listed
