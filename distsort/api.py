@@ -227,14 +227,22 @@ def _sort_numeric(keys, values, comm, descending, stable, backend, report, devic
 
 def _by_fields(keys, others: list, order, descending: bool, comm, backend, report,
                device_memory, outs: list | None, keys_back: bool = False) -> list:
-    """Rows sorted by their fields (fields.py: structured keys, bytes and strings): the keys
+    """Rows sorted by their fields (fields.py: structured keys, bytes, strings, complex): the keys
     where keys_back, then the other arrays (host, one row per key), in that order, as byte
     records behind the fields' key; in the caller's out arrays where given. Bytes and strings
-    come back from their key (fields.decoded); structured rows travel beside it."""
+    come back from their key (fields.decoded); structured rows travel beside it. Complex CuPy
+    keys (the one kind of these CuPy holds) go through host memory and come back as CuPy arrays,
+    as every result of CuPy keys does."""
+    if on_gpu(keys):
+        import cupy
+
+        rows = _by_fields(keys.get(), [cupy.asnumpy(a) for a in others], order, descending,
+                          comm, backend, report, device_memory, outs, keys_back)
+        return [cupy.asarray(a) for a in rows]
     comm = comm if comm is not None else MPI.COMM_WORLD
     widths = {name: comm.allreduce(width, op=MPI.MAX)  # every rank's keys of one width
               for name, width in fields.char_bytes(keys).items()}
-    decoded = keys_back and keys.dtype.names is None
+    decoded = keys_back and fields.from_key(keys.dtype)
     carried = ([keys] if keys_back and not decoded else []) + others
     records, key_size = fields.keyed(keys, order, descending, carried, widths)
     out = sort_records(records, key_size, comm, backend=backend, report=report,

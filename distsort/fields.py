@@ -1,13 +1,14 @@
 """Structured keys, sorted as numpy.sort(a, order=...) sorts them: by the fields named in order,
-then by the remaining fields in the dtype's order. Bytes, unicode strings and raw void keys
-(without fields) sort the same way, as rows of one field.
+then by the remaining fields in the dtype's order. Bytes, unicode strings, raw void keys
+(without fields) and complex numbers sort the same way, as rows of one field.
 
 Each field becomes unsigned codes that ascend in the wanted order (keys.py: numbers through
 NumericCodec, NaN last; bool, datetime64 and timedelta64 through StandIns, NaT last; bytes and
-unicode strings as their bytes and code points), written big-endian, and the fields' codes side
-by side make one byte key that compares like memcmp, most significant field first. The key goes
-in front of each row's own bytes, and the rows sort as byte records (api.sort_records), which
-break ties by global input position: the sort is stable.
+unicode strings as their bytes and code points; complex numbers in NumPy's order: by real part,
+then imaginary, those with a NaN part after all others), written big-endian, and the fields'
+codes side by side make one byte key that compares like memcmp, most significant field first.
+The key goes in front of each row's own bytes, and the rows sort as byte records
+(api.sort_records), which break ties by global input position: the sort is stable.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from .errors import DistsortError
 from .keys import NumericCodec, StandIns, check_sortable
 from .transport import row_bytes
 
-KINDS = "buifMmSUV"  # bool, integers, floats, datetime64, timedelta64, bytes, unicode, void
+KINDS = "buifcMmSUV"  # bool, integers, floats, complex, datetime64, timedelta64, bytes, unicode,
+# void
 
 
 def sortable(dtype: np.dtype, order=None) -> np.dtype:
@@ -36,10 +38,18 @@ def sortable(dtype: np.dtype, order=None) -> np.dtype:
 
 
 def by_fields(dtype: np.dtype) -> bool:
-    """Whether keys of dtype sort by their fields: structured keys, and bytes, unicode strings
-    and raw void keys (no fields), which sort as rows of one field (bytes as memcmp compares
-    them, strings by code point, as NumPy does)."""
-    return dtype.names is not None or dtype.kind in "SUV"
+    """Whether keys of dtype sort by their fields: structured keys, and bytes, unicode strings,
+    raw void keys (no fields) and complex numbers, which sort as rows of one field (bytes as
+    memcmp compares them, strings by code point, complex numbers as NumPy orders them)."""
+    return (dtype.names is not None or dtype.kind in "SUV"
+            or (dtype.kind == "c" and dtype.itemsize in (8, 16)))
+
+
+def from_key(dtype: np.dtype) -> bool:
+    """Whether rows of dtype come back from their key alone (decoded): bytes, strings and raw
+    void keys, whose keys are their bytes. Others travel beside it: a float's key ties -0.0
+    with 0.0 and every NaN with the others."""
+    return dtype.names is None and dtype.kind in "SUV"
 
 
 ONE_FIELD = "key"  # the one field that bytes and strings are rows of
@@ -113,10 +123,12 @@ def key_fields(dtype: np.dtype, order) -> list[str]:
     for name in fields:
         field = dtype.fields[name][0]
         sortable = field.kind in KINDS and field.shape == () and field.names is None
-        if not sortable or (field.kind in "iuf" and field.itemsize not in (1, 2, 4, 8)):
+        if (not sortable or (field.kind in "iuf" and field.itemsize not in (1, 2, 4, 8))
+                or (field.kind == "c" and field.itemsize not in (8, 16))):
             raise DistsortError(
                 f"cannot sort by field {name!r} of dtype {field}: fields sort as integers, "
-                "float16/32/64, bool, datetime64, timedelta64 or fixed-size bytes and strings")
+                "float16/32/64, complex64/128, bool, datetime64, timedelta64 or fixed-size "
+                "bytes and strings")
     return fields
 
 
@@ -138,6 +150,8 @@ def _field_bytes(values: np.ndarray, descending: bool, char_bytes: int = 4) -> n
     kind, n = values.dtype.kind, len(values)
     if values.dtype.itemsize == 0:  # S0, U0, V0: no bytes to compare (NumPy's view cannot
         return np.zeros((n, 0), np.uint8)  # make rows of them)
+    if kind == "c":
+        return _complex_bytes(values, descending)
     if kind in "iuf":
         codes = NumericCodec(values.dtype, descending, canonical=True).encode(values, np)
     elif kind in "bMm":
@@ -157,6 +171,17 @@ def _field_bytes(values: np.ndarray, descending: bool, char_bytes: int = 4) -> n
         codes = ~codes if descending else codes
     big = codes.astype(codes.dtype.newbyteorder(">"), copy=False)
     return rows_as_bytes(big)
+
+
+def _complex_bytes(values: np.ndarray, descending: bool) -> np.ndarray:
+    """(n, 1 + itemsize) uint8: complex numbers' keys in NumPy's order, numbers with a NaN part
+    last in either direction: R + Rj, then R + nanj (by real part), nan + Rj (by imaginary),
+    nan + nanj; each group by real part, then imaginary, as floats sort (NaN ties NaN)."""
+    parts = [values.real, values.imag]
+    nan = [np.isnan(part) for part in parts]
+    group = (nan[0].astype(np.uint8) << np.uint8(1)) | nan[1]  # 0-3 in NumPy's order
+    return np.concatenate([group[:, None]] + [_field_bytes(part, descending) for part in parts],
+                          axis=1)
 
 
 def _code_points(values: np.ndarray) -> np.ndarray:

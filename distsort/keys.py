@@ -36,8 +36,8 @@ def check_sortable(dtype: np.dtype, what: str = "keys") -> np.dtype:
         raise DistsortError(
             f"cannot sort {what} of dtype {dtype}: distsort sorts 8-64 bit integers, "
             "float16/32/64, bool, datetime64 and timedelta64 (and, in arrays and .npy files, "
-            "fixed-size bytes and strings and structured rows); byte records sort with "
-            "distsort.sort_records (on the command line: --record-size and --key-size)"
+            "complex64/128, fixed-size bytes and strings and structured rows); byte records "
+            "sort with distsort.sort_records (on the command line: --record-size and --key-size)"
         )
     return dtype
 

@@ -255,6 +255,17 @@ def string_keys(kind: str, n: int, seed) -> np.ndarray:
     return np.frombuffer(rng.integers(0, 3, 2 * n, dtype=np.uint8).tobytes(), "V2").copy()
 
 
+def complex_keys(n: int, seed, dtype=np.complex128) -> np.ndarray:
+    """Complex keys with many ties, NaN in either part or both, -0.0 and infinities; for odd
+    seeds big-endian."""
+    rng = np.random.default_rng(seed)
+    parts = rng.choice([-np.inf, -1.5, -0.0, 0.0, 2.0, np.inf, np.nan], (2, n),
+                       p=[0.05, 0.25, 0.1, 0.2, 0.25, 0.05, 0.1])
+    keys = np.empty(n, dtype)
+    keys.real, keys.imag = parts  # not parts[0] + 1j * parts[1]: 1j * inf has a NaN real part
+    return keys.astype(keys.dtype.newbyteorder(">")) if seed % 2 else keys
+
+
 class Service:
     """`distsort serve` on `ranks` ranks and the backend, its socket in a test's folder; with
     `token`, on a free TCP port of 127.0.0.1 instead, the token in a file of that folder."""

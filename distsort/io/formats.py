@@ -92,8 +92,8 @@ class FileFormat:
 
     @property
     def structured(self) -> bool:
-        """Whether the elements sort by their fields (fields.py): structured ones, bytes and
-        strings."""
+        """Whether the elements sort by their fields (fields.py): structured ones, bytes,
+        strings and complex numbers."""
         return self.dtype is not None and by_fields(self.dtype)
 
     def stand_ins(self, descending: bool) -> StandIns | None:

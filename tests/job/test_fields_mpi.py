@@ -1,12 +1,13 @@
 """Structured keys sorted by their fields across ranks (order=, fields.py) against NumPy's stable
-sort: sort, argsort, sort_pairs, descending, in memory and out of core; bytes, strings and raw
-void keys, which sort as one field. (The CLI's --order and string files: test_cli.py.)"""
+sort: sort, argsort, sort_pairs, descending, in memory and out of core; bytes, strings, raw
+void keys and complex numbers, which sort as one field. (The CLI's --order and string files:
+test_cli.py.)"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import string_keys, structured_rows
+from helpers import complex_keys, string_keys, structured_rows
 
 import distsort
 from distsort.errors import DistsortError
@@ -100,6 +101,23 @@ def test_bytes_strings_and_void_keys_sort_as_numpy_sorts_them(kind, budget):
     order = np.lexsort((np.arange(len(everyone)), -rank))  # descending, equal keys as given
     np.testing.assert_array_equal(gathered(moved), order)
     assert gathered(keys).tobytes() == everyone[order].tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_complex_keys_sort_as_numpy_sorts_them(dtype, budget):
+    """NumPy's order (numbers with a NaN part last), stably, every bit back, either byte order
+    on each rank; argsort and pairs alike."""
+    n = 0 if COMM.Get_rank() == 1 else 3000 + 17 * COMM.Get_rank()
+    mine = complex_keys(n, (1, 0, 2, 3)[COMM.Get_rank() % 4], dtype)  # rank 0 big-endian
+    everyone = np.concatenate(COMM.allgather(mine.astype(mine.dtype.newbyteorder("="))))
+    want = np.argsort(everyone, kind="stable")
+    shard = distsort.sort(mine, device_memory=budget)
+    assert shard.dtype == mine.dtype and gathered(shard).tobytes() == everyone[want].tobytes()
+    np.testing.assert_array_equal(gathered(distsort.argsort(mine, device_memory=budget)), want)
+    values = np.arange(len(mine)) + (COMM.exscan(len(mine)) or 0)
+    keys, moved = distsort.sort_pairs(mine, values, device_memory=budget)
+    np.testing.assert_array_equal(gathered(moved), want)
 
 
 def test_unicode_keys_of_narrow_code_points_on_some_ranks_only():

@@ -11,6 +11,7 @@ import pytest
 from helpers import (
     bool_or_time_keys,
     bool_or_time_order,
+    complex_keys,
     everything,
     odd_values,
     string_keys,
@@ -178,6 +179,25 @@ def test_gpu_bytes_and_strings_sort_as_numpy_sorts_them(kind, budget):
     rank = np.searchsorted(np.unique(everyone), everyone)
     np.testing.assert_array_equal(everything(positions),
                                   np.lexsort((np.arange(len(everyone)), -rank)))
+
+
+@pytest.mark.parametrize("on_device", [False, True])
+@pytest.mark.parametrize("budget", [None, "1MiB"])  # in memory, out of core
+def test_gpu_complex_keys_sort_as_numpy_sorts_them(on_device, budget):
+    """Complex keys (NaN parts last, as NumPy puts them) sorted on the GPUs as rows of one
+    field, stably; CuPy keys' results come back as CuPy arrays."""
+    import cupy
+
+    keys = complex_keys(50_000 + 999 * COMM.Get_rank(), 2 * COMM.Get_rank())
+    everyone = np.concatenate(COMM.allgather(keys))
+    want = np.argsort(everyone, kind="stable")
+    given = cupy.asarray(keys) if on_device else keys
+    got = distsort.sort(given, backend="gpu", device_memory=budget)
+    positions = distsort.argsort(given, backend="gpu", device_memory=budget)
+    assert isinstance(got, cupy.ndarray) == on_device == isinstance(positions, cupy.ndarray)
+    got, positions = cupy.asnumpy(got), cupy.asnumpy(positions)
+    assert got.dtype == keys.dtype and everything(got).tobytes() == everyone[want].tobytes()
+    np.testing.assert_array_equal(everything(positions), want)
 
 
 @pytest.mark.parametrize("n", [1 << 16, 1 << 24])
