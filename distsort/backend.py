@@ -34,10 +34,6 @@ class Backend:
     def synchronize(self) -> None:
         """Wait until queued work is done (nothing is queued on the CPU)."""
 
-    def owns(self, a) -> bool:
-        """True if `a` is an array of this backend."""
-        return isinstance(a, np.ndarray)
-
     def clock(self) -> HostClock:
         """The clock of the pipeline's phases."""
         return HostClock()
@@ -70,9 +66,6 @@ class GpuBackend(Backend):
 
     def synchronize(self) -> None:
         self.xp.cuda.get_current_stream().synchronize()
-
-    def owns(self, a) -> bool:
-        return isinstance(a, self.xp.ndarray)
 
     def clock(self) -> StreamClock:
         return StreamClock(self.xp)

@@ -81,10 +81,6 @@ class InputFile:
         _populate(whole)
         return whole[first - lo :]
 
-    def read_shard(self, rank: int, size: int) -> np.ndarray:
-        """This rank's balanced share of the file (see rank_range)."""
-        return self.read(*rank_range(self.count, rank, size))
-
     def _read_into(self, buf: np.ndarray, offset: int) -> None:
         try:
             fd = os.open(self.path, os.O_RDONLY)
