@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
-#   bytecode (BYTECODE_ROUNDS) filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile abfile (AB_OLD, AB_ROUNDS, AB_RANKS)
+#   bytecode (BYTECODE_ROUNDS) filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile (PROFILE_RANKS) abfile (AB_OLD, AB_ROUNDS, AB_RANKS)
 #   cpuab (AB_OLD, CPUSORT_ARGS) imports (FILEJOB_COUNT, IMPORTS_DTYPE, IMPORTS_ARGS with @dir/v.npy the
 #   values: where 2 ranks, folded and split, first import SciPy's sparse package)
 #   steps cold tune trees apiab smallapi passprof codedprof (CODED_LOG) a2a ce fresh
@@ -135,15 +135,23 @@ for step in $steps; do
                   | sed "s|^|$tree $i: |")
              done
            done ;;
-    profile) dir=$(mktemp -d)  # one rank's file job under cProfile (the main thread's calls)
+    profile) dir=$(mktemp -d)  # a file job under cProfile (the main thread's calls); with
+             # PROFILE_RANKS=R, R ranks under mpirun, each writing profile.RANK.prof (rank 0 shown)
              python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
+             ranks=${PROFILE_RANKS:-1}
              for i in 1 2; do  # the second run is profiled: page cache and kernels warm
                sync  # no dirty pages left (they would throttle the output's writes)
-               /usr/bin/time -f "wall %e s" python3 -m cProfile -o "$OUT/profile.prof" -m distsort \
-                 sort "$dir/in.npy" -o "$dir/out.npy" ${FILEJOB_ARGS:-} 2>&1 | tail -4
+               if [ "$ranks" = 1 ]; then
+                 /usr/bin/time -f "wall %e s" python3 -m cProfile -o "$OUT/profile.0.prof" \
+                   -m distsort sort "$dir/in.npy" -o "$dir/out.npy" ${FILEJOB_ARGS:-} 2>&1 | tail -4
+               else
+                 /usr/bin/time -f "wall %e s" $mpi -x OUT -n "$ranks" bash -c 'python3 -m cProfile \
+                   -o "$OUT/profile.$OMPI_COMM_WORLD_RANK.prof" -m distsort sort "$@"' rank \
+                   "$dir/in.npy" -o "$dir/out.npy" ${FILEJOB_ARGS:-} 2>&1 | tail -4
+               fi
              done
              python3 -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('cumulative')\
-               .print_stats(45)" "$OUT/profile.prof" | tail -60 | cut -c1-150
+               .print_stats(45)" "$OUT/profile.0.prof" | tail -60 | cut -c1-150
              rm -rf "$dir" ;;
     steps) dir=$(mktemp -d)  # one rank's file job step by step; KvikIO beside ours if installed
            python3 -m distsort gen "$dir/in.npy" --count "${FILEJOB_COUNT:-2^30}" --quiet
