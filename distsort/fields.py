@@ -19,8 +19,8 @@ from .errors import DistsortError
 from .keys import NumericCodec, StandIns, check_sortable
 from .transport import row_bytes
 
-KINDS = "buifcMmSUV"  # bool, integers, floats, complex, datetime64, timedelta64, bytes, unicode,
-# void
+# bool, integers, floats, complex, datetime64, timedelta64, bytes, unicode, void
+KINDS = "buifcMmSUV"
 
 
 def sortable(dtype: np.dtype, order=None) -> np.dtype:

@@ -6,6 +6,8 @@ import pytest
 from distsort.arrays import ceil_div, module_of
 from distsort.check import _hash_rows
 from distsort.mix import splitmix64
+from distsort.steps.sample import stratified
+from distsort.steps.splitters import classify
 from distsort.transport import aligned_displacements
 
 
@@ -29,8 +31,8 @@ def test_aligned_displacements_start_every_block_on_a_multiple():
 
 
 class _NoScalarOperators(np.ndarray):
-    """A host array that fails as CuPy's first operator with a number costs a GPU rank (the
-    import of cupyx, arrays.py): the helpers must reach it by ufuncs only."""
+    """A host array whose operators refuse a number: on a GPU rank CuPy's first such operator
+    imports cupyx (arrays.py), so the device helpers reach their arrays by ufuncs only."""
 
 
 def _refuse(name):
@@ -62,3 +64,17 @@ def test_the_hashes_and_blocks_use_no_operator_with_a_number():
     counts = words[:, 1].astype(np.int64)
     np.testing.assert_array_equal(plain(ceil_div(counts.view(_NoScalarOperators), 7)),
                                   -(-counts // 7))
+
+
+@pytest.mark.parametrize("columns", [1, 2])  # one key word; two (the ties' search)
+def test_the_sample_and_the_splitters_search_use_no_operator_with_a_number(columns):
+    rng = np.random.default_rng(columns)
+    uniform = rng.random(100)
+    np.testing.assert_array_equal(
+        np.asarray(stratified(10**6, uniform.view(_NoScalarOperators), np)),
+        stratified(10**6, uniform, np))
+    words = [rng.integers(0, 50, 10000).astype(np.uint64) for _ in range(columns)]
+    splitters = np.array([[10] * columns + [5], [30] * columns + [9000]], np.uint64)
+    strict = [w.view(_NoScalarOperators) for w in words]
+    np.testing.assert_array_equal(np.asarray(classify(strict, 0, splitters, np)),
+                                  classify(words, 0, splitters, np))
