@@ -31,7 +31,7 @@ from .outofcore.sources import check_out_rows
 from .payload import check_payload, restored, stored
 from .phases import phase
 from .pipeline import distributed_sort, sort_as_one, sorts_as_one
-from .report import SortReport
+from .report import HostClock, SortReport
 from .runtime import Runtime, get_runtime
 from .steps.partition import codes_raw_numbers
 from .transport import row_bytes
@@ -240,18 +240,22 @@ def _by_fields(keys, others: list, order, descending: bool, comm, backend, repor
                           comm, backend, report, device_memory, outs, keys_back)
         return [cupy.asarray(a) for a in rows]
     comm = comm if comm is not None else MPI.COMM_WORLD
-    widths = {name: comm.allreduce(width, op=MPI.MAX)  # every rank's keys of one width
-              for name, width in fields.char_bytes(keys).items()}
-    decoded = keys_back and fields.from_key(keys.dtype)
-    carried = ([keys] if keys_back and not decoded else []) + others
-    records, key_size = fields.keyed(keys, order, descending, carried, widths)
+    timed = report if report is not None else SortReport(timed_phases=False)
+    timed.rank = comm.Get_rank()  # the watchdog's (sort_records notes the rest)
+    with phase(timed, "encode", HostClock()):  # the keys made and the rows put behind them
+        widths = {name: comm.allreduce(width, op=MPI.MAX)  # every rank's keys of one width
+                  for name, width in fields.char_bytes(keys).items()}
+        decoded = keys_back and fields.from_key(keys.dtype)
+        carried = ([keys] if keys_back and not decoded else []) + others
+        records, key_size = fields.keyed(keys, order, descending, carried, widths)
     out = sort_records(records, key_size, comm, backend=backend, report=report,
                        device_memory=device_memory)
-    ends = np.cumsum([key_size] + [row_bytes(c) for c in carried])
-    rows = [np.ascontiguousarray(out[:, a:b]).view(c.dtype).reshape((-1,) + c.shape[1:])
-            for a, b, c in zip(ends[:-1], ends[1:], carried)]
-    if decoded:
-        rows.insert(0, fields.decoded(out[:, :key_size], keys.dtype, descending, widths))
+    with phase(timed, "decode", HostClock()):  # the rows taken back out of the records
+        ends = np.cumsum([key_size] + [row_bytes(c) for c in carried])
+        rows = [np.ascontiguousarray(out[:, a:b]).view(c.dtype).reshape((-1,) + c.shape[1:])
+                for a, b, c in zip(ends[:-1], ends[1:], carried)]
+        if decoded:
+            rows.insert(0, fields.decoded(out[:, :key_size], keys.dtype, descending, widths))
     return _into(comm, outs, rows)
 
 

@@ -394,18 +394,19 @@ def combine(comm, mine: Summary) -> Verdict:
 
 
 def verify(comm, local_in, local_out, *, descending: bool = False, key_size: int | None = None,
-           xp=np, values_in=None, values_out=None) -> Verdict:
+           xp=np, values_in=None, values_out=None, order=None) -> Verdict:
     """Collective: is the concatenation of the ranks' local_out the sorted local_in's?
 
     Arrays are 1-D numbers or (n, record_size) uint8 records (ordered by their first key_size
     bytes, default all), host or device arrays; the work runs on xp's device (CuPy: host arrays
     go up piece by piece). For key-value sorts, values_in/values_out (one row per key, any
     dtype) enter the checksum paired with their keys. Every rank gets the same Verdict.
-    local_in may instead be its input_summary, taken before a sort that overwrote it.
+    local_in may instead be its input_summary, taken before a sort that overwrote it. Rows
+    that sort by their fields are ordered by them (order: those named first, key_words).
     """
     mine = local_in if isinstance(local_in, Summary) else input_summary(local_in, xp, values_in)
     for keys, values in pieces(local_out, values_out, xp):
-        mine.add_output(keys, xp, descending, key_size, values)
+        mine.add_output(keys, xp, descending, key_size, values, order)
     return combine(comm, mine)
 
 

@@ -10,7 +10,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import api, fields, plan, progress, stability
+from . import api, plan, progress, stability
 from .check import input_summary, run_argsort_check, run_check, verify
 from .errors import DistsortError, agree
 from .io import FileFormat, ShardWriter, detect_format, open_input, output_format, rank_range
@@ -196,12 +196,10 @@ def _sort_by_fields(args, comm, source, values, span: tuple, writers: list, repo
     else:
         outputs = [api.sort(local, **common)]
     if args.verify:
-        with phase(report, "verify", HostClock()):
-            # the rows behind their fields' key, checked as byte records
-            before, key_size = fields.keyed(local, args.order, args.descending, [local])
-            after, _ = fields.keyed(outputs[0], args.order, args.descending, [outputs[0]])
-            _verify(comm, input_summary(before, np, local_values), [after] + outputs[1:], np,
-                    False, key_size)
+        with phase(report, "verify", HostClock()):  # the rows' bytes hashed, their order by
+            # their fields' keys (check.key_words)
+            _verify(comm, input_summary(local, np, local_values), outputs, np, args.descending,
+                    None, args.order)
     with phase(report, "write", HostClock()):  # in the form the writers take (payload.py)
         _write(comm, writers, [stored(o) for o in outputs])
 
@@ -278,13 +276,13 @@ def _sort_local(args, fmt: FileFormat, local, local_values, comm, report, budget
     return [api.sort(local, stable=args.stable, overwrite_input=mine, **common)]
 
 
-def _verify(comm, before, outputs, xp, descending: bool, key_size) -> None:
+def _verify(comm, before, outputs, xp, descending: bool, key_size, order=None) -> None:
     """--verify: outputs[0] is the input sorted (and outputs[1] its values with it; before:
-    the input's check.input_summary), else one message and every rank raises: nothing is
-    written."""
+    the input's check.input_summary; order: a structured input's --order), else one message
+    and every rank raises: nothing is written."""
     values_out = outputs[1] if len(outputs) > 1 else None
     verdict = verify(comm, before, outputs[0], descending=descending, key_size=key_size, xp=xp,
-                     values_out=values_out)
+                     values_out=values_out, order=order)
     if not verdict.ok:
         def fail():
             raise DistsortError(f"--verify failed, nothing written: {verdict.message}")

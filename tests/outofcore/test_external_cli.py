@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 import pytest
-from helpers import distsort, mixed_keys
+from helpers import complex_keys, distsort, mixed_keys, string_keys, structured_rows
 
 
 def test_sort_with_a_small_device_budget_matches_numpy(tmp_path):
@@ -104,6 +104,36 @@ def test_verify_fails_a_wrong_sort_and_publishes_nothing(tmp_path, monkeypatch, 
     code = main(["sort", str(tmp_path / "in.npy"), "-o", str(tmp_path / "out.npy"), "--verify",
                  "--backend", "cpu", *budget])
     assert code == 2 and "--verify failed, nothing written" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["in.npy"]
+
+
+@pytest.mark.parametrize("kind", ["complex", "unicode", "structured"])
+@pytest.mark.parametrize("fault", ["swapped", "replaced"])
+@pytest.mark.parametrize("budget", [[], ["--device-memory", "64KiB"]])
+def test_verify_fails_a_wrong_sort_of_rows_that_sort_by_their_fields(tmp_path, monkeypatch,
+                                                                      capsys, kind, fault,
+                                                                      budget):
+    """--verify of complex numbers, strings and structured rows (ordered by their fields' keys,
+    their bytes hashed) catches two rows out of order and a row written over by another."""
+    from distsort import api
+    from distsort.cli import main
+
+    keys = {"complex": complex_keys(20_000, 0), "unicode": string_keys("U", 20_000, 0),
+            "structured": structured_rows(20_000, 0)}[kind]
+
+    def wrong(*args, **kwargs):
+        out = sort(*args, **kwargs)
+        out[[0, -1]] = out[[-1, -1]] if fault == "replaced" else out[[-1, 0]]
+        return out
+
+    sort = api.sort
+    monkeypatch.setattr(api, "sort", wrong)
+    np.save(tmp_path / "in.npy", keys)
+    code = main(["sort", str(tmp_path / "in.npy"), "-o", str(tmp_path / "out.npy"), "--verify",
+                 "--backend", "cpu", *budget])
+    said = capsys.readouterr().err
+    assert code == 2 and "--verify failed, nothing written" in said, said
+    assert ("checksum" if fault == "replaced" else "out of order") in said, said
     assert sorted(os.listdir(tmp_path)) == ["in.npy"]
 
 
