@@ -170,6 +170,17 @@ def first_disorder(words, xp=np) -> int | None:
     return i if bool(bad[i]) else None
 
 
+def _text_disorder(data: np.ndarray, descending: bool) -> int | None:
+    """first_disorder of a host column of bytes or unicode strings by NumPy's own comparison,
+    which orders them as distsort sorts them (bytes as memcmp, strings by code point): no keys
+    made (five times faster than their keys for ten-character strings)."""
+    if len(data) < 2:
+        return None
+    bad = (np.greater if descending else np.less)(data[1:], data[:-1])
+    i = int(bad.argmax())
+    return i if bad[i] else None
+
+
 def _sorted_sum(data, descending: bool, hashed: bool = True) -> tuple[int, int | None] | None:
     """(checksum, first_disorder) of a host column of numbers in one read on the rank's threads
     (local/sorted.c: its pairs compared as numbers, NaN last; the checksum 0 unless hashed), or
@@ -274,8 +285,10 @@ class Summary:
         # a column of numbers on the host: its order, and its checksum alone, in one read
         alone = values is None  # with values: the pairs' hashes, in a pass of their own
         one_pass = _sorted_sum(data, descending, hashed=alone) if xp is np else None
-        if len(data) and one_pass is not None:  # the codes of the piece's ends only
-            self._ordered(one_pass[1], key_words(data[[0, -1]], np, descending), len(data),
+        text = xp is np and data.ndim == 1 and data.dtype.kind in "SU"
+        if len(data) and (one_pass is not None or text):  # the codes of the piece's ends only
+            disorder = one_pass[1] if one_pass is not None else _text_disorder(data, descending)
+            self._ordered(disorder, key_words(data[[0, -1]], np, descending), len(data),
                           lambda i: _element(data, i))
         elif len(data):
             words = key_words(data, xp, descending, key_size, order)

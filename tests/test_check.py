@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import string_keys
 from mpi4py import MPI
 
 from distsort import check
@@ -145,6 +146,25 @@ def test_first_disorder_finds_the_first_bad_pair():
     assert first_disorder([np.zeros(0, np.uint8)]) is None
     two_words = [np.array([1, 1, 2], np.uint64), np.array([5, 4, 0], np.uint64)]
     assert first_disorder(two_words) == 0
+
+
+@pytest.mark.parametrize("kind", ["S", "U"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_strings_first_descent_by_numpys_comparison_is_their_keys(kind, descending):
+    """Bytes (NUL bytes inside and at the end) and strings (beyond the BMP, big-endian too)
+    are checked by NumPy's comparison of the strings themselves: the first bad pair their keys
+    find, sorted and with two rows swapped."""
+    rng = np.random.default_rng([ord(kind), descending])
+    for seed in range(4):
+        keys = np.sort(string_keys(kind, 3000, seed), kind="stable")
+        keys = keys[::-1].copy() if descending else keys
+        for swaps in range(12):
+            rows = keys.copy()
+            if swaps:
+                i, j = rng.integers(0, len(rows), 2)
+                rows[[i, j]] = rows[[j, i]]
+            assert (check._text_disorder(rows, descending)
+                    == first_disorder(key_words(rows, np, descending)))
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
