@@ -242,21 +242,33 @@ def _by_fields(keys, others: list, order, descending: bool, comm, backend, repor
     comm = comm if comm is not None else MPI.COMM_WORLD
     timed = report if report is not None else SortReport(timed_phases=False)
     timed.rank = comm.Get_rank()  # the watchdog's (sort_records notes the rest)
+    decoded = keys_back and fields.from_key(keys.dtype)
+    carried = ([keys] if keys_back and not decoded else []) + others
     with phase(timed, "encode", HostClock()):  # the keys made and the rows put behind them
+        # (agreed: a rank out of memory here leaves none waiting in the sort's collectives)
         widths = {name: comm.allreduce(width, op=MPI.MAX)  # every rank's keys of one width
-                  for name, width in fields.char_bytes(keys).items()}
-        decoded = keys_back and fields.from_key(keys.dtype)
-        carried = ([keys] if keys_back and not decoded else []) + others
-        records, key_size = fields.keyed(keys, order, descending, carried, widths)
+                  for name, width in agree(comm, lambda: fields.char_bytes(keys)).items()}
+        records, key_size = agree(comm, lambda: fields.keyed(keys, order, descending, carried,
+                                                             widths))
     out = sort_records(records, key_size, comm, backend=backend, report=report,
                        device_memory=device_memory)
-    with phase(timed, "decode", HostClock()):  # the rows taken back out of the records
-        ends = np.cumsum([key_size] + [row_bytes(c) for c in carried])
-        rows = [np.ascontiguousarray(out[:, a:b]).view(c.dtype).reshape((-1,) + c.shape[1:])
-                for a, b, c in zip(ends[:-1], ends[1:], carried)]
-        if decoded:
-            rows.insert(0, fields.decoded(out[:, :key_size], keys.dtype, descending, widths))
+    with phase(timed, "decode", HostClock()):
+        rows = agree(comm, lambda: _rows_back(out, key_size, carried,
+                                              keys.dtype if decoded else None, descending,
+                                              widths))
     return _into(comm, outs, rows)
+
+
+def _rows_back(out, key_size: int, carried: list, decoded: np.dtype | None, descending: bool,
+               widths: dict) -> list:
+    """The arrays taken back out of sorted byte records (_by_fields): first, where decoded
+    names their dtype, the keys made from the key; then each carried array from its bytes."""
+    ends = np.cumsum([key_size] + [row_bytes(c) for c in carried])
+    rows = [np.ascontiguousarray(out[:, a:b]).view(c.dtype).reshape((-1,) + c.shape[1:])
+            for a, b, c in zip(ends[:-1], ends[1:], carried)]
+    if decoded:
+        rows.insert(0, fields.decoded(out[:, :key_size], decoded, descending, widths))
+    return rows
 
 
 def _stand_ins(keys, descending: bool) -> tuple:

@@ -162,10 +162,10 @@ def _field_bytes(values: np.ndarray, descending: bool, char_bytes: int = 4) -> n
         codes = _code_points(values)
         codes = ~codes if descending else codes
         if char_bytes < 4:  # the low bytes, most significant first (the others are the same
-            # in every row: zero, complemented all ones)
-            shifts = np.arange(8 * (char_bytes - 1), -1, -8, dtype=np.uint32)
-            big = (codes[:, :, None] >> shifts).astype(np.uint8)
-            return big.reshape(n, codes.shape[1] * char_bytes)
+            # in every row: zero, complemented all ones), picked out of their little-endian
+            # bytes in one copy
+            low = codes.astype("<u4", copy=False).view(np.uint8).reshape(codes.shape + (4,))
+            return low[:, :, char_bytes - 1 :: -1].reshape(n, codes.shape[1] * char_bytes)
     else:  # "S", "V": bytes, as memcmp compares them
         codes = np.ascontiguousarray(values).view(np.uint8).reshape(n, values.dtype.itemsize)
         codes = ~codes if descending else codes

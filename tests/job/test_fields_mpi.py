@@ -129,3 +129,22 @@ def test_unicode_keys_of_narrow_code_points_on_some_ranks_only():
     everyone = np.concatenate(COMM.allgather(mine))
     shard = distsort.sort(mine, backend="cpu")
     np.testing.assert_array_equal(gathered(shard), np.sort(everyone, kind="stable"))
+
+
+def test_a_rank_that_fails_to_make_its_keys_leaves_none_waiting(monkeypatch):
+    """One rank's keys cannot be made (out of memory, say): every rank raises, that rank its
+    own error, the others naming it; none waits in the sort's collectives."""
+    from distsort import fields
+
+    keys = string_keys("U", 1000, COMM.Get_rank())
+    if COMM.Get_rank() == COMM.Get_size() - 1:
+        def out_of_memory(*args, **kwargs):
+            raise MemoryError("no room for the keys")
+        monkeypatch.setattr(fields, "keyed", out_of_memory)
+    with pytest.raises(Exception) as raised:
+        distsort.sort(keys)
+    last = COMM.Get_size() - 1
+    if COMM.Get_rank() == last:
+        assert isinstance(raised.value, MemoryError)
+    else:
+        assert f"rank {last} failed" in str(raised.value) and "no room" in str(raised.value)
