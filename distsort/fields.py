@@ -21,6 +21,7 @@ from .transport import row_bytes
 
 # bool, integers, floats, complex, datetime64, timedelta64, bytes, unicode, void
 KINDS = "buifcMmSUV"
+COMPLEX_BYTES = (8, 16)  # complex64, complex128: parts that NumericCodec codes (float32, 64)
 
 
 def sortable(dtype: np.dtype, order=None) -> np.dtype:
@@ -42,7 +43,7 @@ def by_fields(dtype: np.dtype) -> bool:
     raw void keys (no fields) and complex numbers, which sort as rows of one field (bytes as
     memcmp compares them, strings by code point, complex numbers as NumPy orders them)."""
     return (dtype.names is not None or dtype.kind in "SUV"
-            or (dtype.kind == "c" and dtype.itemsize in (8, 16)))
+            or (dtype.kind == "c" and dtype.itemsize in COMPLEX_BYTES))
 
 
 def from_key(dtype: np.dtype) -> bool:
@@ -124,7 +125,7 @@ def key_fields(dtype: np.dtype, order) -> list[str]:
         field = dtype.fields[name][0]
         sortable = field.kind in KINDS and field.shape == () and field.names is None
         if (not sortable or (field.kind in "iuf" and field.itemsize not in (1, 2, 4, 8))
-                or (field.kind == "c" and field.itemsize not in (8, 16))):
+                or (field.kind == "c" and field.itemsize not in COMPLEX_BYTES)):
             raise DistsortError(
                 f"cannot sort by field {name!r} of dtype {field}: fields sort as integers, "
                 "float16/32/64, complex64/128, bool, datetime64, timedelta64 or fixed-size "
