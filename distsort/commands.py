@@ -445,7 +445,7 @@ def _compile_cuda(comm) -> int:
     """compile_kernels' CUDA kernels (see there)."""
     from . import check as check_module
     from . import keys
-    from .cuda_source import compile_apart, kernel_cache, use_kernel_cache
+    from .cuda_source import compile_apart, kernel_cache, remember_fingerprints, use_kernel_cache
     from .local import digit_partition, partition, radix, rows, tiles
     from .steps import sample
     from .transport.choice import FOLD, SPLIT
@@ -465,6 +465,8 @@ def _compile_cuda(comm) -> int:
     for sharing in sharings:
         with _environment("DISTSORT_SHARED_GPU", sharing):
             _warm_up(comm)
+    for turn in range(comm.Get_size()):  # every rank's option sets, merged into the file in
+        agree(comm, remember_fingerprints if turn == comm.Get_rank() else lambda: None)  # turn
     seconds = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
     if comm.Get_rank() == 0:
         print(f"distsort: the CUDA kernels are compiled in {kernel_cache()} ({seconds:.1f} s)")

@@ -14,6 +14,7 @@ does `compile` where the folder cannot be written (a read-only install).
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import os
@@ -25,6 +26,7 @@ from . import settings
 _INCLUDE = re.compile(r'^#include "([^"]+)"[ \t]*$', re.MULTILINE)
 CTYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 HERE = os.path.dirname(__file__)
+FINGERPRINTS = "compiler-fingerprints"  # the file of them in the folder (seed_fingerprints)
 
 
 def kernel_cache() -> str:
@@ -93,7 +95,8 @@ def use_kernel_cache(fill: bool = False) -> None:
     """From now on CuPy's compiler looks every kernel up in distsort's folder first (ours and
     CuPy's own that a sort uses), then in CuPy's cache; it saves what it compiles into the
     folder when filling (`compile`), else into CuPy's cache. Needs CuPy 14's pluggable cache
-    backend; with an older CuPy, CuPy's own cache alone."""
+    backend; with an older CuPy, CuPy's own cache alone. The compiler's fingerprints that
+    `compile` kept (remember_fingerprints) are given to CuPy too."""
     from cupy.cuda import compiler
 
     current = getattr(compiler, "_kernel_cache_backend", None)
@@ -104,6 +107,61 @@ def use_kernel_cache(fill: bool = False) -> None:
         return  # in place already (a process that fills keeps filling)
     fallback = current.fallback if isinstance(current, _FolderFirst) else current
     compiler._set_kernel_cache_backend(_FolderFirst(kernel_cache(), fallback, fill))
+    seed_fingerprints(kernel_cache(), _fingerprint_table(compiler))
+
+
+def remember_fingerprints() -> None:
+    """Keep this process's compiler fingerprints in the folder (`compile`'s last step)."""
+    from cupy.cuda import compiler
+
+    save_fingerprints(kernel_cache(), _fingerprint_table(compiler))
+
+
+def _fingerprint_table(compiler) -> dict:
+    """CuPy's table of the compiler's fingerprints: for each set of options (with the GPU's
+    architecture and NVRTC's version), what NVRTC makes of an empty source, which CuPy puts in
+    every kernel's cache key. CuPy fills it by running NVRTC once for each set a process meets,
+    even where every kernel is in the cache: ~25 ms each, three in a two-rank job's sample and
+    partition (bench/RESULTS.md, session 56). A CuPy without it: an empty table, unused."""
+    table = getattr(compiler, "_empty_file_preprocess_cache", None)
+    return table if isinstance(table, dict) else {}
+
+
+def save_fingerprints(folder: str, table: dict) -> None:
+    """Merge the table's entries into the folder's file of them (written whole, checked as the
+    kernels are); entries that would not read back as they are (not plain literals) are left
+    out."""
+    kept = dict(read_fingerprints(folder))
+    for options, fingerprint in table.items():
+        try:
+            if ast.literal_eval(repr((options, fingerprint))) == (options, fingerprint):
+                kept[options] = fingerprint
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+    if kept:
+        _write_checked(folder, FINGERPRINTS, repr(sorted(kept.items(), key=repr)).encode())
+
+
+def seed_fingerprints(folder: str, table: dict) -> None:
+    """Put the folder's kept fingerprints in the table where it has none for their options: a
+    fingerprint is NVRTC's own answer for those options, architecture and version (all in its
+    key), so another GPU or NVRTC finds none of these and asks NVRTC as before."""
+    for options, fingerprint in read_fingerprints(folder):
+        table.setdefault(options, fingerprint)
+
+
+def read_fingerprints(folder: str) -> list[tuple]:
+    """The folder's kept (options, fingerprint) entries; none where the file is missing, torn
+    or not what save_fingerprints writes."""
+    data = _read_checked(os.path.join(folder, FINGERPRINTS))
+    try:
+        entries = ast.literal_eval(data.decode()) if data is not None else []
+    except (ValueError, SyntaxError, MemoryError, RecursionError, UnicodeDecodeError):
+        return []
+    if not isinstance(entries, list):
+        return []
+    return [tuple(e) for e in entries if isinstance(e, tuple) and len(e) == 2
+            and isinstance(e[0], tuple)]
 
 
 class _FolderFirst:
@@ -115,31 +173,40 @@ class _FolderFirst:
         self.folder, self.fallback, self.fill = folder, fallback, fill
 
     def load(self, name: str) -> bytes | None:
-        try:
-            with open(os.path.join(self.folder, name), "rb") as f:
-                data = f.read()
-        except OSError:
+        if not os.path.exists(path := os.path.join(self.folder, name)):
             found = self.fallback.load(name)
             if found is not None and self.fill:  # compiled before `compile` ran: keep it too
-                self._write(name, found)
+                _write_checked(self.folder, name, found)
             return found
-        digest, payload = data[:32], data[32:]
-        return payload if hashlib.sha256(payload).digest() == digest else None
+        return _read_checked(path)
 
     def save(self, name: str, cubin: bytes, source: str) -> None:
-        if not (self.fill and self._write(name, cubin)):
+        if not (self.fill and _write_checked(self.folder, name, cubin)):
             self.fallback.save(name, cubin, source)
 
-    def _write(self, name: str, cubin: bytes) -> bool:
-        """Put the file in the folder; False where the folder cannot be written."""
-        import tempfile  # here: only `compile` writes (a job that imports it pays 7 ms)
 
-        try:
-            os.makedirs(self.folder, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=self.folder, prefix=".part-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(hashlib.sha256(cubin).digest() + cubin)
-            os.replace(temp, os.path.join(self.folder, name))
-            return True
-        except OSError:  # a folder it may not write (a read-only install)
-            return False
+def _read_checked(path: str) -> bytes | None:
+    """The payload of a file _write_checked wrote; None where it is missing or torn."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    digest, payload = data[:32], data[32:]
+    return payload if hashlib.sha256(payload).digest() == digest else None
+
+
+def _write_checked(folder: str, name: str, payload: bytes) -> bool:
+    """Put the payload, after its SHA-256, in the folder as one whole file; False where the
+    folder cannot be written."""
+    import tempfile  # here: only `compile` writes (a job that imports it pays 7 ms)
+
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=folder, prefix=".part-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(hashlib.sha256(payload).digest() + payload)
+        os.replace(temp, os.path.join(folder, name))
+        return True
+    except OSError:  # a folder it may not write (a read-only install)
+        return False

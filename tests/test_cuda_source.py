@@ -26,15 +26,21 @@ class CupyCache:
 @pytest.fixture
 def fake_cupy(monkeypatch):
     made = []
-    compiler = types.SimpleNamespace(_kernel_cache_backend=CupyCache())
+    compiler = types.SimpleNamespace(_kernel_cache_backend=CupyCache(),
+                                     _empty_file_preprocess_cache={})
     compiler._set_kernel_cache_backend = lambda b: setattr(compiler, "_kernel_cache_backend", b)
 
     class RawModule:
         def __init__(self, code, options, name_expressions):
             made.append((code, options, name_expressions))
             self.key = f"{hash((code, options, tuple(name_expressions)))}.cubin"
+            self.env = ("sm_90", options, (13, 0), "nvrtc")
 
         def get_function(self, name):  # CuPy compiles here, through its cache backend
+            table = compiler._empty_file_preprocess_cache  # NVRTC's answer, in every key
+            if self.env not in table:
+                made.append("preprocessed")
+                table[self.env] = b"// NVRTC 13.0 for " + repr(self.env).encode()
             cache = compiler._kernel_cache_backend
             if cache.load(self.key) is None:
                 made.append("compiled")
@@ -61,7 +67,7 @@ def fake_cupy(monkeypatch):
 def test_every_requested_template_is_defined_in_its_source(fake_cupy, loader, args, kernels):
     module, name = loader.split(":")
     getattr(__import__(module, fromlist=[name]), name)(*args)
-    (code, options, names), _ = fake_cupy
+    code, options, names = fake_cupy[0]
     assert "-std=c++17" in options and len(names) == sum(kernels.values())
     for kernel, count in kernels.items():
         bare = kernel.split("<")[0]
@@ -128,6 +134,53 @@ def test_compile_keeps_kernels_compiled_before_it_ran(fake_cupy, monkeypatch, tm
     theirs.files.clear()  # a fresh HOME
     job(fill=False)
     assert fake_cupy.count("compiled") == 1
+
+
+def test_compile_keeps_the_compilers_fingerprints_so_jobs_run_no_nvrtc(fake_cupy, monkeypatch,
+                                                                        tmp_path):
+    """CuPy runs NVRTC on an empty source once for each set of options a process meets, for
+    the kernels' cache keys, even where every kernel is cached. `compile` keeps those answers
+    in the folder and a fresh job takes them: it runs NVRTC for nothing. A torn file, or one
+    another compile wrote meanwhile, costs NVRTC's runs again, never a wrong kernel."""
+    from cupy.cuda import compiler
+
+    from distsort import cuda_source, keys
+    from distsort.local import digit_partition
+
+    theirs = compiler._kernel_cache_backend
+    folder = tmp_path / "kernels"
+    monkeypatch.setenv("DISTSORT_KERNEL_CACHE", str(folder))
+
+    def job(fill: bool, *compile_all) -> None:  # a new process: CuPy's tables empty
+        compiler._set_kernel_cache_backend(theirs)
+        compiler._empty_file_preprocess_cache = {}
+        cuda_source.use_kernel_cache(fill)
+        cuda_source.load_module.cache_clear()
+        digit_partition._module.cache_clear()
+        for each in compile_all:
+            each()
+        if fill:
+            cuda_source.remember_fingerprints()
+
+    job(True, keys.compile_all)
+    assert fake_cupy.count("preprocessed") == 1
+    job(False, keys.compile_all)
+    assert fake_cupy.count("preprocessed") == 1 and fake_cupy.count("compiled") == 1
+    compiler._empty_file_preprocess_cache[("sm_90", (object(),), (13, 0), "nvrtc")] = b"odd"
+    cuda_source.remember_fingerprints()  # an entry that is no literal is left out
+    assert len(cuda_source.read_fingerprints(str(folder))) == 1
+    job(True, digit_partition.compile_all)  # another option set: kept beside the first
+    assert len(cuda_source.read_fingerprints(str(folder))) == 2
+    known = fake_cupy.count("preprocessed")
+    job(False, keys.compile_all, digit_partition.compile_all)
+    assert fake_cupy.count("preprocessed") == known
+    compiler._empty_file_preprocess_cache = {"mine": b"kept"}
+    cuda_source.seed_fingerprints(str(folder), compiler._empty_file_preprocess_cache)
+    assert compiler._empty_file_preprocess_cache["mine"] == b"kept"  # its own answers stay
+    (folder / cuda_source.FINGERPRINTS).write_bytes(b"torn")
+    job(False, keys.compile_all)
+    assert fake_cupy.count("preprocessed") == known + 1
+    assert cuda_source.read_fingerprints(str(folder)) == []
 
 
 def test_shared_device_code_is_inlined_where_a_source_includes_it(tmp_path, monkeypatch):

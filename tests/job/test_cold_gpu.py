@@ -2,7 +2,8 @@
 compile` has run (on one GPU): file jobs of every kind at 1 rank, and at 2 ranks sharing the GPU
 (folded onto rank 0, and split: each rank sorts its share, as on two GPUs), each in a fresh HOME,
 XDG_CACHE_HOME, CUPY_CACHE_DIR and CUDA_CACHE_PATH, leave no kernel compiled by NVRTC there:
-each costs a cluster job (a fresh container) up to a second. The driver's cache
+each costs a cluster job (a fresh container) up to a second; nor does it run NVRTC at all
+(CuPy's runs for its cache keys are answered from what `compile` kept). The driver's cache
 (CUDA_CACHE_PATH) is not counted: every fresh process leaves one small module of PTX there
 (named default_program, not one of the kernel cache's), at no measurable cost (bench/RESULTS.md,
 run 324: 2 ranks, cold 2.71 s, warm 2.87 s). Skipped where no GPU is found.
@@ -10,8 +11,10 @@ run 324: 2 ranks, cold 2.71 s, warm 2.87 s). Skipped where no GPU is found.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -24,6 +27,7 @@ pytestmark = pytest.mark.gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NVRTC = ("HOME", "XDG_CACHE_HOME", "CUPY_CACHE_DIR")  # where CuPy may keep what NVRTC compiled
 FRESH = NVRTC + ("CUDA_CACHE_PATH",)
+WATCHED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "watched", "distsort")
 
 
 def _env(**more: str) -> dict:
@@ -88,15 +92,22 @@ def test_a_fresh_job_compiles_no_kernel_after_compile(tmp_path, inputs, ranks, s
     fresh = {name: str(tmp_path / "fresh" / name) for name in FRESH}
     for path in fresh.values():
         os.makedirs(path)
-    env = _env(DISTSORT_SHARED_GPU=shared, CUPY_CACHE_SAVE_CUDA_SOURCE="1", **fresh)
+    runs = tmp_path / "runs"
+    env = _env(DISTSORT_SHARED_GPU=shared, CUPY_CACHE_SAVE_CUDA_SOURCE="1", NVRTC_RUNS=str(runs),
+               **fresh)
     compiled: dict = {}
     for job in _jobs(inputs, str(tmp_path)):
-        done = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, "-m", "distsort",
-                               *job], env=env, capture_output=True, text=True,
-                              timeout=300, cwd=tmp_path)
+        runs.mkdir()
+        done = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, WATCHED, *job],
+                              env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         for entry in _compiled(tmp_path / "fresh"):  # the driver's cache not: see the module doc
             compiled.setdefault(entry, " ".join(job[:2]))
+        ranks_saw = [json.loads(f.read_text()) for f in sorted(runs.iterdir())]
+        assert len(ranks_saw) == ranks and all(r["table"] > 0 for r in ranks_saw), ranks_saw
+        for stack in (stack for r in ranks_saw for stack in r["runs"]):
+            compiled.setdefault(f"NVRTC run for a cache key from\n{stack}", " ".join(job[:2]))
+        shutil.rmtree(runs)
     assert not compiled, "compiled at run time:\n" + "\n".join(f"{job}: {entry}" for entry, job
                                                                  in compiled.items())
     np.testing.assert_array_equal(np.load(tmp_path / "c.npy"),
