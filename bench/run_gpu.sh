@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine; .whl carried with the pytest-mpi wheel):
 #   bash bench/run_gpu.sh [steps...]   steps: tests mpitests quickstart shared bench bench4
 #   partition cub4 pinned pcie external external4 examples scaling sample4 envab trace ab nccl4
-#   bytecode (BYTECODE_ROUNDS) filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile (PROFILE_RANKS) abfile (AB_OLD, AB_ROUNDS, AB_RANKS)
+#   bytecode (BYTECODE_ROUNDS) filejob (FILEJOB_COUNT, _RANKS, _REPS, _ARGS) timeline (TIMELINE_ARGS) ioprobe writeprobe (IOPROBE_SIZE) profile (PROFILE_RANKS; DISTSORT_SHARED_GPU passed on) abfile (AB_OLD, AB_ROUNDS, AB_RANKS)
 #   cpuab (AB_OLD, CPUSORT_ARGS) imports (FILEJOB_COUNT, IMPORTS_DTYPE, IMPORTS_ARGS with @dir/v.npy the
 #   values: where 2 ranks, folded and split, first import SciPy's sparse package)
 #   steps cold tune trees apiab smallapi passprof codedprof (CODED_LOG) a2a ce fresh
@@ -145,7 +145,7 @@ for step in $steps; do
                  /usr/bin/time -f "wall %e s" python3 -m cProfile -o "$OUT/profile.0.prof" \
                    -m distsort sort "$dir/in.npy" -o "$dir/out.npy" ${FILEJOB_ARGS:-} 2>&1 | tail -4
                else
-                 /usr/bin/time -f "wall %e s" $mpi -x OUT -n "$ranks" bash -c 'python3 -m cProfile \
+                 /usr/bin/time -f "wall %e s" $mpi -x OUT ${DISTSORT_SHARED_GPU:+-x DISTSORT_SHARED_GPU} -n "$ranks" bash -c 'python3 -m cProfile \
                    -o "$OUT/profile.$OMPI_COMM_WORLD_RANK.prof" -m distsort sort "$@"' rank \
                    "$dir/in.npy" -o "$dir/out.npy" ${FILEJOB_ARGS:-} 2>&1 | tail -4
                fi
