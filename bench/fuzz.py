@@ -1,5 +1,6 @@
-"""Random jobs on the CPU backend against NumPy: every dtype, distribution, option and rank
-count, in memory and out of core.
+"""Random jobs against NumPy: every dtype, distribution, option and rank count, in memory and
+out of core, on the CPU backend (or with --backend gpu on GPUs, ranks sharing them as
+DISTSORT_SHARED_GPU says).
 
 `mpiexec -n P python bench/fuzz.py api SEED CASES`: API calls (`sort`, `argsort`, `sort_pairs`;
 a quarter of them `sort_records` or structured keys by `order=`) on P ranks, each holding an
@@ -18,7 +19,6 @@ data, with the size to give, is no problem). The campaigns run are in bench/RESU
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -137,14 +137,14 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
 
 # --- API calls on the ranks of one mpiexec --------------------------------------------------
 
-def api_case(rng, comm) -> tuple[tuple, str | None]:
+def api_case(rng, comm, backend: str) -> tuple[tuple, str | None]:
     """One random API call on every rank; (what it was, the problem or None) on rank 0."""
     dtype, dist = str(rng.choice(DTYPES)), str(rng.choice(DISTS))
     n = int(rng.choice(SIZES))
     n += int(rng.integers(0, 50)) if n > 2 else 0
     op = str(rng.choice(["sort", "sort", "argsort", "pairs"]))
     descending, stable, overwrite = (bool(rng.integers(0, 2)) for _ in range(3))
-    common = dict(descending=descending, backend="cpu", device_memory=rng.choice(BUDGETS))
+    common = dict(descending=descending, backend=backend, device_memory=rng.choice(BUDGETS))
     what = (dtype, n, dist, op, descending, stable, common["device_memory"], overwrite)
     if rng.random() < 0.25:
         return _records_or_fields(rng, comm, what, min(n, 200_000), common)
@@ -234,7 +234,7 @@ def _key_bytes(rows: np.ndarray, width: int) -> np.ndarray:
 
 # --- file jobs -------------------------------------------------------------------------------
 
-def files_case(rng, folder: str) -> tuple[tuple, str | None]:
+def files_case(rng, folder: str, backend: str) -> tuple[tuple, str | None]:
     """One random `sort` file job and a `check` of its output; (what it was, the problem)."""
     kind, data, job = _input_file(rng, folder)
     n = len(data)
@@ -253,12 +253,13 @@ def files_case(rng, folder: str) -> tuple[tuple, str | None]:
     what = (kind, str(data.dtype), n, ranks, " ".join(flags).replace(folder + "/", ""), values)
     if data.dtype.names and descending:
         flags.remove("--descending")  # a structured descending order is not modelled here
-    done = _distsort(ranks, ["sort", *job, "--quiet", *flags])
+    done = _distsort(ranks, ["sort", *job, "--quiet", "--backend", backend, *flags])
     if done.returncode:
         return what, f"exit {done.returncode}: {done.stderr.strip()[-300:]}"
     problem = _compare(kind, data, job, "--descending" in flags, stable, argsort, values, folder)
     if problem is None and not argsort:
-        checked = _distsort(int(rng.integers(1, 4)), ["check", job[0], job[2], *job[3:]]
+        checked = _distsort(int(rng.integers(1, 4)), ["check", job[0], job[2], *job[3:],
+                                                      "--backend", backend]
                             + ["--descending"] * ("--descending" in flags))
         problem = None if checked.returncode == 0 else f"check: {checked.stdout[-300:]}"
     return what, problem
@@ -316,9 +317,8 @@ def _positions(values: np.ndarray, kind: str) -> np.ndarray | None:
 
 
 def _distsort(ranks: int, args: list) -> subprocess.CompletedProcess:
-    env = dict(os.environ, DISTSORT_BACKEND="cpu")
     return subprocess.run(["mpiexec", "-n", str(ranks), sys.executable, "-m", "distsort", *args],
-                          capture_output=True, text=True, env=env, timeout=600)
+                          capture_output=True, text=True, timeout=600)
 
 
 def _compare(kind: str, data: np.ndarray, job: list, descending: bool, stable: bool,
@@ -358,6 +358,7 @@ def main() -> None:
     parser.add_argument("seed", type=int)
     parser.add_argument("cases", type=int)
     parser.add_argument("first", type=int, nargs="?", default=0)
+    parser.add_argument("--backend", choices=["cpu", "gpu"], default="cpu")
     args = parser.parse_args()
     comm = None
     if args.mode == "api":
@@ -368,18 +369,19 @@ def main() -> None:
     for case in range(args.first, args.cases):
         rng = np.random.default_rng([args.seed, case])
         if comm is not None:
-            what, problem = api_case(rng, comm)
+            what, problem = api_case(rng, comm, args.backend)
             if comm.Get_rank():
                 continue
         else:
             with tempfile.TemporaryDirectory() as folder:
-                what, problem = files_case(rng, folder)
+                what, problem = files_case(rng, folder, args.backend)
         if problem:
             problems += TOO_SMALL not in problem
             print(case, what, problem, flush=True)
     if comm is None or comm.Get_rank() == 0:
         ranks = comm.Get_size() if comm is not None else "1-4"
-        print(f"{args.mode} seed {args.seed}: {args.cases - args.first} cases on {ranks} ranks, "
+        print(f"{args.mode} seed {args.seed}: {args.cases - args.first} cases on {ranks} "
+              f"{args.backend} ranks, "
               f"{problems} problems, {time.time() - start:.0f} s", flush=True)
 
 

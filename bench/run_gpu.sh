@@ -8,7 +8,7 @@
 #   cpuab (AB_OLD, CPUSORT_ARGS) imports (FILEJOB_COUNT, IMPORTS_DTYPE, IMPORTS_ARGS with @dir/v.npy the
 #   values: where 2 ranks, folded and split, first import SciPy's sparse package)
 #   steps cold tune trees apiab smallapi passprof codedprof (CODED_LOG) a2a ce fresh
-#   ipctests
+#   ipctests fuzz (FUZZ_SEED, FUZZ_CASES, FUZZ_FILES: bench/fuzz.py with --backend gpu)
 #   ipcalone take service (SERVICE_RANKS: 1 2, SERVICE_ARGS) (default: tests mpitests quickstart bench). external4: 4 ranks, 200GB
 #   (EXTERNAL_TOTAL=100GB: less;
 #   EXTERNAL_BUDGETS=48GB,default: sorts per budget, EXTERNAL_REPS=3 of each); envab: the
@@ -309,6 +309,14 @@ for t in (np.uint32, np.int32, np.float32): [e.sort(x.astype(t), codec=C(np.dtyp
                timeout 280 python3 bench/service.py --ranks "$r" --logs 20,24,28 --reps 3 \
                  --small 100 --out "$OUT/service_p$r" ${SERVICE_ARGS:-} 2>&1 | tail -6
              done ;;
+    fuzz) for n in 1 2 3; do  # bench/fuzz.py on the GPUs: API calls at 1-3 ranks (split where
+            # they share a GPU), then file jobs at 1-4 (FUZZ_SEED, FUZZ_CASES, FUZZ_FILES)
+            DISTSORT_SHARED_GPU=split timeout 400 $mpi -x DISTSORT_SHARED_GPU -n "$n" python3 \
+              bench/fuzz.py api "$((${FUZZ_SEED:-1} + n))" "${FUZZ_CASES:-100}" --backend gpu \
+              2>&1 | tee "$OUT/fuzz_api_p$n.log" | tail -4
+          done
+          timeout 500 python3 bench/fuzz.py files "${FUZZ_SEED:-1}" "${FUZZ_FILES:-30}" \
+            --backend gpu 2>&1 | tee "$OUT/fuzz_files.log" | tail -4 ;;
     examples) timeout 60 $mpi -n 2 python3 examples/library_sort.py 2>&1 | tail -4
               timeout 60 $mpi -n 2 launch/distsort-run --verbose python3 -m distsort info \
                 2>&1 | tail -12 ;;
