@@ -8,8 +8,10 @@ distsort compile` fills once per machine or image (launch/quickstart.sh runs it;
 GPU, so an image gets it from a container on one, or a mounted folder) and every later job
 finds, whatever its HOME (through CuPy 14's pluggable kernel cache: the folder first, then
 CuPy's own). `compile` also runs a small sort of every kind, so that the folder holds CuPy's
-own kernels that sorts use too. Jobs save what they still compile into CuPy's own cache, as
-does `compile` where the folder cannot be written (a read-only install).
+own kernels that sorts use too, and keeps NVRTC's answers that CuPy puts in every kernel's
+cache key (remember_fingerprints), so that a job runs NVRTC not at all. Jobs save what they
+still compile into CuPy's own cache, as does `compile` where the folder cannot be written (a
+read-only install).
 """
 
 from __future__ import annotations
