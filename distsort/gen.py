@@ -276,9 +276,10 @@ def gen_format(path, dist: str, dtype=None, record_size=None, key_size=None) -> 
     gensort without record options means the benchmark's 100-byte records with 10-byte keys."""
     if dist == "gensort" and dtype is None and record_size is None and key_size is None:
         record_size, key_size = 100, 10
-    if dtype is not None and _kind(dtype) in ("S", "U", "V"):
+    if dtype is not None and _kind(dtype) in ("S", "U", "V", "c"):
         raise DistsortError(f"--dtype {dtype}: gen makes numbers, bool and time keys and byte "
-                            "records, not bytes or strings (sort takes .npy files of those)")
+                            "records, not complex numbers, bytes or strings (sort takes .npy "
+                            "files of those)")
     fmt = output_format(path, dtype=dtype, record_size=record_size, key_size=key_size)
     check_dist(dist, fmt)
     return fmt

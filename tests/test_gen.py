@@ -294,8 +294,8 @@ def test_gen_format_errors():
         gen_format("g.dat", "uniform")
     with pytest.raises(DistsortError, match="does not end in .npy"):
         gen_format("g.npy", "gensort")
-    for dtype in ("U8", "S4", "V2"):
-        with pytest.raises(DistsortError, match="not bytes or strings"):
+    for dtype in ("U8", "S4", "V2", "complex128", "c8"):
+        with pytest.raises(DistsortError, match="not complex numbers, bytes or strings"):
             gen_format("g.npy", "uniform", dtype=dtype)
     with pytest.raises(DistsortError, match="unknown --dtype 'uint33'"):
         gen_format("g.npy", "uniform", dtype="uint33")
