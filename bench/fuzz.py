@@ -209,10 +209,7 @@ def _records_or_fields(rng, comm, what: tuple, n: int, common: dict) -> tuple:
                                                                     comm, **common)])
         if got is None or comm.Get_rank():
             return what, problem
-        got, key = np.concatenate(got[0]), _key_bytes(rows, width)
-        want = stable_order(key, common["descending"])
-        ok = same_values(_key_bytes(got, width), key[want]) and np.array_equal(
-            np.sort(_key_bytes(got, size)), np.sort(_key_bytes(rows, size)))
+        ok = _records_sorted(np.concatenate(got[0]), rows, width, common["descending"])
         return what, None if ok else "WRONG records"
     data = _fields(rng, n)  # structured keys by order=: NumPy's order, stably
     fields = [str(f) for f in rng.permutation(STRUCT.names)[: int(rng.integers(1, 4))]]
@@ -230,6 +227,14 @@ def _records_or_fields(rng, comm, what: tuple, n: int, common: dict) -> tuple:
 
 def _key_bytes(rows: np.ndarray, width: int) -> np.ndarray:
     return np.ascontiguousarray(rows[:, :width]).view(f"S{width}").reshape(-1)
+
+
+def _records_sorted(got: np.ndarray, rows: np.ndarray, width: int, descending: bool) -> bool:
+    """Are got's records the rows' records, by their first width bytes in memcmp order?"""
+    key = _key_bytes(rows, width)
+    size = rows.shape[1]
+    return same_values(_key_bytes(got, width), key[stable_order(key, descending)]) and (
+        np.array_equal(np.sort(_key_bytes(got, size)), np.sort(_key_bytes(rows, size))))
 
 
 # --- file jobs -------------------------------------------------------------------------------
@@ -332,12 +337,9 @@ def _compare(kind: str, data: np.ndarray, job: list, descending: bool, stable: b
     if kind == "records":
         size, width = data.shape[1], int(job[job.index("--key-size") + 1])
         got = np.fromfile(out, np.uint8).reshape(-1, size)
-        key = _key_bytes(data, width)
-        want = stable_order(key, descending)
-        ok = same_values(_key_bytes(got, width), key[want]) and np.array_equal(
-            np.sort(_key_bytes(got, size)), np.sort(_key_bytes(data, size)))
+        ok = _records_sorted(got, data, width, descending)
         if ok and stable:
-            ok = np.array_equal(got, data[want])
+            ok = np.array_equal(got, data[stable_order(_key_bytes(data, width), descending)])
         return None if ok else "WRONG records"
     got = np.load(out) if kind == "npy" else np.fromfile(out, data.dtype)
     want = np.argsort(data, kind="stable") if structured else stable_order(data, descending)
